@@ -1,0 +1,398 @@
+#pragma once
+// Building IR: computation_builder appends instructions, infers their result shapes as XLA's
+// shape inference would, and throws ir_error naming the op and the shapes when they don't fit.
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "fusedsl/hlo/ir.hpp"
+
+namespace fusedsl::hlo {
+
+class computation_builder {
+ public:
+  // `name` is escaped into a valid identifier (escape.hpp).
+  explicit computation_builder(std::string_view name) { c_.name = escape_identifier(name); }
+
+  const std::string& name() const { return c_.name; }
+  const instruction& get(instruction_id id) const { return c_.instructions.at(check(id, "get")); }
+  const hlo::shape& shape_of(instruction_id id) const { return get(id).shape; }
+  std::size_t size() const { return c_.instructions.size(); }
+
+  // Parameters are numbered in the order they are added; `name` is escaped and kept verbatim in
+  // metadata op_name when escaping changed it.
+  instruction_id add_parameter(hlo::shape s, std::string_view name) {
+    instruction in = make(opcode::parameter, std::move(s), {});
+    in.parameter_number = parameter_count_++;
+    return push(std::move(in), name, true);
+  }
+
+  instruction_id add_constant(hlo::literal value, std::string_view name = "constant") {
+    instruction in = make(opcode::constant, value.shape, {});
+    in.literal = std::move(value);
+    return push(std::move(in), name);
+  }
+
+  instruction_id add_iota(hlo::shape s, std::int64_t iota_dimension, std::string_view name = "iota") {
+    if (s.is_tuple() || iota_dimension < 0 || iota_dimension >= s.rank())
+      fail("iota", "dimension " + std::to_string(iota_dimension) + " out of range for " +
+                       to_short_string(s));
+    instruction in = make(opcode::iota, std::move(s), {});
+    in.iota_dimension = iota_dimension;
+    return push(std::move(in), name);
+  }
+
+  // Elementwise unary op (abs, negate, exponential, ..., copy). Use add_convert for convert.
+  instruction_id add_unary(opcode op, instruction_id x, std::string_view name = {}) {
+    const std::string what(to_string(op));
+    if (!is_elementwise_unary(op) || op == opcode::convert) fail(what, "is not an elementwise unary op");
+    const hlo::shape& s = array_operand(what, x);
+    check_type(op, s.type);
+    return push(make(op, plain(s), {x}), name.empty() ? to_string(op) : name);
+  }
+
+  // Elementwise binary op (add, ..., power, and/or/xor). Use add_compare for compare.
+  instruction_id add_binary(opcode op, instruction_id a, instruction_id b, std::string_view name = {}) {
+    const std::string what(to_string(op));
+    if (!is_elementwise_binary(op) || op == opcode::compare) fail(what, "is not an elementwise binary op");
+    const hlo::shape& sa = array_operand(what, a);
+    const hlo::shape& sb = array_operand(what, b);
+    if (!sa.compatible(sb))
+      fail(what, "operand shapes differ (" + to_short_string(sa) + " vs " + to_short_string(sb) + ")");
+    check_type(op, sa.type);
+    return push(make(op, plain(sa), {a, b}), name.empty() ? to_string(op) : name);
+  }
+
+  instruction_id add_compare(instruction_id a, instruction_id b, comparison_direction d,
+                             std::string_view name = "compare") {
+    const hlo::shape& sa = array_operand("compare", a);
+    const hlo::shape& sb = array_operand("compare", b);
+    if (!sa.compatible(sb))
+      fail("compare", "operand shapes differ (" + to_short_string(sa) + " vs " + to_short_string(sb) + ")");
+    instruction in = make(opcode::compare, hlo::shape::array(element_type::pred, sa.dims), {a, b});
+    in.direction = d;
+    return push(std::move(in), name);
+  }
+
+  // select(pred, on_true, on_false); pred has on_true's dims (or is a scalar).
+  instruction_id add_select(instruction_id pred, instruction_id on_true, instruction_id on_false,
+                            std::string_view name = "select") {
+    const hlo::shape& sp = array_operand("select", pred);
+    const hlo::shape& st = array_operand("select", on_true);
+    const hlo::shape& sf = array_operand("select", on_false);
+    if (sp.type != element_type::pred) fail("select", "predicate is " + to_short_string(sp) + ", not pred");
+    if (!st.compatible(sf))
+      fail("select", "branch shapes differ (" + to_short_string(st) + " vs " + to_short_string(sf) + ")");
+    if (sp.rank() != 0 && sp.dims != st.dims)
+      fail("select", "predicate " + to_short_string(sp) + " does not match " + to_short_string(st));
+    return push(make(opcode::select, plain(st), {pred, on_true, on_false}), name);
+  }
+
+  // clamp(min, x, max); min and max have x's shape or are scalars.
+  instruction_id add_clamp(instruction_id lo, instruction_id x, instruction_id hi,
+                           std::string_view name = "clamp") {
+    const hlo::shape& sx = array_operand("clamp", x);
+    for (instruction_id b : {lo, hi}) {
+      const hlo::shape& sb = array_operand("clamp", b);
+      if (sb.type != sx.type || (sb.rank() != 0 && sb.dims != sx.dims))
+        fail("clamp", "bound " + to_short_string(sb) + " does not match " + to_short_string(sx));
+    }
+    return push(make(opcode::clamp, plain(sx), {lo, x, hi}), name);
+  }
+
+  instruction_id add_convert(instruction_id x, element_type to, std::string_view name = "convert") {
+    const hlo::shape& s = array_operand("convert", x);
+    return push(make(opcode::convert, hlo::shape::array(to, s.dims), {x}), name);
+  }
+
+  // Result dims: batch dims, then lhs free dims, then rhs free dims (XLA's order).
+  instruction_id add_dot(instruction_id lhs, instruction_id rhs, dot_dimension_numbers dn,
+                         std::optional<element_type> result_type = std::nullopt,
+                         std::string_view name = "dot") {
+    const hlo::shape& a = array_operand("dot", lhs);
+    const hlo::shape& b = array_operand("dot", rhs);
+    auto shapes = " (lhs " + to_short_string(a) + ", rhs " + to_short_string(b) + ")";
+    if (a.type != b.type) fail("dot", "operand element types differ" + shapes);
+    if (dn.lhs_batch.size() != dn.rhs_batch.size())
+      fail("dot", "lhs and rhs have different numbers of batch dimensions" + shapes);
+    if (dn.lhs_contracting.size() != dn.rhs_contracting.size())
+      fail("dot", "lhs and rhs have different numbers of contracting dimensions" + shapes);
+    auto used_a = mark_dims("dot", a, {&dn.lhs_batch, &dn.lhs_contracting}, "lhs");
+    auto used_b = mark_dims("dot", b, {&dn.rhs_batch, &dn.rhs_contracting}, "rhs");
+    for (std::size_t i = 0; i < dn.lhs_batch.size(); ++i)
+      if (a.dims[idx(dn.lhs_batch[i])] != b.dims[idx(dn.rhs_batch[i])])
+        fail("dot", "batch dimensions differ" + shapes);
+    for (std::size_t i = 0; i < dn.lhs_contracting.size(); ++i)
+      if (a.dims[idx(dn.lhs_contracting[i])] != b.dims[idx(dn.rhs_contracting[i])])
+        fail("dot", "contracting dimensions differ" + shapes);
+    std::vector<std::int64_t> dims;
+    for (std::int64_t d : dn.lhs_batch) dims.push_back(a.dims[idx(d)]);
+    for (std::size_t d = 0; d < a.dims.size(); ++d)
+      if (!used_a[d]) dims.push_back(a.dims[d]);
+    for (std::size_t d = 0; d < b.dims.size(); ++d)
+      if (!used_b[d]) dims.push_back(b.dims[d]);
+    instruction in = make(opcode::dot, hlo::shape::array(result_type.value_or(a.type), dims), {lhs, rhs});
+    in.dot = std::move(dn);
+    return push(std::move(in), name);
+  }
+
+  // Operand dim i becomes result dim dimensions[i] (strictly increasing, as XLA requires).
+  instruction_id add_broadcast(instruction_id x, std::vector<std::int64_t> result_dims,
+                               std::vector<std::int64_t> dimensions,
+                               std::string_view name = "broadcast") {
+    const hlo::shape& s = array_operand("broadcast", x);
+    if (dimensions.size() != s.dims.size())
+      fail("broadcast", "operand " + to_short_string(s) + " needs " + std::to_string(s.dims.size()) +
+                            " dimensions, got " + std::to_string(dimensions.size()));
+    for (std::size_t i = 0; i < dimensions.size(); ++i) {
+      std::int64_t d = dimensions[i];
+      if (d < 0 || d >= static_cast<std::int64_t>(result_dims.size()) ||
+          (i > 0 && d <= dimensions[i - 1]))
+        fail("broadcast", "dimensions must be increasing and within the result rank");
+      if (result_dims[idx(d)] != s.dims[i])
+        fail("broadcast", "operand " + to_short_string(s) + " dim " + std::to_string(i) +
+                              " does not match result dim " + std::to_string(d));
+    }
+    instruction in = make(opcode::broadcast, hlo::shape::array(s.type, std::move(result_dims)), {x});
+    in.dimensions = std::move(dimensions);
+    return push(std::move(in), name);
+  }
+
+  // Reduces `dimensions` of x with the scalar computation `to_apply` ((T, T) -> T), from init.
+  instruction_id add_reduce(instruction_id x, instruction_id init, std::vector<std::int64_t> dimensions,
+                            const computation& to_apply, std::string_view name = "reduce") {
+    const hlo::shape& s = array_operand("reduce", x);
+    const hlo::shape& si = array_operand("reduce", init);
+    if (si.rank() != 0 || si.type != s.type)
+      fail("reduce", "init value " + to_short_string(si) + " must be a " +
+                         std::string(to_string(s.type)) + " scalar");
+    check_reducer(to_apply, s.type);
+    std::vector<bool> reduced(s.dims.size(), false);
+    for (std::int64_t d : dimensions) {
+      if (d < 0 || d >= s.rank() || reduced[idx(d)])
+        fail("reduce", "bad dimension " + std::to_string(d) + " for " + to_short_string(s));
+      reduced[idx(d)] = true;
+    }
+    std::vector<std::int64_t> dims;
+    for (std::size_t d = 0; d < s.dims.size(); ++d)
+      if (!reduced[d]) dims.push_back(s.dims[d]);
+    instruction in = make(opcode::reduce, hlo::shape::array(s.type, dims), {x, init});
+    in.dimensions = std::move(dimensions);
+    in.called_computation = to_apply.name;
+    return push(std::move(in), name);
+  }
+
+  // Result dim i is operand dim permutation[i].
+  instruction_id add_transpose(instruction_id x, std::vector<std::int64_t> permutation,
+                               std::string_view name = "transpose") {
+    const hlo::shape& s = array_operand("transpose", x);
+    if (permutation.size() != s.dims.size()) fail("transpose", "permutation rank differs from " + to_short_string(s));
+    std::vector<bool> seen(s.dims.size(), false);
+    std::vector<std::int64_t> dims;
+    for (std::int64_t p : permutation) {
+      if (p < 0 || p >= s.rank() || seen[idx(p)]) fail("transpose", "not a permutation of " + to_short_string(s));
+      seen[idx(p)] = true;
+      dims.push_back(s.dims[idx(p)]);
+    }
+    instruction in = make(opcode::transpose, hlo::shape::array(s.type, dims), {x});
+    in.dimensions = std::move(permutation);
+    return push(std::move(in), name);
+  }
+
+  instruction_id add_reshape(instruction_id x, std::vector<std::int64_t> dims,
+                             std::string_view name = "reshape") {
+    const hlo::shape& s = array_operand("reshape", x);
+    hlo::shape r = hlo::shape::array(s.type, std::move(dims));
+    if (r.element_count() != s.element_count())
+      fail("reshape", "element counts differ (" + to_short_string(s) + " to " + to_short_string(r) + ")");
+    return push(make(opcode::reshape, std::move(r), {x}), name);
+  }
+
+  instruction_id add_slice(instruction_id x, std::vector<slice_dim> ranges, std::string_view name = "slice") {
+    const hlo::shape& s = array_operand("slice", x);
+    if (ranges.size() != s.dims.size()) fail("slice", "needs one range per dimension of " + to_short_string(s));
+    std::vector<std::int64_t> dims;
+    for (std::size_t d = 0; d < ranges.size(); ++d) {
+      const slice_dim& r = ranges[d];
+      if (r.stride <= 0 || r.start < 0 || r.start > r.limit || r.limit > s.dims[d])
+        fail("slice", "range [" + std::to_string(r.start) + ":" + std::to_string(r.limit) + ":" +
+                          std::to_string(r.stride) + "] invalid for dim " + std::to_string(d) + " of " +
+                          to_short_string(s));
+      dims.push_back((r.limit - r.start + r.stride - 1) / r.stride);
+    }
+    instruction in = make(opcode::slice, hlo::shape::array(s.type, dims), {x});
+    in.slice = std::move(ranges);
+    return push(std::move(in), name);
+  }
+
+  instruction_id add_concatenate(std::vector<instruction_id> xs, std::int64_t dimension,
+                                 std::string_view name = "concatenate") {
+    if (xs.empty()) fail("concatenate", "needs at least one operand");
+    hlo::shape r = plain(array_operand("concatenate", xs[0]));
+    if (dimension < 0 || dimension >= r.rank()) fail("concatenate", "dimension out of range for " + to_short_string(r));
+    for (std::size_t i = 1; i < xs.size(); ++i) {
+      const hlo::shape& s = array_operand("concatenate", xs[i]);
+      bool ok = s.type == r.type && s.rank() == r.rank();
+      for (std::size_t d = 0; ok && d < s.dims.size(); ++d)
+        ok = static_cast<std::int64_t>(d) == dimension || s.dims[d] == r.dims[d];
+      if (!ok) fail("concatenate", "operand " + to_short_string(s) + " does not fit " +
+                                     to_short_string(array_operand("concatenate", xs[0])));
+      r.dims[idx(dimension)] += s.dims[idx(dimension)];
+    }
+    instruction in = make(opcode::concatenate, std::move(r), std::move(xs));
+    in.dimensions = {dimension};
+    return push(std::move(in), name);
+  }
+
+  instruction_id add_tuple(std::vector<instruction_id> xs, std::string_view name = "tuple") {
+    std::vector<hlo::shape> es;
+    for (instruction_id x : xs) es.push_back(get(x).shape);
+    return push(make(opcode::tuple, hlo::shape::make_tuple(std::move(es)), std::move(xs)), name);
+  }
+
+  instruction_id add_get_tuple_element(instruction_id x, std::int64_t index,
+                                       std::string_view name = "get-tuple-element") {
+    const hlo::shape& s = get(x).shape;
+    if (!s.is_tuple() || index < 0 || index >= static_cast<std::int64_t>(s.elements.size()))
+      fail("get-tuple-element", "index " + std::to_string(index) + " out of range for " + to_short_string(s));
+    instruction in = make(opcode::get_tuple_element, s.elements[idx(index)], {x});
+    in.tuple_index = index;
+    return push(std::move(in), name);
+  }
+
+  // fusion/call: operand shapes must match the callee's parameters; the result is its root's shape.
+  instruction_id add_fusion(std::vector<instruction_id> xs, const computation& callee, fusion_kind kind,
+                            std::string_view name = "fusion") {
+    instruction in = make_call(opcode::fusion, std::move(xs), callee);
+    in.fusion_kind = kind;
+    return push(std::move(in), name);
+  }
+  instruction_id add_call(std::vector<instruction_id> xs, const computation& callee,
+                          std::string_view name = "call") {
+    return push(make_call(opcode::call, std::move(xs), callee), name);
+  }
+
+  // Appends an instruction as given (no shape inference); operands are checked and the name
+  // is escaped and made unique. For ops the builder has no function for.
+  instruction_id add(instruction in) {
+    for (instruction_id op : in.operands) check(op, std::string(to_string(in.opcode)));
+    std::string name = in.name.empty() ? std::string(to_string(in.opcode)) : in.name;
+    return push(std::move(in), name);
+  }
+
+  void set_sharding(instruction_id id, hlo::sharding s) { c_.instructions.at(check(id, "set_sharding")).sharding = std::move(s); }
+  void set_op_name(instruction_id id, std::string op_name) { c_.instructions.at(check(id, "set_op_name")).op_name = std::move(op_name); }
+
+  // Finishes the computation; the root defaults to the last instruction.
+  computation build(std::optional<instruction_id> root = std::nullopt) const {
+    if (c_.instructions.empty()) throw ir_error("computation " + c_.name + ": no instructions");
+    computation c = c_;
+    c.root = root ? check(*root, "build") : c.instructions.size() - 1;
+    return c;
+  }
+
+ private:
+  static std::size_t idx(std::int64_t d) { return static_cast<std::size_t>(d); }
+
+  [[noreturn]] void fail(const std::string& op, const std::string& what) const {
+    throw ir_error(op + " in computation " + c_.name + ": " + what);
+  }
+  instruction_id check(instruction_id id, const std::string& op) const {
+    if (id >= c_.instructions.size())
+      fail(op, "operand " + std::to_string(id) + " does not exist (" +
+                   std::to_string(c_.instructions.size()) + " instructions so far)");
+    return id;
+  }
+  const hlo::shape& array_operand(const std::string& op, instruction_id id) const {
+    const hlo::shape& s = c_.instructions.at(check(id, op)).shape;
+    if (s.is_tuple()) fail(op, "operand " + c_.instructions[id].name + " is a tuple");
+    return s;
+  }
+  // The shape without its layout: results get XLA's default layout.
+  static hlo::shape plain(const hlo::shape& s) { return hlo::shape::array(s.type, s.dims); }
+
+  void check_type(opcode op, element_type t) const {
+    if (is_floating_only(op) && !is_floating(t))
+      fail(std::string(to_string(op)), "needs a floating-point operand, got " + std::string(to_string(t)));
+    if (is_logical(op) && is_floating(t))
+      fail(std::string(to_string(op)), "needs a pred or integer operand, got " + std::string(to_string(t)));
+  }
+
+  std::vector<bool> mark_dims(const std::string& op, const hlo::shape& s,
+                              std::initializer_list<const std::vector<std::int64_t>*> lists,
+                              const char* side) const {
+    std::vector<bool> used(s.dims.size(), false);
+    for (const auto* l : lists)
+      for (std::int64_t d : *l) {
+        if (d < 0 || d >= s.rank() || used[idx(d)])
+          fail(op, std::string(side) + " dimension " + std::to_string(d) + " invalid or repeated for " +
+                       to_short_string(s));
+        used[idx(d)] = true;
+      }
+    return used;
+  }
+
+  void check_reducer(const computation& f, element_type t) const {
+    auto ps = f.parameters();
+    hlo::shape sc = hlo::shape::scalar(t);
+    if (ps.size() != 2 || !f.instructions[ps[0]].shape.compatible(sc) ||
+        !f.instructions[ps[1]].shape.compatible(sc) || !f.root_instruction().shape.compatible(sc))
+      fail("reduce", "to_apply " + f.name + " must be (" + std::string(to_string(t)) + "[], " +
+                         std::string(to_string(t)) + "[]) -> " + std::string(to_string(t)) + "[]");
+  }
+
+  instruction make_call(opcode op, std::vector<instruction_id> xs, const computation& callee) const {
+    const std::string what(to_string(op));
+    auto ps = callee.parameters();
+    if (ps.size() != xs.size())
+      fail(what, callee.name + " takes " + std::to_string(ps.size()) + " operands, got " + std::to_string(xs.size()));
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      const hlo::shape& s = get(xs[i]).shape;
+      if (!s.compatible(callee.instructions[ps[i]].shape))
+        fail(what, "operand " + std::to_string(i) + " " + to_short_string(s) + " does not match " +
+                       callee.name + " parameter " + to_short_string(callee.instructions[ps[i]].shape));
+    }
+    instruction in = make(op, callee.root_instruction().shape, std::move(xs));
+    in.called_computation = callee.name;
+    return in;
+  }
+
+  static instruction make(opcode op, hlo::shape s, std::vector<instruction_id> operands) {
+    instruction in;
+    in.opcode = op;
+    in.shape = std::move(s);
+    in.operands = std::move(operands);
+    return in;
+  }
+
+  instruction_id push(instruction in, std::string_view name, bool keep_original = false) {
+    std::string base = escape_identifier(name);
+    std::string unique = base;
+    for (int n = 1; names_.count(unique); ++n) unique = base + "." + std::to_string(n);
+    if (keep_original && unique != name && in.op_name.empty()) in.op_name = std::string(name);
+    names_.insert(unique);
+    in.name = std::move(unique);
+    c_.instructions.push_back(std::move(in));
+    return c_.instructions.size() - 1;
+  }
+
+  computation c_;
+  std::set<std::string> names_;
+  std::int64_t parameter_count_ = 0;
+};
+
+// A scalar computation (T a, T b) -> op(a, b), e.g. the to_apply of a sum or max reduction.
+inline computation make_scalar_computation(std::string_view name, opcode op, element_type t) {
+  computation_builder b(name);
+  auto x = b.add_parameter(hlo::shape::scalar(t), "lhs");
+  auto y = b.add_parameter(hlo::shape::scalar(t), "rhs");
+  b.add_binary(op, x, y);
+  return b.build();
+}
+
+}  // namespace fusedsl::hlo

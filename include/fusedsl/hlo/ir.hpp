@@ -1,0 +1,164 @@
+#pragma once
+// The runtime HLO IR: a module of computations, each a list of instructions in definition order
+// whose operands are indices into the same list. Plain values with operator==, so a parsed module
+// can be compared with the one that was printed. The exporter builds it (see builder.hpp); the
+// parser (parser.hpp) reads HLO text into it; printer.hpp and stablehlo.hpp write it out.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fusedsl/hlo/escape.hpp"
+#include "fusedsl/hlo/literal.hpp"
+#include "fusedsl/hlo/opcode.hpp"
+#include "fusedsl/hlo/shape.hpp"
+#include "fusedsl/hlo/sharding.hpp"
+
+namespace fusedsl::hlo {
+
+// Index of an instruction within its computation.
+using instruction_id = std::size_t;
+
+struct dot_dimension_numbers {
+  std::vector<std::int64_t> lhs_batch, lhs_contracting, rhs_batch, rhs_contracting;
+  friend bool operator==(const dot_dimension_numbers&, const dot_dimension_numbers&) = default;
+};
+
+// One dimension of a slice: [start:limit:stride].
+struct slice_dim {
+  std::int64_t start = 0, limit = 0, stride = 1;
+  friend bool operator==(const slice_dim&, const slice_dim&) = default;
+};
+
+// One instruction. Only the fields its opcode uses are set; the rest keep their defaults.
+struct instruction {
+  std::string name;
+  hlo::opcode opcode = hlo::opcode::parameter;
+  hlo::shape shape;
+  std::vector<instruction_id> operands;
+
+  std::int64_t parameter_number = -1;           // parameter
+  std::optional<hlo::literal> literal;          // constant
+  std::vector<std::int64_t> dimensions;         // broadcast, reduce, transpose, concatenate
+  std::optional<dot_dimension_numbers> dot;     // dot
+  std::optional<comparison_direction> direction;// compare
+  std::vector<slice_dim> slice;                 // slice
+  std::int64_t iota_dimension = -1;             // iota
+  std::int64_t tuple_index = -1;                // get-tuple-element
+  std::string called_computation;               // reduce/call: to_apply=, fusion: calls=
+  std::optional<hlo::fusion_kind> fusion_kind;  // fusion
+  std::optional<hlo::sharding> sharding;        // sharding={...}
+  std::string op_name;                          // metadata={op_name="..."}
+
+  friend bool operator==(const instruction&, const instruction&) = default;
+};
+
+struct computation {
+  std::string name;
+  std::vector<instruction> instructions;
+  instruction_id root = 0;
+
+  const instruction& root_instruction() const {
+    if (root >= instructions.size()) throw ir_error("computation " + name + ": has no root");
+    return instructions[root];
+  }
+  // Parameters ordered by parameter_number.
+  std::vector<instruction_id> parameters() const {
+    std::vector<instruction_id> ps;
+    for (instruction_id i = 0; i < instructions.size(); ++i)
+      if (instructions[i].opcode == opcode::parameter) ps.push_back(i);
+    std::sort(ps.begin(), ps.end(), [&](instruction_id a, instruction_id b) {
+      return instructions[a].parameter_number < instructions[b].parameter_number;
+    });
+    return ps;
+  }
+  std::optional<instruction_id> find(std::string_view instruction_name) const {
+    for (instruction_id i = 0; i < instructions.size(); ++i)
+      if (instructions[i].name == instruction_name) return i;
+    return std::nullopt;
+  }
+
+  friend bool operator==(const computation&, const computation&) = default;
+};
+
+// Computations are kept callees-first (as XLA prints them); `entry` names the entry computation.
+struct module {
+  std::string name;
+  std::vector<hlo::computation> computations;
+  std::string entry;
+
+  const hlo::computation* find(std::string_view computation_name) const {
+    for (const auto& c : computations)
+      if (c.name == computation_name) return &c;
+    return nullptr;
+  }
+  const hlo::computation& get(std::string_view computation_name) const {
+    if (const auto* c = find(computation_name)) return *c;
+    throw ir_error("module " + name + ": no computation named '" + std::string(computation_name) +
+                   "'");
+  }
+  const hlo::computation& entry_computation() const { return get(entry); }
+
+  // Appends a computation that later ones (and the entry) may call; returns its name.
+  const std::string& add_computation(hlo::computation c) {
+    if (find(c.name)) throw ir_error("module " + name + ": duplicate computation " + c.name);
+    computations.push_back(std::move(c));
+    return computations.back().name;
+  }
+  // Appends the entry computation.
+  void set_entry(hlo::computation c) {
+    entry = c.name;
+    add_computation(std::move(c));
+  }
+
+  friend bool operator==(const module&, const module&) = default;
+};
+
+// Structural checks the printer and parser rely on: valid unique names, operands defined before
+// use, a root, called computations present and defined earlier, parameter numbers 0..n-1.
+// Throws ir_error naming the computation and instruction at fault.
+inline void verify(const module& m) {
+  if (!m.find(m.entry)) throw ir_error("module " + m.name + ": entry computation '" + m.entry +
+                                       "' is missing");
+  for (std::size_t ci = 0; ci < m.computations.size(); ++ci) {
+    const computation& c = m.computations[ci];
+    auto where = [&](const instruction& in) { return "computation " + c.name + ", " + in.name + ": "; };
+    if (!is_valid_identifier(c.name)) throw ir_error("computation name '" + c.name + "' is not a valid HLO identifier");
+    for (std::size_t cj = 0; cj < ci; ++cj)
+      if (m.computations[cj].name == c.name) throw ir_error("duplicate computation " + c.name);
+    if (c.instructions.empty()) throw ir_error("computation " + c.name + ": no instructions");
+    if (c.root >= c.instructions.size()) throw ir_error("computation " + c.name + ": root out of range");
+    std::vector<bool> seen_param;
+    for (instruction_id i = 0; i < c.instructions.size(); ++i) {
+      const instruction& in = c.instructions[i];
+      if (!is_valid_identifier(in.name))
+        throw ir_error(where(in) + "name is not a valid HLO identifier");
+      for (instruction_id j = 0; j < i; ++j)
+        if (c.instructions[j].name == in.name) throw ir_error(where(in) + "duplicate name");
+      for (instruction_id op : in.operands)
+        if (op >= i) throw ir_error(where(in) + "operand " + std::to_string(op) + " is not defined before use");
+      if (in.opcode == opcode::parameter) {
+        if (in.parameter_number < 0) throw ir_error(where(in) + "parameter without a number");
+        auto n = static_cast<std::size_t>(in.parameter_number);
+        if (seen_param.size() <= n) seen_param.resize(n + 1, false);
+        if (seen_param[n]) throw ir_error(where(in) + "duplicate parameter number " + std::to_string(n));
+        seen_param[n] = true;
+      }
+      if (in.opcode == opcode::constant && !in.literal) throw ir_error(where(in) + "constant without a value");
+      if (!in.called_computation.empty()) {
+        bool earlier = false;
+        for (std::size_t cj = 0; cj < ci; ++cj) earlier |= m.computations[cj].name == in.called_computation;
+        if (!earlier) throw ir_error(where(in) + "calls '" + in.called_computation +
+                                     "', which is not defined before this computation");
+      }
+    }
+    for (std::size_t n = 0; n < seen_param.size(); ++n)
+      if (!seen_param[n]) throw ir_error("computation " + c.name + ": parameter " + std::to_string(n) + " is missing");
+  }
+}
+
+}  // namespace fusedsl::hlo

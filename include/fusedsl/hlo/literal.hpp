@@ -1,0 +1,106 @@
+#pragma once
+// Constant values of the runtime HLO IR (scalars and arrays, row-major).
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "fusedsl/hlo/shape.hpp"
+
+namespace fusedsl::hlo {
+
+// Rounds a double to the nearest value of a floating type (round to nearest even), so a literal
+// only ever holds values its type can represent and print/parse round-trips exactly.
+inline double round_to(element_type t, double v) {
+  if (std::isnan(v)) return std::numeric_limits<double>::quiet_NaN();
+  switch (t) {
+    case element_type::f64: return v;
+    case element_type::f32: return static_cast<double>(static_cast<float>(v));
+    case element_type::bf16: {
+      float f = static_cast<float>(v);
+      std::uint32_t bits = std::bit_cast<std::uint32_t>(f);
+      if (std::isinf(f)) return f;
+      bits += 0x7fffu + ((bits >> 16) & 1u);  // round to nearest even on the dropped 16 bits
+      bits &= 0xffff0000u;
+      return static_cast<double>(std::bit_cast<float>(bits));
+    }
+    case element_type::f16: {
+      // IEEE binary16: 10 fraction bits, exponent range [-14, 15]; subnormals step 2^-24.
+      double a = std::fabs(v);
+      if (std::isinf(v)) return v;
+      if (a >= 65520.0) return std::copysign(std::numeric_limits<double>::infinity(), v);
+      int exp = 0;
+      std::frexp(a, &exp);  // a = m * 2^exp, m in [0.5, 1)
+      int e = std::max(exp - 1, -14);
+      double quantum = std::ldexp(1.0, e - 10);
+      return std::copysign(std::nearbyint(a / quantum) * quantum, v);
+    }
+    case element_type::pred: return v != 0.0 ? 1.0 : 0.0;
+    case element_type::s32:
+    case element_type::s64: return std::trunc(v);
+  }
+  return v;
+}
+
+// A constant: `shape` is an array shape; floating and pred values live in `values`, integer
+// values in `ints` (so s64 stays exact). Values are row-major. NaNs compare equal to NaNs.
+struct literal {
+  hlo::shape shape;
+  std::vector<double> values;
+  std::vector<std::int64_t> ints;
+
+  static literal scalar(element_type t, double v) { return array(hlo::shape::scalar(t), {v}); }
+  static literal scalar_int(element_type t, std::int64_t v) {
+    return array_int(hlo::shape::scalar(t), {v});
+  }
+  static literal array(hlo::shape s, std::vector<double> v) {
+    if (s.is_tuple()) throw ir_error("literal: tuple-shaped constants are not supported");
+    if (static_cast<std::int64_t>(v.size()) != s.element_count())
+      throw ir_error("literal: " + std::to_string(v.size()) + " values for shape " +
+                     to_short_string(s));
+    literal l;
+    if (is_integral(s.type)) {
+      for (double x : v) l.ints.push_back(static_cast<std::int64_t>(x));
+    } else {
+      for (double& x : v) x = round_to(s.type, x);
+      l.values = std::move(v);
+    }
+    l.shape = std::move(s);
+    return l;
+  }
+  static literal array_int(hlo::shape s, std::vector<std::int64_t> v) {
+    if (!is_integral(s.type)) {
+      std::vector<double> d(v.begin(), v.end());
+      return array(std::move(s), std::move(d));
+    }
+    if (static_cast<std::int64_t>(v.size()) != s.element_count())
+      throw ir_error("literal: " + std::to_string(v.size()) + " values for shape " +
+                     to_short_string(s));
+    literal l;
+    l.shape = std::move(s);
+    l.ints = std::move(v);
+    return l;
+  }
+
+  std::int64_t element_count() const { return shape.element_count(); }
+  // Element i as a double, whatever the type.
+  double get(std::size_t i) const {
+    return is_integral(shape.type) ? static_cast<double>(ints.at(i)) : values.at(i);
+  }
+
+  friend bool operator==(const literal& a, const literal& b) {
+    if (!(a.shape == b.shape) || a.ints != b.ints || a.values.size() != b.values.size())
+      return false;
+    for (std::size_t i = 0; i < a.values.size(); ++i) {
+      double x = a.values[i], y = b.values[i];
+      if (std::isnan(x) && std::isnan(y)) continue;
+      if (std::bit_cast<std::uint64_t>(x) != std::bit_cast<std::uint64_t>(y)) return false;
+    }
+    return true;
+  }
+};
+
+}  // namespace fusedsl::hlo
