@@ -1,0 +1,336 @@
+#pragma once
+// Neural-network composites. Row composites (softmax, log_softmax, layernorm, rmsnorm) are one
+// graph node each; graph::expand writes them as primitives. Larger composites (linear, attention,
+// feed-forward, transformer blocks) are single expression nodes that name their input once; their
+// graph is written by ordinary constexpr functions over a graph::builder, so a model's type stays
+// small and tree-shaped however deep it is.
+#include <limits>
+#include <string_view>
+
+#include "fusedsl/expr/ops.hpp"
+#include "fusedsl/graph/flatten.hpp"
+
+namespace fusedsl {
+namespace expr {
+
+template <class A, int Axis, bool Log>
+struct softmax_t : node_base<A> {
+  static constexpr dtype type = A::type;
+  static constexpr dims shape = A::shape;
+  static constexpr int emit(builder& b, std::array<int, 1> x) { return b.softmax(x[0], Axis, Log); }
+};
+
+template <op_kind K, double Eps, class X, class... GB>
+struct norm_t : node_base<X, GB...> {
+  static constexpr dtype type = X::type;
+  static constexpr dims shape = X::shape;
+  static constexpr int emit(builder& b, std::array<int, 1 + sizeof...(GB)> x) {
+    return b.norm(K, x[0], x[1], sizeof...(GB) == 2 ? x[sizeof...(GB)] : -1, Eps);
+  }
+};
+
+// A composite whose graph is written by Fn::emit(builder&, int x) -> int.
+template <class Fn, class X>
+struct composite_t : node_base<X> {
+  static constexpr dtype type = X::type;
+  static constexpr dims shape = Fn::template result_shape<X>();
+  static constexpr int emit(builder& b, std::array<int, 1> x) { return Fn::emit(b, x[0]); }
+};
+
+// A block body applied Count times, with parameters named "<Name>.<i>.<param>".
+template <fixed_string Name, int Count, class Block, class X>
+struct repeat_t : node_base<X> {
+  static constexpr dtype type = X::type;
+  static constexpr dims shape = X::shape;
+  static constexpr int emit(builder& b, std::array<int, 1> x) {
+    const int ph = b.begin_region(X::type, X::shape);
+    const int result = Block::emit_body(b, ph);
+    const int body = b.end_region(result);
+    return b.repeat(x[0], body, Count, Name.view());
+  }
+};
+
+}  // namespace expr
+
+// ---- row composites ----
+
+template <int Axis = -1, expression A>
+constexpr auto softmax(A) {
+  (void)diag::softmax_axis<axis_in_range(Axis, A::shape.rank), Axis, expr::shape_t<A>>{};
+  (void)diag::needs_floating<is_floating(A::type), graph::op_kind::softmax, A::type>{};
+  return expr::softmax_t<A, Axis, false>{};
+}
+template <int Axis = -1, expression A>
+constexpr auto log_softmax(A) {
+  (void)diag::softmax_axis<axis_in_range(Axis, A::shape.rank), Axis, expr::shape_t<A>>{};
+  (void)diag::needs_floating<is_floating(A::type), graph::op_kind::log_softmax, A::type>{};
+  return expr::softmax_t<A, Axis, true>{};
+}
+
+namespace expr {
+template <class X, class P>
+inline constexpr bool is_row_param = P::shape == make_dims(X::shape.back()) && P::type == X::type;
+}
+
+// Layer normalisation over the last axis (Ba, Kiros & Hinton, 2016).
+template <double Eps = 1e-5, expression X, expression G, expression B>
+constexpr auto layernorm(X, G, B) {
+  (void)diag::norm_params<expr::is_row_param<X, G> && expr::is_row_param<X, B>, expr::shape_t<X>, expr::shape_t<G>>{};
+  return expr::norm_t<graph::op_kind::layernorm, Eps, X, G, B>{};
+}
+// RMS normalisation over the last axis (Zhang & Sennrich, 2019).
+template <double Eps = 1e-6, expression X, expression G>
+constexpr auto rmsnorm(X, G) {
+  (void)diag::norm_params<expr::is_row_param<X, G>, expr::shape_t<X>, expr::shape_t<G>>{};
+  return expr::norm_t<graph::op_kind::rmsnorm, Eps, X, G>{};
+}
+
+namespace nn {
+
+using graph::builder;
+using graph::node;
+using graph::op_kind;
+
+enum class activation : std::uint8_t { relu, gelu, gelu_tanh, silu };
+
+// ---- graph-level definitions (constexpr functions over a builder) ----
+
+// Newton's method; exact to the last bit for the perfect squares used as head sizes.
+constexpr double sqrt_of(double v) {
+  if (v <= 0) return 0;
+  double r = v > 1 ? v : 1;
+  for (int i = 0; i < 64; ++i) r = 0.5 * (r + v / r);
+  return r;
+}
+
+// y = x @ w + b, x: [..., In], w: [In, Out], b: [Out]. Params "<prefix>.w", "<prefix>.b".
+constexpr int emit_linear(builder& b, int x, std::string_view prefix, std::int64_t out, bool bias = true) {
+  const node& xn = b.at(x);
+  const std::int64_t in = xn.shape.back();
+  const dtype t = xn.type;
+  const int w = b.param(join(prefix, "w").view(), t, make_dims(in, out));
+  int y = b.matmul(x, w);
+  if (bias) y = b.binary(op_kind::add, y, b.param(join(prefix, "b").view(), t, make_dims(out)));
+  return y;
+}
+
+constexpr int emit_layernorm(builder& b, int x, std::string_view prefix, double eps = 1e-5) {
+  const dims row = make_dims(b.at(x).shape.back());
+  const dtype t = b.at(x).type;
+  return b.norm(op_kind::layernorm, x, b.param(join(prefix, "gamma").view(), t, row),
+                b.param(join(prefix, "beta").view(), t, row), eps);
+}
+
+constexpr int emit_activation(builder& b, int x, activation a) {
+  switch (a) {
+    case activation::relu: return b.unary(op_kind::relu, x);
+    case activation::gelu: return b.unary(op_kind::gelu_erf, x);
+    case activation::gelu_tanh: return b.unary(op_kind::gelu_tanh, x);
+    case activation::silu: return b.unary(op_kind::silu, x);
+  }
+  return x;
+}
+
+// Feed-forward: fc2(act(fc1(x))), hidden size `hidden`.
+constexpr int emit_ffn(builder& b, int x, std::string_view prefix, std::int64_t hidden, activation a) {
+  const std::int64_t d = b.at(x).shape.back();
+  const int h = emit_activation(b, emit_linear(b, x, join(prefix, "fc1").view(), hidden), a);
+  return emit_linear(b, h, join(prefix, "fc2").view(), d);
+}
+
+// Split the last axis into heads: [..., L, H*dh] -> [..., H, L, dh].
+constexpr int split_heads(builder& b, int x, int heads) {
+  const dims s = b.at(x).shape;
+  dims r = s;
+  r.rank = s.rank + 1;
+  r[s.rank - 1] = heads;
+  r[s.rank] = s.back() / heads;
+  const int y = b.reshape(x, r);
+  std::array<int, 4> p3{};  // rank 3 (no batch) or 4 (batch)
+  if (s.rank == 2) {
+    return b.transpose(y, std::array<int, 3>{1, 0, 2});
+  }
+  p3 = {0, 2, 1, 3};
+  return b.transpose(y, p3);
+}
+
+// Merge heads: [..., H, L, dh] -> [..., L, H*dh].
+constexpr int merge_heads(builder& b, int x) {
+  const dims s = b.at(x).shape;
+  int y;
+  if (s.rank == 3) y = b.transpose(x, std::array<int, 3>{1, 0, 2});
+  else y = b.transpose(x, std::array<int, 4>{0, 2, 1, 3});
+  dims r = b.at(y).shape;
+  r.rank -= 1;
+  r[r.rank - 1] = s[s.rank - 3] * s[s.rank - 1];
+  return b.reshape(y, r);
+}
+
+// Multi-head scaled dot-product attention (Vaswani et al., 2017), with grouped/multi-query heads
+// (Ainslie et al., 2023): head h reads key/value head h / (heads / kv_heads). Params under
+// "<prefix>": q, k, v, o (each .w and .b). x: [L, D] or [B, L, D].
+constexpr int emit_attention(builder& b, int x, std::string_view prefix, int heads, int kv_heads, bool causal) {
+  const dims xs = b.at(x).shape;
+  const std::int64_t d = xs.back(), dh = d / heads, len = xs[xs.rank - 2];
+  const int group = heads / kv_heads;
+  const int q = split_heads(b, emit_linear(b, x, join(prefix, "q").view(), d), heads);
+  const int k = split_heads(b, emit_linear(b, x, join(prefix, "k").view(), kv_heads * dh), kv_heads);
+  const int v = split_heads(b, emit_linear(b, x, join(prefix, "v").view(), kv_heads * dh), kv_heads);
+  // Queries of one group share a key/value head: fold the group into the rows, [.., Hkv, G*L, dh].
+  dims qg = b.at(q).shape;
+  qg[qg.rank - 3] = kv_heads;
+  qg[qg.rank - 2] = group * len;
+  const int qf = b.reshape(q, qg);
+  int s = b.matmul(qf, k, false, true);  // [.., Hkv, G*L, L]
+  s = b.binary(op_kind::mul, s, b.constant(1.0 / sqrt_of(double(dh))));
+  if (causal) {
+    // [.., Hkv, G, L, L] so that one [L, L] mask broadcasts over heads and groups.
+    dims s5 = b.at(s).shape;
+    s5.rank += 1;
+    s5[s5.rank - 1] = len;
+    s5[s5.rank - 2] = len;
+    s5[s5.rank - 3] = group;
+    const int sg = b.reshape(s, s5);
+    const dims ll = make_dims(len, len);
+    const int keep = b.binary(op_kind::ge, b.iota(dtype::i32, ll, 0), b.iota(dtype::i32, ll, 1));
+    const int masked = b.select(keep, sg, b.constant(-std::numeric_limits<double>::infinity()));
+    s = b.reshape(masked, b.at(s).shape);
+  }
+  const int p = b.softmax(s, -1);
+  const int o = b.matmul(p, v);  // [.., Hkv, G*L, dh]
+  dims oh = b.at(o).shape;
+  oh[oh.rank - 3] = heads;
+  oh[oh.rank - 2] = len;
+  return emit_linear(b, merge_heads(b, b.reshape(o, oh)), join(prefix, "o").view(), d);
+}
+
+struct post_ln {};  // y = LN(x + f(x)), the original Transformer
+struct pre_ln {};   // y = x + f(LN(x)), GPT-2 and most current models
+
+constexpr int emit_transformer_block(builder& b, int x, bool pre, int heads, int kv_heads, std::int64_t hidden,
+                                     bool causal, activation act) {
+  if (pre) {
+    const int h = b.binary(op_kind::add, x, emit_attention(b, emit_layernorm(b, x, "ln1"), "attn", heads, kv_heads, causal));
+    return b.binary(op_kind::add, h, emit_ffn(b, emit_layernorm(b, h, "ln2"), "ffn", hidden, act));
+  }
+  const int h = emit_layernorm(b, b.binary(op_kind::add, x, emit_attention(b, x, "attn", heads, kv_heads, causal)), "ln1");
+  return emit_layernorm(b, b.binary(op_kind::add, h, emit_ffn(b, h, "ffn", hidden, act)), "ln2");
+}
+
+// ---- expression-level front doors ----
+
+namespace detail {
+template <class X>
+inline constexpr bool is_sequence = (X::shape.rank == 2 || X::shape.rank == 3);
+
+template <class X, int Heads, int KvHeads>
+constexpr void check_attention() {
+  (void)diag::sequence_input<is_sequence<X>, expr::shape_t<X>>{};
+  (void)diag::heads_divide_model<(Heads > 0 && X::shape.back() % Heads == 0), X::shape.back(), Heads>{};
+  (void)diag::kv_heads_divide_heads<(KvHeads > 0 && Heads % KvHeads == 0), Heads, KvHeads>{};
+}
+}  // namespace detail
+
+template <fixed_string Prefix, std::int64_t Out, bool Bias>
+struct linear_fn {
+  template <class X> static constexpr dims result_shape() {
+    dims s = X::shape;
+    s[s.rank - 1] = Out;
+    return s;
+  }
+  static constexpr int emit(builder& b, int x) { return emit_linear(b, x, Prefix.view(), Out, Bias); }
+};
+
+// y = x @ w + b with params "<Prefix>.w" [In, Out] and "<Prefix>.b" [Out].
+template <fixed_string Prefix, std::int64_t Out, bool Bias = true, expression X>
+constexpr auto linear(X) {
+  static_assert(X::shape.rank >= 1, "linear: the input must have rank 1 or more");
+  return expr::composite_t<linear_fn<Prefix, Out, Bias>, X>{};
+}
+
+template <fixed_string Prefix, int Heads, int KvHeads, bool Causal>
+struct attention_fn {
+  template <class X> static constexpr dims result_shape() { return X::shape; }
+  static constexpr int emit(builder& b, int x) { return emit_attention(b, x, Prefix.view(), Heads, KvHeads, Causal); }
+};
+
+struct causal_t {};
+inline constexpr bool causal = true;
+
+// Multi-head self-attention with params under Prefix; KvHeads < Heads gives grouped/multi-query.
+template <fixed_string Prefix, int Heads, int KvHeads = Heads, bool Causal = false, expression X>
+constexpr auto attention(X) {
+  detail::check_attention<X, Heads, KvHeads>();
+  return expr::composite_t<attention_fn<Prefix, Heads, KvHeads, Causal>, X>{};
+}
+
+template <fixed_string Prefix, std::int64_t Hidden, activation Act>
+struct ffn_fn {
+  template <class X> static constexpr dims result_shape() { return X::shape; }
+  static constexpr int emit(builder& b, int x) { return emit_ffn(b, x, Prefix.view(), Hidden, Act); }
+};
+
+template <fixed_string Prefix, std::int64_t Hidden, activation Act = activation::gelu_tanh, expression X>
+constexpr auto feed_forward(X) {
+  (void)diag::sequence_input<X::shape.rank >= 1, expr::shape_t<X>>{};
+  return expr::composite_t<ffn_fn<Prefix, Hidden, Act>, X>{};
+}
+
+// A transformer block as a value: `block(x)` applies it once (params "attn.q.w", "ln1.gamma", ...);
+// `stack<"layers", N>(block, x)` applies it N times with params "layers.<i>.attn.q.w", ...
+template <class Norm, int Heads, std::int64_t Hidden, int KvHeads = Heads, bool Causal = false,
+          activation Act = activation::gelu_tanh>
+struct transformer_block_t {
+  template <class X> static constexpr dims result_shape() { return X::shape; }
+  static constexpr int emit(builder& b, int x) {
+    return emit_transformer_block(b, x, std::is_same_v<Norm, pre_ln>, Heads, KvHeads, Hidden, Causal, Act);
+  }
+  static constexpr int emit_body(builder& b, int x) { return emit(b, x); }
+
+  template <expression X>
+  constexpr auto operator()(X) const {
+    detail::check_attention<X, Heads, KvHeads>();
+    return expr::composite_t<transformer_block_t, X>{};
+  }
+  template <class X> static constexpr void check() { detail::check_attention<X, Heads, KvHeads>(); }
+};
+
+template <class Norm, int Heads, std::int64_t Hidden, int KvHeads = Heads, bool Causal = false,
+          activation Act = activation::gelu_tanh>
+inline constexpr transformer_block_t<Norm, Heads, Hidden, KvHeads, Causal, Act> transformer_block{};
+
+// Any callable from an expression to an expression of the same shape can be a block:
+// stack<"layers", 4>(fd::nn::block([](auto x) { return x + fd::gelu(x); }), x).
+template <class F>
+struct block_t {
+  template <class X> static constexpr dims result_shape() { return X::shape; }
+  template <class X> static constexpr void check() {
+    using Y = decltype(std::declval<F>()(X{}));
+    (void)diag::block_shape<Y::shape == X::shape && Y::type == X::type, expr::shape_t<Y>>{};
+  }
+  template <class X> struct body {
+    static constexpr int emit_body(builder& b, int x) {
+      using Y = decltype(std::declval<F>()(expr::placeholder_t<X::type, X::shape>{}));
+      return graph::emit_expression<Y>(b, x);
+    }
+  };
+};
+template <class F>
+constexpr block_t<F> block(F) { return {}; }
+
+namespace detail {
+template <class Block, class X> struct body_of { using type = Block; };
+template <class F, class X> struct body_of<block_t<F>, X> { using type = typename block_t<F>::template body<X>; };
+}  // namespace detail
+
+// Apply `block` Count times, each with its own parameters "<Name>.<i>.<param>". The block's graph is
+// built and planned once, as a region of the node table, whatever Count is.
+template <fixed_string Name, int Count, class Block, expression X>
+constexpr auto stack(Block, X) {
+  static_assert(Count >= 1, "stack: the number of layers must be positive");
+  Block::template check<X>();
+  return expr::repeat_t<Name, Count, typename detail::body_of<Block, X>::type, X>{};
+}
+
+}  // namespace nn
+}  // namespace fusedsl

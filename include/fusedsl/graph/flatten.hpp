@@ -1,0 +1,141 @@
+#pragma once
+// graph::flatten: expression types -> the constexpr node table.
+//
+// The walk is memoised per type: topo<T> lists the distinct subexpression types of T, operands
+// first, and each class template instance is made once by the compiler, so a DAG whose tree form
+// is exponential (x feeding q, k, v and the residual) costs time linear in its distinct nodes.
+// The node table is then filled by ordinary constexpr code over that list.
+#include <array>
+#include <cstddef>
+
+#include "fusedsl/expr/expression.hpp"
+
+namespace fusedsl::graph {
+
+namespace detail {
+
+template <class T, class L> inline constexpr bool contains = false;
+template <class T, class... Ls> inline constexpr bool contains<T, type_list<Ls...>> = (__is_same(T, Ls) || ...);
+
+template <class L, class T> struct push_unique;
+template <class... Ls, class T> struct push_unique<type_list<Ls...>, T> {
+  using type = std::conditional_t<contains<T, type_list<Ls...>>, type_list<Ls...>, type_list<Ls..., T>>;
+};
+
+template <class L, class M> struct merge;
+template <class L> struct merge<L, type_list<>> { using type = L; };
+template <class L, class M0, class... Ms> struct merge<L, type_list<M0, Ms...>> {
+  using type = typename merge<typename push_unique<L, M0>::type, type_list<Ms...>>::type;
+};
+
+template <class... Lists> struct merge_all { using type = type_list<>; };
+template <class L0, class... Ls> struct merge_all<L0, Ls...> {
+  using type = typename merge<L0, typename merge_all<Ls...>::type>::type;
+};
+
+template <class T, class Operands = typename T::operands> struct topo;
+template <class T, class... Os> struct topo<T, type_list<Os...>> {
+  using type = typename push_unique<typename merge_all<typename topo<Os>::type...>::type, T>::type;
+};
+
+template <class T, class L> struct index_of;
+template <class T, class... Ls> struct index_of<T, type_list<Ls...>> {
+  static constexpr std::size_t value = [] {
+    constexpr bool same[] = {__is_same(T, Ls)...};
+    for (std::size_t i = 0; i < sizeof...(Ls); ++i)
+      if (same[i]) return i;
+    return sizeof...(Ls);
+  }();
+};
+
+template <class T> inline constexpr bool is_placeholder = false;
+template <dtype D, dims S> inline constexpr bool is_placeholder<expr::placeholder_t<D, S>> = true;
+
+// Emit every type of `Order` into b; placeholders map to `placeholder_id`.
+template <class Order> struct emitter;
+template <class... Ts> struct emitter<type_list<Ts...>> {
+  using order = type_list<Ts...>;
+
+  template <class T, class... Os>
+  static constexpr int emit_one(builder& b, const std::array<int, sizeof...(Ts) + 1>& ids, int placeholder_id,
+                                type_list<Os...>) {
+    if constexpr (is_placeholder<T>) {
+      if (placeholder_id < 0) fail("graph: a placeholder outside a block body");
+      return placeholder_id;
+    } else {
+      return T::emit(b, std::array<int, sizeof...(Os)>{ids[index_of<Os, order>::value]...});
+    }
+  }
+
+  static constexpr std::array<int, sizeof...(Ts) + 1> run(builder& b, int placeholder_id = -1) {
+    std::array<int, sizeof...(Ts) + 1> ids{};
+    std::size_t i = 0;
+    ((ids[i++] = emit_one<Ts>(b, ids, placeholder_id, typename Ts::operands{})), ...);
+    return ids;
+  }
+};
+
+}  // namespace detail
+
+// Append the nodes of expression type E to b (placeholders -> placeholder_id); returns E's id.
+template <expression E>
+constexpr int emit_expression(builder& b, int placeholder_id = -1) {
+  using order = typename detail::topo<E>::type;
+  const auto ids = detail::emitter<order>::run(b, placeholder_id);
+  return ids[detail::index_of<E, order>::value];
+}
+
+// Keep only nodes reachable from the outputs and region results; ids are renumbered in order.
+constexpr void prune(builder& b) {
+  std::vector<bool> live(b.nodes.size(), false);
+  for (int o : b.outputs) live[std::size_t(o)] = true;
+  for (const region_info& r : b.regions) {
+    if (r.result >= 0) live[std::size_t(r.result)] = true;
+    if (r.placeholder >= 0) live[std::size_t(r.placeholder)] = true;
+  }
+  for (int i = b.size() - 1; i >= 0; --i) {
+    if (!live[std::size_t(i)]) continue;
+    const node& n = b.nodes[std::size_t(i)];
+    for (int k = 0; k < n.n_in; ++k) live[std::size_t(n.in[std::size_t(k)])] = true;
+  }
+  std::vector<int> remap(b.nodes.size(), -1);
+  std::vector<node> kept;
+  for (std::size_t i = 0; i < b.nodes.size(); ++i) {
+    if (!live[i]) continue;
+    node n = b.nodes[i];
+    for (int k = 0; k < n.n_in; ++k) n.in[std::size_t(k)] = remap[std::size_t(n.in[std::size_t(k)])];
+    remap[i] = int(kept.size());
+    kept.push_back(n);
+  }
+  b.nodes = kept;
+  for (int& o : b.outputs) o = remap[std::size_t(o)];
+  for (region_info& r : b.regions) {
+    if (r.result >= 0) r.result = remap[std::size_t(r.result)];
+    if (r.placeholder >= 0) r.placeholder = remap[std::size_t(r.placeholder)];
+  }
+}
+
+template <expression... Outs>
+struct flattened {
+  static_assert(sizeof...(Outs) >= 1, "flatten: needs at least one output");
+  static constexpr void build(builder& b) {
+    (b.mark_output(emit_expression<Outs>(b)), ...);
+    prune(b);
+  }
+  static constexpr std::size_t size = [] {
+    builder b;
+    build(b);
+    return b.nodes.size();
+  }();
+  static constexpr graph<size> value = [] {
+    builder b;
+    build(b);
+    return b.template freeze<size>();
+  }();
+};
+
+// The node table of one or more outputs: merged, pruned, topologically ordered.
+template <expression... Outs>
+constexpr const auto& flatten(Outs...) { return flattened<Outs...>::value; }
+
+}  // namespace fusedsl::graph
