@@ -2,6 +2,7 @@
 // Building IR: computation_builder appends instructions, infers their result shapes as XLA's
 // shape inference would, and throws ir_error naming the op and the shapes when they don't fit.
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -283,6 +284,93 @@ class computation_builder {
     for (instruction_id op : in.operands) check(op, std::string(to_string(in.opcode)));
     std::string name = in.name.empty() ? std::string(to_string(in.opcode)) : in.name;
     return push(std::move(in), name);
+  }
+
+  // Appends an instruction read from text (parser.hpp): its result shape is re-inferred from its
+  // operands and attributes (called computations are looked up in `m`) and must agree with the
+  // stated one; the instruction is then stored exactly as given (name, layout, attributes).
+  instruction_id append_checked(instruction in, const module& m) {
+    const std::string what(to_string(in.opcode));
+    auto need = [&](std::size_t n) {
+      if (in.operands.size() != n)
+        fail(what, "takes " + std::to_string(n) + " operand" + (n == 1 ? "" : "s") + ", got " +
+                       std::to_string(in.operands.size()));
+    };
+    auto callee = [&]() -> const computation& {
+      if (in.called_computation.empty()) fail(what, "needs a called computation");
+      return m.get(in.called_computation);
+    };
+    const auto& ops = in.operands;
+    const hlo::shape& s = in.shape;
+    std::size_t before = c_.instructions.size();
+    std::int64_t params_before = parameter_count_;
+    switch (in.opcode) {
+      case opcode::parameter:
+        need(0);
+        if (in.parameter_number < 0) fail(what, "needs a parameter number");
+        break;
+      case opcode::constant:
+        need(0);
+        if (!in.literal) fail(what, "needs a value");
+        if (!in.literal->shape.compatible(s)) fail(what, "value does not match the shape");
+        break;
+      case opcode::iota: need(0); add_iota(s, in.iota_dimension); break;
+      case opcode::convert: need(1); add_convert(ops[0], s.is_tuple() ? element_type::f32 : s.type); break;
+      case opcode::compare:
+        need(2);
+        if (!in.direction) fail(what, "needs direction=");
+        add_compare(ops[0], ops[1], *in.direction);
+        break;
+      case opcode::select: need(3); add_select(ops[0], ops[1], ops[2]); break;
+      case opcode::clamp: need(3); add_clamp(ops[0], ops[1], ops[2]); break;
+      case opcode::dot:
+        need(2);
+        add_dot(ops[0], ops[1], in.dot.value_or(dot_dimension_numbers{}),
+                s.is_tuple() ? std::nullopt : std::optional<element_type>(s.type));
+        break;
+      case opcode::broadcast: need(1); add_broadcast(ops[0], s.dims, in.dimensions); break;
+      case opcode::reduce:
+        if (ops.size() != 2) fail(what, "with " + std::to_string(ops.size()) + " operands (variadic reduce) is not supported");
+        add_reduce(ops[0], ops[1], in.dimensions, callee());
+        break;
+      case opcode::transpose: need(1); add_transpose(ops[0], in.dimensions); break;
+      case opcode::reshape: need(1); add_reshape(ops[0], s.dims); break;
+      case opcode::slice: need(1); add_slice(ops[0], in.slice); break;
+      case opcode::concatenate:
+        if (in.dimensions.size() != 1) fail(what, "needs dimensions={d}");
+        add_concatenate(ops, in.dimensions[0]);
+        break;
+      case opcode::tuple: add_tuple(ops); break;
+      case opcode::get_tuple_element: need(1); add_get_tuple_element(ops[0], in.tuple_index); break;
+      case opcode::fusion:
+        if (!in.fusion_kind) fail(what, "needs kind=");
+        add_fusion(ops, callee(), *in.fusion_kind);
+        break;
+      case opcode::call: add_call(ops, callee()); break;
+      default:
+        if (is_elementwise_unary(in.opcode)) {
+          need(1);
+          add_unary(in.opcode, ops[0]);
+        } else if (is_elementwise_binary(in.opcode)) {
+          need(2);
+          add_binary(in.opcode, ops[0], ops[1]);
+        } else {
+          fail(what, "has no shape rule");
+        }
+    }
+    if (c_.instructions.size() > before) {
+      const hlo::shape inferred = c_.instructions.back().shape;
+      names_.erase(c_.instructions.back().name);
+      c_.instructions.pop_back();
+      if (!inferred.compatible(s))
+        fail(what, "result shape " + to_short_string(s) + " should be " + to_short_string(inferred));
+    }
+    parameter_count_ = std::max(params_before, in.parameter_number + 1);
+    if (!is_valid_identifier(in.name)) fail(what, "name '" + in.name + "' is not a valid identifier");
+    if (names_.count(in.name)) fail(what, "duplicate name " + in.name);
+    names_.insert(in.name);
+    c_.instructions.push_back(std::move(in));
+    return c_.instructions.size() - 1;
   }
 
   void set_sharding(instruction_id id, hlo::sharding s) { c_.instructions.at(check(id, "set_sharding")).sharding = std::move(s); }
