@@ -1,0 +1,85 @@
+#pragma once
+// Host-side helpers for the CUDA tests and the device check: device buffers, random inputs
+// rounded to the storage type, and norm-wise relative error.
+
+#include <fusedsl/backend/cuda/error.hpp>
+#include <fusedsl/backend/cuda/numeric.cuh>
+
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace fusedsl::cuda::testing {
+
+template <class T>
+class device_buffer {
+public:
+  explicit device_buffer(std::size_t n) : n_(n) { check(cudaMalloc(&p_, n * sizeof(T)), "device_buffer: cudaMalloc"); }
+  explicit device_buffer(const std::vector<T>& host) : device_buffer(host.size()) { upload(host); }
+  device_buffer(const device_buffer&) = delete;
+  device_buffer& operator=(const device_buffer&) = delete;
+  ~device_buffer() { cudaFree(p_); }
+  void upload(const std::vector<T>& host) {
+    check(cudaMemcpy(p_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "device_buffer: upload");
+  }
+  [[nodiscard]] std::vector<T> download() const {
+    std::vector<T> h(n_);
+    check(cudaDeviceSynchronize(), "device_buffer: synchronize before download");
+    check(cudaMemcpy(h.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost), "device_buffer: download");
+    return h;
+  }
+  // All bits set: NaN in f32, bf16 and f16, so an element the kernel skipped fails every check.
+  void poison() { check(cudaMemset(p_, 0xff, n_ * sizeof(T)), "device_buffer: poison"); }
+  T* get() const { return p_; }
+  std::size_t size() const { return n_; }
+
+private:
+  T* p_ = nullptr;
+  std::size_t n_;
+};
+
+// Fresh inputs each run (never zeros), seeded from the clock-independent random_device.
+inline std::mt19937& rng() {
+  static std::mt19937 gen{std::random_device{}()};
+  return gen;
+}
+
+// Values drawn in [lo, hi) and rounded to T; `exact` receives the rounded values as f32.
+template <storage_type T>
+std::vector<T> random_values(std::size_t n, std::vector<float>& exact, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<T> v(n);
+  exact.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    v[i] = from_f32<T>(d(rng()));
+    exact[i] = to_f32(v[i]);
+  }
+  return v;
+}
+
+template <storage_type T>
+std::vector<double> widen(const std::vector<T>& v) {
+  std::vector<double> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = static_cast<double>(to_f32(v[i]));
+  return out;
+}
+
+// ||out - ref|| / ||ref||; NaN anywhere in out gives +inf so that it never passes.
+inline double rel_l2(const std::vector<double>& out, const std::vector<double>& ref) {
+  double num = 0.0, den = 0.0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    if (!std::isfinite(out[i])) return INFINITY;
+    num += (out[i] - ref[i]) * (out[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  return std::sqrt(num / (den > 0.0 ? den : 1.0));
+}
+
+// The required accuracy per output type: f32 within 1e-5, 16-bit within 1e-2 (issue 7).
+template <storage_type T>
+inline constexpr double tolerance = std::same_as<T, float> ? 1e-5 : 1e-2;
+
+}  // namespace fusedsl::cuda::testing

@@ -1,0 +1,82 @@
+// GEMM with fused epilogue: every path (bf16/f16 tensor cores, TF32, exact f32) against CPU loops.
+#include <doctest/doctest.h>
+
+#include <fusedsl/backend/cuda/gemm.cuh>
+
+#include "cuda_test_util.hpp"
+#include "reference.hpp"
+
+namespace fc = fusedsl::cuda;
+namespace ft = fusedsl::cuda::testing;
+namespace ref = fusedsl::cuda::reference;
+
+namespace {
+
+// Runs one GEMM configuration on fresh random data and returns ||out - ref|| / ||ref||.
+template <int M, int N, int K, class In, class Epi, fc::gemm_math Math, class RefAct>
+double run_case(float scale, RefAct ref_act) {
+  using Out = typename Epi::out_type;
+  std::vector<float> a_f, b_f, bias_f, res_f;
+  auto a = ft::random_values<In>(static_cast<std::size_t>(M) * K, a_f);
+  auto b = ft::random_values<In>(static_cast<std::size_t>(K) * N, b_f);
+  auto bias = ft::random_values<Out>(N, bias_f);
+  auto res = ft::random_values<Out>(static_cast<std::size_t>(M) * N, res_f);
+  ft::device_buffer<In> da(a), db(b);
+  ft::device_buffer<Out> dbias(bias), dres(res), dc(static_cast<std::size_t>(M) * N);
+  dc.poison();
+  Epi epi;
+  epi.scale = scale;
+  if constexpr (Epi::has_bias) epi.bias = dbias.get();
+  if constexpr (Epi::has_residual) epi.residual = dres.get();
+  fc::gemm<M, N, K, In, Epi, Math>(nullptr, da.get(), db.get(), dc.get(), epi);
+  const auto out = ft::widen(dc.download());
+  const auto expect = ref::gemm(a_f, b_f, M, N, K, scale, Epi::has_bias ? bias_f : std::vector<float>{},
+                                Epi::has_residual ? res_f : std::vector<float>{}, ref_act);
+  return ft::rel_l2(out, expect);
+}
+
+}  // namespace
+
+TEST_CASE("bf16 tensor-core gemm fuses bias, gelu and residual into a bf16 output within 1e-2") {
+  using epi = fc::epilogue<fc::bf16, fc::activation::gelu, true, true>;
+  const double err = run_case<256, 384, 512, fc::bf16, epi, fc::gemm_math::tensor_core>(1.0f, ref::gelu);
+  INFO("relative error " << err);
+  CHECK(err < ft::tolerance<fc::bf16>);
+}
+
+TEST_CASE("f16 tensor-core gemm applies scale and relu and casts to an f32 output") {
+  using epi = fc::epilogue<float, fc::activation::relu>;
+  // f16 operands, so the bound is the 16-bit one even though the output is f32.
+  const double err = run_case<128, 128, 128, fc::f16, epi, fc::gemm_math::tensor_core>(0.125f, ref::relu);
+  INFO("relative error " << err);
+  CHECK(err < 1e-2);
+}
+
+TEST_CASE("bf16 gemm on the large 128x128 block tile with silu and bias matches the CPU loop") {
+  using epi = fc::epilogue<fc::bf16, fc::activation::silu, true, false>;
+  static_assert(fc::default_gemm_tile<fc::bf16, 2048, 1024>::BM == 128, "this case must use the large tile");
+  const double err = run_case<2048, 1024, 256, fc::bf16, epi, fc::gemm_math::tensor_core>(1.0f, ref::silu);
+  INFO("relative error " << err);
+  CHECK(err < ft::tolerance<fc::bf16>);
+}
+
+TEST_CASE("f32 gemm as TF32 on tensor cores stays within TF32 rounding (2e-3)") {
+  using epi = fc::epilogue<float, fc::activation::none, true, false>;
+  const double err = run_case<256, 256, 256, float, epi, fc::gemm_math::tf32>(1.0f, [](double x) { return x; });
+  INFO("relative error " << err);
+  CHECK(err < 2e-3);
+}
+
+TEST_CASE("exact f32 gemm handles a shape that is no multiple of any tile, within 1e-5") {
+  using epi = fc::epilogue<float, fc::activation::relu, true, true>;
+  const double err = run_case<100, 70, 33, float, epi, fc::gemm_math::cuda_core>(1.0f, ref::relu);
+  INFO("relative error " << err);
+  CHECK(err < ft::tolerance<float>);
+}
+
+TEST_CASE("exact f32 gemm at K = 512 stays within 1e-5") {
+  using epi = fc::epilogue<float>;
+  const double err = run_case<256, 192, 512, float, epi, fc::gemm_math::cuda_core>(1.0f, [](double x) { return x; });
+  INFO("relative error " << err);
+  CHECK(err < ft::tolerance<float>);
+}
