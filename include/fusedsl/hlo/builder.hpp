@@ -366,7 +366,7 @@ class computation_builder {
         fail(what, "result shape " + to_short_string(s) + " should be " + to_short_string(inferred));
     }
     parameter_count_ = std::max(params_before, in.parameter_number + 1);
-    if (!is_valid_identifier(in.name)) fail(what, "name '" + in.name + "' is not a valid identifier");
+    if (!is_identifier_token(in.name)) fail(what, "name '" + in.name + "' is not an identifier");
     if (names_.count(in.name)) fail(what, "duplicate name " + in.name);
     names_.insert(in.name);
     c_.instructions.push_back(std::move(in));
@@ -374,7 +374,7 @@ class computation_builder {
   }
 
   void set_sharding(instruction_id id, hlo::sharding s) { c_.instructions.at(check(id, "set_sharding")).sharding = std::move(s); }
-  void set_op_name(instruction_id id, std::string op_name) { c_.instructions.at(check(id, "set_op_name")).op_name = std::move(op_name); }
+  void set_op_name(instruction_id id, std::string op_name) { c_.instructions.at(check(id, "set_op_name")).op_name = to_valid_utf8(op_name); }
 
   // Finishes the computation; the root defaults to the last instruction.
   computation build(std::optional<instruction_id> root = std::nullopt) const {
@@ -462,7 +462,7 @@ class computation_builder {
     std::string base = escape_identifier(name);
     std::string unique = base;
     for (int n = 1; names_.count(unique); ++n) unique = base + "." + std::to_string(n);
-    if (keep_original && unique != name && in.op_name.empty()) in.op_name = std::string(name);
+    if (keep_original && unique != name && in.op_name.empty()) in.op_name = to_valid_utf8(name);
     names_.insert(unique);
     in.name = std::move(unique);
     c_.instructions.push_back(std::move(in));

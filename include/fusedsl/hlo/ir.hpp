@@ -148,6 +148,7 @@ inline void verify(const module& m) {
         if (seen_param[n]) throw ir_error(where(in) + "duplicate parameter number " + std::to_string(n));
         seen_param[n] = true;
       }
+      if (!is_valid_utf8(in.op_name)) throw ir_error(where(in) + "op_name is not valid UTF-8");
       if (in.opcode == opcode::constant && !in.literal) throw ir_error(where(in) + "constant without a value");
       if (!in.called_computation.empty()) {
         bool earlier = false;

@@ -322,7 +322,7 @@ class parser {
     const token& t = peek();
     if (t.kind != tok::word) fail(t, "expected " + what + ", got " + describe(t));
     std::string n = t.text[0] == '%' ? t.text.substr(1) : t.text;
-    if (!is_valid_identifier(n)) fail(t, "expected " + what + ", got " + describe(t));
+    if (!is_identifier_token(n)) fail(t, "expected " + what + ", got " + describe(t));
     next();
     return n;
   }
