@@ -1,0 +1,300 @@
+#pragma once
+// plan::fuse: partitions the node table into fusion groups, each one kernel.
+//
+// Rules (docs/fusion.md has a table and a picture per rule):
+//  * leaves: inputs, params and the block placeholder live in user memory; constants and iota are
+//    recomputed inside every group that reads them and are never materialised;
+//  * loop: elementwise ops, casts, broadcasts, reshapes, transposes, slices and concats chain into
+//    their consumer's group while they have exactly one consumer (a value read by two groups is
+//    materialised once, never recomputed);
+//  * matmul: a matmul takes its operands' layout ops (transpose/reshape with one consumer) as the
+//    way it reads them, and its single-consumer elementwise successors of the same shape (bias,
+//    scale, activation, residual, cast) as its epilogue; matmuls that read the same left operand
+//    with parameter right operands run as one group (horizontal fusion: Q, K and V together);
+//  * row: softmax, log_softmax, layernorm and rmsnorm, with their elementwise epilogue;
+//  * reduce: a reduction with its elementwise prologue (input fusion);
+//  * attention: softmax(Q Kᵀ · scale [+ mask | where(mask, ·, -inf)]) V, from the composite or written
+//    by hand, is one flash-style group: the scores never leave it;
+//  * repeat: a stacked block is one group of its region's caller; its body is planned on its own.
+// The pass is constexpr code over arrays; the same code runs at run time.
+#include <array>
+
+#include "fusedsl/graph/node.hpp"
+
+namespace fusedsl::plan {
+
+using graph::node;
+using graph::op_kind;
+
+enum class group_kind : std::uint8_t { loop, matmul, row, reduce, attention, repeat };
+
+constexpr std::string_view name_of(group_kind k) {
+  constexpr std::string_view names[] = {"loop", "matmul", "row", "reduce", "attention", "repeat"};
+  return names[std::size_t(k)];
+}
+
+inline constexpr int max_roots = 4;
+
+struct fusion_group {
+  group_kind kind = group_kind::loop;
+  int region = 0;
+  int anchor = -1;                     // the op that gives the group its kind (for loop: the root)
+  std::array<int, max_roots> roots{};  // members whose values leave the group (materialised)
+  int n_roots = 0;
+};
+
+template <std::size_t N>
+struct fusion_plan {
+  std::array<int, N> group_of{};       // group of each node; -1: not computed by any group (leaf)
+  std::array<fusion_group, N> groups{};
+  int n_groups = 0;
+  std::array<int, N> order{};          // groups in execution order (topological)
+  std::array<int, N> n_users{};        // consumers of each node (outputs and region results count)
+
+  constexpr const fusion_group& operator[](int g) const { return groups[std::size_t(g)]; }
+  constexpr int kernels_in_region(int r) const {
+    int k = 0;
+    for (int g = 0; g < n_groups; ++g) k += groups[std::size_t(g)].region == r;
+    return k;
+  }
+  constexpr bool is_member(int node_id, int g) const { return group_of[std::size_t(node_id)] == g; }
+};
+
+namespace detail {
+
+constexpr bool is_inlined_leaf(op_kind k) { return k == op_kind::constant || k == op_kind::iota; }
+constexpr bool is_external(op_kind k) {
+  return k == op_kind::input || k == op_kind::param || k == op_kind::placeholder;
+}
+constexpr bool is_layout(op_kind k) {
+  return k == op_kind::reshape || k == op_kind::transpose || k == op_kind::broadcast;
+}
+constexpr bool is_loop_op(op_kind k) {
+  return graph::is_elementwise(k) || is_layout(k) || k == op_kind::slice || k == op_kind::concat;
+}
+
+template <std::size_t N>
+struct fuser {
+  const graph::graph<N>& g;
+  fusion_plan<N> p{};
+  std::array<int, N> sole_user{};  // the one consumer of a node, or -1
+
+  constexpr explicit fuser(const graph::graph<N>& graph_) : g(graph_) {
+    for (std::size_t i = 0; i < N; ++i) {
+      p.group_of[i] = -1;
+      sole_user[i] = -1;
+    }
+    for (int i = 0; i < int(N); ++i)
+      for (int k = 0; k < g[i].n_in; ++k) {
+        const int u = g[i].in[std::size_t(k)];
+        p.n_users[std::size_t(u)] += 1;
+        sole_user[std::size_t(u)] = p.n_users[std::size_t(u)] == 1 ? i : -1;
+      }
+    for (int o = 0; o < g.n_outputs; ++o) bump(g.outputs[std::size_t(o)]);
+    for (int r = 1; r < g.n_regions; ++r) bump(g.regions[std::size_t(r)].result);
+  }
+  constexpr void bump(int id) {
+    p.n_users[std::size_t(id)] += 1;
+    sole_user[std::size_t(id)] = -1;
+  }
+  constexpr bool single_use(int id) const { return p.n_users[std::size_t(id)] == 1 && sole_user[std::size_t(id)] >= 0; }
+  constexpr int user(int id) const { return sole_user[std::size_t(id)]; }
+  constexpr bool free(int id) const { return p.group_of[std::size_t(id)] < 0; }
+
+  constexpr int new_group(group_kind k, int anchor) {
+    const int gi = p.n_groups++;
+    fusion_group& gr = p.groups[std::size_t(gi)];
+    gr.kind = k;
+    gr.anchor = anchor;
+    gr.region = g[anchor].region;
+    return gi;
+  }
+  constexpr void take(int id, int gi) { p.group_of[std::size_t(id)] = gi; }
+
+  // Pull single-consumer loop ops feeding `id` into group gi (producer into consumer).
+  constexpr void absorb_operands(int id, int gi, bool layout_only) {
+    const node& n = g[id];
+    for (int k = 0; k < n.n_in; ++k) {
+      const int a = n.in[std::size_t(k)];
+      const op_kind ak = g[a].op;
+      if (!free(a) || !single_use(a)) continue;
+      if (layout_only ? !is_layout(ak) : !is_loop_op(ak)) continue;
+      take(a, gi);
+      absorb_operands(a, gi, layout_only);
+    }
+  }
+
+  // Extend an epilogue: while the tail's only consumer is elementwise over the same shape.
+  constexpr int absorb_epilogue(int tail, int gi) {
+    for (;;) {
+      if (!single_use(tail)) return tail;
+      const int c = user(tail);
+      const node& cn = g[c];
+      if (!free(c) || !graph::is_elementwise(cn.op) || cn.op == op_kind::select || !(cn.shape == g[tail].shape)) return tail;
+      // The epilogue's other operands must not depend on this group's result.
+      for (int k = 0; k < cn.n_in; ++k) {
+        const int o = cn.in[std::size_t(k)];
+        if (o != tail && p.group_of[std::size_t(o)] == gi) return tail;
+      }
+      take(c, gi);
+      tail = c;
+    }
+  }
+
+  constexpr void set_root(int gi, int id) {
+    fusion_group& gr = p.groups[std::size_t(gi)];
+    gr.roots[std::size_t(gr.n_roots++)] = id;
+  }
+
+  // softmax(Q Kᵀ · scale [mask]) V rooted at the second matmul `pv`. Returns the nodes on success.
+  struct attention_match {
+    bool ok = false;
+    int scores = -1, softmax = -1, pv = -1;
+    int chain[8]{};
+    int n_chain = 0;
+  };
+  constexpr attention_match match_attention(int pv) const {
+    attention_match m;
+    const node& n = g[pv];
+    if (n.op != op_kind::matmul || n.trans_a || n.trans_b) return m;
+    int s = n.in[0];
+    if (g[s].op != op_kind::softmax || g[s].axis != g[s].shape.rank - 1 || !single_use(s) || !free(s)) return m;
+    m.softmax = s;
+    int cur = g[s].in[0];
+    // Between the scores matmul and the softmax: scale, mask (add or select) and reshapes.
+    while (g[cur].op != op_kind::matmul) {
+      const node& c = g[cur];
+      if (!single_use(cur) || !free(cur) || m.n_chain >= 8) return m;
+      const bool scale = (c.op == op_kind::mul || c.op == op_kind::div) && g[c.in[1]].op == op_kind::constant;
+      const bool add_mask = c.op == op_kind::add;
+      const bool where_mask = c.op == op_kind::select && g[c.in[2]].op == op_kind::constant;
+      const bool reshape = c.op == op_kind::reshape;
+      if (!(scale || add_mask || where_mask || reshape)) return m;
+      m.chain[m.n_chain++] = cur;
+      cur = where_mask ? c.in[1] : c.in[0];
+    }
+    const node& qk = g[cur];
+    if (!single_use(cur) || !free(cur) || qk.trans_a || !qk.trans_b) return m;
+    m.scores = cur;
+    m.pv = pv;
+    m.ok = true;
+    return m;
+  }
+
+  constexpr fusion_plan<N> run() {
+    // 1. Attention first (it spans a matmul, the softmax and the mask between them).
+    for (int i = 0; i < int(N); ++i) {
+      if (g[i].op != op_kind::matmul || !free(i)) continue;
+      const attention_match m = match_attention(i);
+      if (!m.ok) continue;
+      const int gi = new_group(group_kind::attention, i);
+      take(i, gi);
+      take(m.softmax, gi);
+      take(m.scores, gi);
+      for (int c = 0; c < m.n_chain; ++c) {
+        take(m.chain[c], gi);
+        absorb_operands(m.chain[c], gi, false);  // mask computation (iota, compare) fuses in
+      }
+      absorb_operands(m.scores, gi, true);  // Q and K read through their layout ops
+      absorb_operands(i, gi, true);         // V likewise
+      int tail = i;
+      // The output's merge-heads layout ops become the way the group writes its result.
+      while (single_use(tail) && free(user(tail)) && is_layout(g[user(tail)].op) && g[user(tail)].op != op_kind::broadcast) {
+        tail = user(tail);
+        take(tail, gi);
+      }
+      set_root(gi, tail);
+    }
+    // 2. Matmuls with prologue layouts and epilogues; siblings sharing the left operand join.
+    for (int i = 0; i < int(N); ++i) {
+      if (g[i].op != op_kind::matmul || !free(i)) continue;
+      const int gi = new_group(group_kind::matmul, i);
+      take(i, gi);
+      absorb_operands(i, gi, true);
+      set_root(gi, absorb_epilogue(i, gi));
+      const node& a = g[i];
+      for (int j = i + 1; j < int(N) && p.groups[std::size_t(gi)].n_roots < max_roots; ++j) {
+        const node& b = g[j];
+        if (b.op != op_kind::matmul || !free(j) || b.region != a.region || b.in[0] != a.in[0] ||
+            b.trans_a != a.trans_a || !detail::is_external(g[b.in[1]].op) || !detail::is_external(g[a.in[1]].op) ||
+            b.shape.rank != a.shape.rank)
+          continue;
+        take(j, gi);
+        set_root(gi, absorb_epilogue(j, gi));
+      }
+    }
+    // 3. Row composites with their epilogue; reductions with their prologue.
+    for (int i = 0; i < int(N); ++i) {
+      if (!free(i)) continue;
+      if (graph::is_row_composite(g[i].op)) {
+        const int gi = new_group(group_kind::row, i);
+        take(i, gi);
+        set_root(gi, absorb_epilogue(i, gi));
+      } else if (graph::is_reduce(g[i].op)) {
+        const int gi = new_group(group_kind::reduce, i);
+        take(i, gi);
+        absorb_operands(i, gi, false);
+        set_root(gi, i);
+      } else if (g[i].op == op_kind::repeat) {
+        const int gi = new_group(group_kind::repeat, i);
+        take(i, gi);
+        set_root(gi, i);
+      }
+    }
+    // 4. Loop groups: the remaining computed nodes, from the last backwards, each pulling in its
+    //    single-consumer producers.
+    for (int i = int(N) - 1; i >= 0; --i) {
+      const op_kind k = g[i].op;
+      if (!free(i) || graph::is_leaf(k)) continue;
+      const int gi = new_group(group_kind::loop, i);
+      take(i, gi);
+      absorb_operands(i, gi, false);
+      set_root(gi, i);
+    }
+    order_groups();
+    return p;
+  }
+
+  // Kahn's algorithm over the group graph.
+  constexpr void order_groups() {
+    std::array<int, N> indeg{};
+    std::array<bool, N> done{};
+    // group dependency: gi depends on gj when a member of gi reads a member of gj.
+    for (int i = 0; i < int(N); ++i) {
+      const int gi = p.group_of[std::size_t(i)];
+      if (gi < 0) continue;
+      for (int k = 0; k < g[i].n_in; ++k) {
+        const int gj = p.group_of[std::size_t(g[i].in[std::size_t(k)])];
+        if (gj >= 0 && gj != gi) indeg[std::size_t(gi)] += 1;
+      }
+    }
+    int n = 0;
+    while (n < p.n_groups) {
+      // Pick the ready group whose anchor comes first, so the order is stable and readable.
+      int best = -1;
+      for (int gi = 0; gi < p.n_groups; ++gi)
+        if (!done[std::size_t(gi)] && indeg[std::size_t(gi)] == 0 &&
+            (best < 0 || p.groups[std::size_t(gi)].anchor < p.groups[std::size_t(best)].anchor))
+          best = gi;
+      if (best < 0) throw "plan::fuse: the fusion groups form a cycle";
+      done[std::size_t(best)] = true;
+      p.order[std::size_t(n++)] = best;
+      for (int i = 0; i < int(N); ++i) {
+        const int gi = p.group_of[std::size_t(i)];
+        if (gi < 0 || gi == best) continue;
+        for (int k = 0; k < g[i].n_in; ++k)
+          if (p.group_of[std::size_t(g[i].in[std::size_t(k)])] == best) indeg[std::size_t(gi)] -= 1;
+      }
+    }
+  }
+};
+
+}  // namespace detail
+
+template <std::size_t N>
+constexpr fusion_plan<N> fuse(const graph::graph<N>& g) {
+  detail::fuser<N> f(g);
+  return f.run();
+}
+
+}  // namespace fusedsl::plan

@@ -1,0 +1,31 @@
+#pragma once
+// fusedsl::compile: the one step. The result's type carries the node table, the fusion plan and
+// the memory plan as constexpr values; every backend takes a program.
+#include "fusedsl/expr/nn.hpp"
+#include "fusedsl/graph/flatten.hpp"
+#include "fusedsl/plan/fusion.hpp"
+#include "fusedsl/plan/memory.hpp"
+#include "fusedsl/plan/stats.hpp"
+#include "fusedsl/plan/verify.hpp"
+
+namespace fusedsl {
+
+template <expression... Outs>
+struct program {
+  static constexpr const auto& graph = graph::flattened<Outs...>::value;
+  static constexpr std::size_t node_count = graph::flattened<Outs...>::size;
+  static constexpr plan::fusion_plan<node_count> fusion = plan::fuse(graph);
+  static constexpr plan::memory_plan<node_count> memory = plan::plan_memory(graph, fusion);
+  static constexpr plan::verify_result check = plan::verify(graph, fusion, memory);
+  static_assert(check.ok(), "compile: the fusion/memory plan failed verification (a fusedsl bug; please report it)");
+
+  static constexpr int kernel_count() { return fusion.n_groups; }
+  static constexpr std::int64_t arena_bytes() { return memory.arena_bytes; }
+  static constexpr plan::memory_stats stats() { return plan::stats(graph, fusion, memory); }
+};
+
+// Flatten, fuse and plan: all at compile time.
+template <expression... Outs>
+constexpr program<Outs...> compile(Outs...) { return {}; }
+
+}  // namespace fusedsl
