@@ -1,0 +1,65 @@
+#pragma once
+// The machine's FMA peak, measured: independent FMA chains on vector registers (16 chains, more
+// than latency x ports, so the FMA units never wait). Every CPU benchmark reports its fraction of
+// this figure, measured in the same process run.
+#include "fusedsl/backend/cpu/kernels/simd.hpp"  // <immintrin.h>, GCC 12 warning fix
+
+#include <algorithm>
+#include <chrono>
+
+namespace fusedsl_bench {
+
+// Runs `iters` x 16 chains x one FMA on a full vector; returns a value so nothing is dropped.
+[[gnu::noipa]] inline float fma_chains(long iters) {
+#if defined(__AVX512F__)
+  __m512 acc[16];
+  for (int j = 0; j < 16; ++j) acc[j] = _mm512_set1_ps(float(j) * 1e-3f);
+  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-6f);
+  for (long it = 0; it < iters; ++it) {
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) acc[j] = _mm512_fmadd_ps(acc[j], a, b);
+  }
+  __m512 s = acc[0];
+  for (int j = 1; j < 16; ++j) s = _mm512_add_ps(s, acc[j]);
+  return _mm512_reduce_add_ps(s);
+#else
+  __m256 acc[12];
+  for (int j = 0; j < 12; ++j) acc[j] = _mm256_set1_ps(float(j) * 1e-3f);
+  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-6f);
+  for (long it = 0; it < iters; ++it) {
+#pragma GCC unroll 16
+    for (int j = 0; j < 12; ++j) acc[j] = _mm256_fmadd_ps(acc[j], a, b);
+  }
+  __m256 s = acc[0];
+  for (int j = 1; j < 12; ++j) s = _mm256_add_ps(s, acc[j]);
+  float t[8];
+  _mm256_storeu_ps(t, s);
+  return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
+#endif
+}
+
+// Floating-point operations one fma_chains iteration performs.
+constexpr double fma_chain_flops_per_iter() {
+#if defined(__AVX512F__)
+  return 16.0 * 16 * 2;
+#else
+  return 12.0 * 8 * 2;
+#endif
+}
+
+// Best FLOP/s of `samples` runs of ~20 ms each (best: other tenants only ever slow us down).
+inline double measure_fma_peak(int samples = 25) {
+  constexpr long iters = 1 << 20;
+  volatile float sink = 0;
+  double best = 0;
+  for (int s = 0; s < samples; ++s) {
+    const auto t0 = std::chrono::steady_clock::now();
+    sink = sink + fma_chains(iters);
+    const auto t1 = std::chrono::steady_clock::now();
+    const double sec = std::chrono::duration<double>(t1 - t0).count();
+    best = std::max(best, fma_chain_flops_per_iter() * double(iters) / sec);
+  }
+  return best;
+}
+
+}  // namespace fusedsl_bench

@@ -1,0 +1,396 @@
+#pragma once
+// Packed, register-blocked GEMM with a fused epilogue:
+//
+//   C[m x n] = act(scale * A[m x k] . B[k x n] + bias[n]) + residual[m x n]      (f32 or bf16 C)
+//
+// B is packed once into column panels of `nr` columns (`pack_b`, the `packed_b` view) and can be
+// reused across calls (prepacked weights). A is packed on the fly, `mr` rows at a time, into a
+// caller-provided workspace (`gemm_workspace_floats`). The kernels never allocate.
+//
+// Loop order (after the BLIS family of algorithms, Van Zee & van de Geijn, TOMS 2015, with the
+// k loop kept whole so the epilogue runs on accumulators still in registers):
+//   for each block of B panels that fits in L2          (n_block)
+//     for each mr-row panel of A (split across threads) (read in place; packed mr x k when
+//                                                         its rows alias in L1)
+//       for each nr-column panel of B in the block
+//         micro-kernel: mr x nr accumulators, k rank-1 updates, then the epilogue and the store
+// Operands may be transposed: A(i, p) is a[i*lda + p], or a[p*lda + i] when trans_a; B(p, j) is
+// b[p*ldb + j], or b[j*ldb + p] when trans_b. Packing reads both forms.
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "fusedsl/backend/cpu/kernels/bf16.hpp"
+#include "fusedsl/backend/cpu/kernels/simd.hpp"
+#include "fusedsl/backend/cpu/kernels/threads.hpp"
+#include "fusedsl/backend/cpu/kernels/vmath.hpp"
+
+namespace fusedsl::cpu::kernels {
+
+// Register tile of the micro-kernel: mr rows x nr columns of C held in vector registers.
+template <class Arch>
+struct gemm_tile;
+template <>
+struct gemm_tile<xsimd::avx512f> {
+#ifdef FUSEDSL_GEMM_MR
+  static constexpr int mr = FUSEDSL_GEMM_MR, nr = 32;
+#else
+  static constexpr int mr = 12, nr = 32;  // 24 zmm accumulators, 2 loads + 12 broadcasts per k
+#endif
+};
+template <>
+struct gemm_tile<xsimd::fma3<xsimd::avx2>> {
+  static constexpr int mr = 6, nr = 16;  // 12 ymm accumulators
+};
+template <>
+struct gemm_tile<scalar_arch> {
+  static constexpr int mr = 4, nr = 4;
+};
+
+// The fused epilogue: y = act(scale * acc + bias[j]) + residual(i, j).
+struct gemm_epilogue {
+  float scale = 1.0f;
+  const float* bias = nullptr;      // n values, one per column; null for none
+  activation act = activation::none;
+  const float* residual = nullptr;  // m x n, row-major with leading dimension ld_residual
+  std::ptrdiff_t ld_residual = 0;
+};
+
+// Floats needed to pack a k x n B operand (columns padded to a multiple of nr).
+template <class Arch = native_arch>
+constexpr std::size_t packed_b_floats(std::ptrdiff_t k, std::ptrdiff_t n) {
+  return std::size_t(k * round_up(n, gemm_tile<Arch>::nr));
+}
+
+// Floats of workspace gemm() needs: one packed mr x k panel of A per thread.
+template <class Arch = native_arch>
+constexpr std::size_t gemm_workspace_floats(std::ptrdiff_t k, int threads = 1) {
+  return std::size_t(threads) * std::size_t(gemm_tile<Arch>::mr) * std::size_t(k > 0 ? k : 1);
+}
+
+// A view of B packed in nr-column panels: panel p holds columns [p*nr, p*nr + nr) as k rows of nr
+// floats (zero past column n), at data + p*k*nr. The storage belongs to the caller.
+template <class Arch = native_arch>
+struct packed_b {
+  const float* data = nullptr;
+  std::ptrdiff_t k = 0, n = 0;
+  static constexpr int nr = gemm_tile<Arch>::nr;
+  std::ptrdiff_t panels() const { return (n + nr - 1) / nr; }
+  const float* panel(std::ptrdiff_t p) const { return data + p * k * nr; }
+};
+
+namespace detail {
+
+inline void check_gemm_size(const char* what, std::ptrdiff_t v) {
+  if (v < 0) throw std::invalid_argument(std::string("gemm: ") + what + " must be >= 0, got " +
+                                         std::to_string(v));
+}
+
+template <class T>
+float load_as_float(const T* p) {
+  if constexpr (std::is_same_v<T, bf16_bits>) return from_bf16(*p);
+  else return *p;
+}
+
+// Packs B (k x n, either element type) into nr-column panels at dst.
+template <int NR, class T>
+void pack_b_panels(std::ptrdiff_t k, std::ptrdiff_t n, const T* b, std::ptrdiff_t ldb,
+                   bool trans_b, float* dst) {
+  const std::ptrdiff_t panels = (n + NR - 1) / NR;
+  for (std::ptrdiff_t p = 0; p < panels; ++p) {
+    float* out = dst + p * k * NR;
+    const std::ptrdiff_t j0 = p * NR, cols = std::min<std::ptrdiff_t>(NR, n - j0);
+    if (!trans_b) {
+      for (std::ptrdiff_t kk = 0; kk < k; ++kk) {
+        const T* row = b + kk * ldb + j0;
+        float* o = out + kk * NR;
+        std::ptrdiff_t jj = 0;
+        if constexpr (std::is_same_v<T, float>) {
+          std::memcpy(o, row, std::size_t(cols) * sizeof(float));
+          jj = cols;
+        }
+        for (; jj < cols; ++jj) o[jj] = load_as_float(row + jj);
+        for (; jj < NR; ++jj) o[jj] = 0.0f;
+      }
+    } else {
+      for (std::ptrdiff_t jj = 0; jj < NR; ++jj) {
+        if (jj < cols) {
+          const T* col = b + (j0 + jj) * ldb;
+          for (std::ptrdiff_t kk = 0; kk < k; ++kk) out[kk * NR + jj] = load_as_float(col + kk);
+        } else {
+          for (std::ptrdiff_t kk = 0; kk < k; ++kk) out[kk * NR + jj] = 0.0f;
+        }
+      }
+    }
+  }
+}
+
+// Packs rows [i0, i0 + rows) of A into an mr x k panel, k-major (dst[p*MR + i]), zero-padded.
+template <int MR>
+void pack_a_panel(std::ptrdiff_t rows, std::ptrdiff_t k, const float* a, std::ptrdiff_t lda,
+                  bool trans_a, std::ptrdiff_t i0, float* dst) {
+  if (!trans_a) {
+    for (std::ptrdiff_t i = 0; i < MR; ++i) {
+      if (i < rows) {
+        const float* row = a + (i0 + i) * lda;
+        for (std::ptrdiff_t p = 0; p < k; ++p) dst[p * MR + i] = row[p];
+      } else {
+        for (std::ptrdiff_t p = 0; p < k; ++p) dst[p * MR + i] = 0.0f;
+      }
+    }
+  } else {
+    for (std::ptrdiff_t p = 0; p < k; ++p) {
+      const float* col = a + p * lda + i0;
+      std::ptrdiff_t i = 0;
+      for (; i < rows; ++i) dst[p * MR + i] = col[i];
+      for (; i < MR; ++i) dst[p * MR + i] = 0.0f;
+    }
+  }
+}
+
+// The register-blocked core: acc[i][v] = sum_p a[p*a_kstride + i] * b[p*NR + v*W + lane].
+// `a` is an A panel (a_kstride = MR for packed panels), `b` one packed B panel.
+template <class Arch>
+struct micro_kernel {
+  static constexpr int MR = gemm_tile<Arch>::mr, NR = gemm_tile<Arch>::nr;
+  static constexpr int W = simd<Arch>::width, NV = NR / W;
+  using V = vec_t<Arch>;
+  using tile = V[MR][NV];
+
+  // Rows [0, R) of the tile: R == MR in the body, fewer for the last panel of A.
+  template <int R>
+  [[gnu::always_inline]] static inline void compute_rows(std::ptrdiff_t k, const float* a,
+                                                         std::ptrdiff_t a_istride,
+                                                         std::ptrdiff_t a_kstride, const float* b,
+                                                         tile& out) {
+    V acc[R][NV];  // local, so it stays in registers (vector types may alias any memory)
+#pragma GCC unroll 16
+    for (int i = 0; i < R; ++i)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[i][v] = V(0.0f);
+#pragma GCC unroll 2
+    for (std::ptrdiff_t p = 0; p < k; ++p) {
+      V bv[NV];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) bv[v] = simd<Arch>::load(b + p * NR + v * W);
+      // B streams from L2; fetch it into L1 a few rank-1 updates ahead.
+#pragma GCC unroll 4
+      for (int v = 0; v < NR; v += 16) __builtin_prefetch(b + (p + prefetch_distance) * NR + v, 0, 3);
+      const float* ap = a + p * a_kstride;
+#pragma GCC unroll 16
+      for (int i = 0; i < R; ++i) {
+        const V ai = V(ap[i * a_istride]);
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) acc[i][v] = fmadd(ai, bv[v], acc[i][v]);
+      }
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < R; ++i)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) out[i][v] = acc[i][v];
+  }
+
+  // Fewer than MR rows (the last panel of A), out of line.
+  [[gnu::noinline]] static void compute_tail(std::ptrdiff_t rows, std::ptrdiff_t k,
+                                             const float* a, std::ptrdiff_t a_istride,
+                                             std::ptrdiff_t a_kstride, const float* b,
+                                             tile& acc) {
+    tail_table(std::make_integer_sequence<int, MR>{})[rows](k, a, a_istride, a_kstride, b, acc);
+  }
+
+ private:
+  using tail_fn = void (*)(std::ptrdiff_t, const float*, std::ptrdiff_t, std::ptrdiff_t,
+                          const float*, tile&);
+  template <int... R>
+  static const tail_fn* tail_table(std::integer_sequence<int, R...>) {
+    static constexpr tail_fn table[] = {&compute_rows<R == 0 ? 1 : R>...};
+    return table;
+  }
+  static constexpr int prefetch_distance = 4;
+};
+
+// Stores one vector of output (W lanes) as f32 or bf16.
+template <class Arch, class OutT>
+[[gnu::always_inline]] inline void store_out(OutT* p, vec_t<Arch> v) {
+  if constexpr (std::is_same_v<OutT, float>) {
+    simd<Arch>::store(p, v);
+  } else if constexpr (std::is_same_v<Arch, scalar_arch>) {
+    *p = to_bf16(v);
+  } else {
+#if defined(__AVX512F__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
+    if constexpr (std::is_same_v<Arch, xsimd::avx512f>) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), to_bf16_x16(v));
+      return;
+    }
+#endif
+    alignas(64) float t[simd<Arch>::width];
+    simd<Arch>::store(t, v);
+    for (int l = 0; l < simd<Arch>::width; ++l) p[l] = to_bf16(t[l]);
+  }
+}
+
+template <class T>
+[[gnu::always_inline]] inline void store_one(T* p, float x) {
+  if constexpr (std::is_same_v<T, float>) *p = x;
+  else *p = to_bf16(x);
+}
+
+// Applies the epilogue to an accumulator tile and writes rows x cols of it at C(i0, j0).
+template <class Arch, activation Act, class OutT>
+[[gnu::always_inline]] inline void store_tile(typename micro_kernel<Arch>::tile& acc,
+                                              std::ptrdiff_t rows, std::ptrdiff_t cols,
+                                              std::ptrdiff_t i0, std::ptrdiff_t j0, OutT* c,
+                                              std::ptrdiff_t ldc, const gemm_epilogue& ep) {
+  using mk = micro_kernel<Arch>;
+  using V = typename mk::V;
+  constexpr int W = mk::W;
+  if (cols == mk::NR) {
+    V bias[mk::NV];
+    for (int v = 0; v < mk::NV; ++v)
+      bias[v] = ep.bias ? simd<Arch>::load(ep.bias + j0 + v * W) : V(0.0f);
+    const V scale(ep.scale);
+    for (int i = 0; i < mk::MR; ++i) {
+      if (i >= rows) break;
+      OutT* crow = c + (i0 + i) * ldc + j0;
+      const float* rrow = ep.residual ? ep.residual + (i0 + i) * ep.ld_residual + j0 : nullptr;
+#pragma GCC unroll 4
+      for (int v = 0; v < mk::NV; ++v) {
+        V x = apply_activation<Act>(fmadd(acc[i][v], scale, bias[v]));
+        if (rrow) x = x + simd<Arch>::load(rrow + v * W);
+        store_out<Arch>(crow + v * W, x);
+      }
+    }
+    return;
+  }
+  // Right edge: go through a small buffer, one element at a time.
+  alignas(64) float t[mk::MR][mk::NR];
+  for (int i = 0; i < mk::MR; ++i)
+    for (int v = 0; v < mk::NV; ++v) simd<Arch>::store(&t[i][v * W], acc[i][v]);
+  for (std::ptrdiff_t i = 0; i < rows; ++i) {
+    for (std::ptrdiff_t j = 0; j < cols; ++j) {
+      float x = apply_activation<Act>(
+          std::fma(t[i][j], ep.scale, ep.bias ? ep.bias[j0 + j] : 0.0f));
+      if (ep.residual) x += ep.residual[(i0 + i) * ep.ld_residual + j0 + j];
+      store_one(c + (i0 + i) * ldc + j0 + j, x);
+    }
+  }
+}
+
+template <class Arch, activation Act, class OutT>
+void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a,
+              std::ptrdiff_t lda, bool trans_a, const packed_b<Arch>& b, OutT* c,
+              std::ptrdiff_t ldc, const gemm_epilogue& ep, float* workspace, thread_pool* pool) {
+  using mk = micro_kernel<Arch>;
+  constexpr int MR = mk::MR, NR = mk::NR;
+  const std::ptrdiff_t m_panels = (m + MR - 1) / MR, n_panels = b.panels();
+  // Keep the B panels one A panel meets within ~1 MiB so they stay in L2 across A panels.
+  constexpr std::ptrdiff_t l2_budget = std::ptrdiff_t(1) << 20;
+  const std::ptrdiff_t panel_bytes = std::max<std::ptrdiff_t>(k, 1) * NR * 4;
+  const std::ptrdiff_t max_block = std::max<std::ptrdiff_t>(1, l2_budget / panel_bytes);
+  const std::ptrdiff_t blocks = (n_panels + max_block - 1) / max_block;
+  const std::ptrdiff_t block = blocks > 0 ? (n_panels + blocks - 1) / blocks : 1;
+  parallel_for(pool, m_panels, [&](std::ptrdiff_t pb, std::ptrdiff_t pe, int t) {
+    float* a_panel = workspace + std::ptrdiff_t(t) * MR * std::max<std::ptrdiff_t>(k, 1);
+    for (std::ptrdiff_t jb = 0; jb < n_panels; jb += block) {
+      const std::ptrdiff_t je = std::min(n_panels, jb + block);
+      for (std::ptrdiff_t ip = pb; ip < pe; ++ip) {
+        const std::ptrdiff_t i0 = ip * MR, rows = std::min<std::ptrdiff_t>(MR, m - i0);
+        // A is read in place (broadcasts need no layout; packing cost up to 20% at n = 128); it
+        // is packed only when rows 4 KiB apart would fight for the same L1 sets.
+        const float* ap;
+        std::ptrdiff_t a_is, a_ks;
+        if (trans_a) {
+          ap = a + i0, a_is = 1, a_ks = lda;
+        } else if ((lda * 4) % 4096 != 0) {
+          ap = a + i0 * lda, a_is = lda, a_ks = 1;
+        } else {
+          pack_a_panel<MR>(rows, k, a, lda, trans_a, i0, a_panel);
+          ap = a_panel, a_is = 1, a_ks = MR;
+        }
+        for (std::ptrdiff_t jp = jb; jp < je; ++jp) {
+          const std::ptrdiff_t j0 = jp * NR, cols = std::min<std::ptrdiff_t>(NR, n - j0);
+          if (rows == MR) {
+            typename mk::tile acc;
+            mk::template compute_rows<MR>(k, ap, a_is, a_ks, b.panel(jp), acc);
+            store_tile<Arch, Act>(acc, rows, cols, i0, j0, c, ldc, ep);
+          } else {
+            typename mk::tile acc;  // passed out of line: lives in memory, only for the last rows
+            mk::compute_tail(rows, k, ap, a_is, a_ks, b.panel(jp), acc);
+            store_tile<Arch, Act>(acc, rows, cols, i0, j0, c, ldc, ep);
+          }
+        }
+      }
+    }
+  });
+}
+
+}  // namespace detail
+
+// Packs B (k x n; element (p, j) at b[p*ldb + j], or b[j*ldb + p] when trans_b) into `dst`, which
+// must hold packed_b_floats<Arch>(k, n) floats. bf16 weights are widened to f32 here, once.
+template <class Arch = native_arch, class T>
+packed_b<Arch> pack_b(std::ptrdiff_t k, std::ptrdiff_t n, const T* b, std::ptrdiff_t ldb,
+                      bool trans_b, float* dst) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, bf16_bits>,
+                "pack_b: B must be float or bf16 bits (std::uint16_t)");
+  detail::check_gemm_size("k", k);
+  detail::check_gemm_size("n", n);
+  if (dst == nullptr && k * n > 0) throw std::invalid_argument("pack_b: destination is null");
+  if (b == nullptr && k * n > 0) throw std::invalid_argument("pack_b: B is null");
+  detail::pack_b_panels<gemm_tile<Arch>::nr>(k, n, b, ldb, trans_b, dst);
+  return packed_b<Arch>{dst, k, n};
+}
+
+// C = act(scale * A.B + bias) + residual, C is f32 (float) or bf16 (bf16_bits), row-major with
+// leading dimension ldc. `workspace` holds gemm_workspace_floats<Arch>(k, threads) floats, where
+// threads is pool->size() (1 without a pool). Rows of C are split across the pool's threads; each
+// element is computed by one thread in a fixed order, so results do not depend on the pool.
+template <class Arch = native_arch, class OutT>
+void gemm(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a, std::ptrdiff_t lda,
+          bool trans_a, const packed_b<Arch>& b, OutT* c, std::ptrdiff_t ldc,
+          const gemm_epilogue& ep, float* workspace, thread_pool* pool = nullptr) {
+  static_assert(std::is_same_v<OutT, float> || std::is_same_v<OutT, bf16_bits>,
+                "gemm: C must be float or bf16 bits (std::uint16_t)");
+  detail::check_gemm_size("m", m);
+  detail::check_gemm_size("n", n);
+  detail::check_gemm_size("k", k);
+  if (b.k != k || b.n != n)
+    throw std::invalid_argument("gemm: packed B is " + std::to_string(b.k) + "x" +
+                                std::to_string(b.n) + ", the product needs " + std::to_string(k) +
+                                "x" + std::to_string(n));
+  if (m == 0 || n == 0) return;
+  if (workspace == nullptr) throw std::invalid_argument("gemm: workspace is null");
+  if (ep.residual != nullptr && ep.ld_residual < n)
+    throw std::invalid_argument("gemm: residual leading dimension " +
+                                std::to_string(ep.ld_residual) + " is less than n = " +
+                                std::to_string(n));
+  if (ldc < n)
+    throw std::invalid_argument("gemm: ldc " + std::to_string(ldc) + " is less than n = " +
+                                std::to_string(n));
+  switch (ep.act) {
+    case activation::none:
+      return detail::gemm_run<Arch, activation::none>(m, n, k, a, lda, trans_a, b, c, ldc, ep,
+                                                      workspace, pool);
+    case activation::relu:
+      return detail::gemm_run<Arch, activation::relu>(m, n, k, a, lda, trans_a, b, c, ldc, ep,
+                                                      workspace, pool);
+    case activation::gelu_erf:
+      return detail::gemm_run<Arch, activation::gelu_erf>(m, n, k, a, lda, trans_a, b, c, ldc, ep,
+                                                          workspace, pool);
+    case activation::gelu_tanh:
+      return detail::gemm_run<Arch, activation::gelu_tanh>(m, n, k, a, lda, trans_a, b, c, ldc,
+                                                           ep, workspace, pool);
+    case activation::silu:
+      return detail::gemm_run<Arch, activation::silu>(m, n, k, a, lda, trans_a, b, c, ldc, ep,
+                                                      workspace, pool);
+    case activation::sigmoid:
+      return detail::gemm_run<Arch, activation::sigmoid>(m, n, k, a, lda, trans_a, b, c, ldc, ep,
+                                                         workspace, pool);
+  }
+  throw std::invalid_argument("gemm: unknown activation");
+}
+
+}  // namespace fusedsl::cpu::kernels

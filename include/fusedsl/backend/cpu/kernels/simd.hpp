@@ -1,0 +1,119 @@
+#pragma once
+// Instruction-set selection for the CPU kernels and the few vector operations they share.
+//
+// Every kernel is a template on an `Arch` tag. `native_arch` is the best instruction set the
+// compiler targets (-march=...): AVX-512F, else AVX2+FMA, else `scalar_arch`. Defining
+// FUSEDSL_CPU_FORCE_SCALAR makes `native_arch` the scalar path; tests also instantiate
+// `scalar_arch` directly so both paths are exercised in one build.
+//
+// A vector of the scalar arch is a plain `float`, so generic lambdas and the functions below
+// work unchanged on one lane (tails) and on full vectors.
+#include <cmath>
+#include <cstddef>
+
+// GCC 12's AVX-512 headers self-initialise `__Y` in _mm512_undefined_*, which -Wuninitialized
+// reports wherever an intrinsic is inlined (GCC PR 105593); silence it for these headers only.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#if defined(__AVX__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+#include <xsimd/xsimd.hpp>
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+namespace fusedsl::cpu::kernels {
+
+// One-lane fallback: no vector unit assumed.
+struct scalar_arch {
+  static constexpr const char* name() { return "scalar"; }
+};
+
+#if defined(__AVX512F__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
+using native_arch = xsimd::avx512f;
+#elif defined(__AVX2__) && defined(__FMA__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
+using native_arch = xsimd::fma3<xsimd::avx2>;
+#else
+using native_arch = scalar_arch;
+#endif
+
+// simd<Arch>: the float vector of an arch, its width, and unaligned load/store.
+template <class Arch>
+struct simd {
+  using vec = xsimd::batch<float, Arch>;
+  static constexpr int width = static_cast<int>(vec::size);
+  static vec load(const float* p) { return vec::load_unaligned(p); }
+  static void store(float* p, vec v) { v.store_unaligned(p); }
+  static vec broadcast(float x) { return vec(x); }
+  static float reduce_add(vec v) { return xsimd::hadd(v); }
+  static float reduce_max(vec v) {
+    alignas(64) float t[width];
+    v.store_aligned(t);
+    float m = t[0];
+    for (int i = 1; i < width; ++i) m = t[i] > m ? t[i] : m;
+    return m;
+  }
+};
+
+template <>
+struct simd<scalar_arch> {
+  using vec = float;
+  static constexpr int width = 1;
+  static float load(const float* p) { return *p; }
+  static void store(float* p, float v) { *p = v; }
+  static float broadcast(float x) { return x; }
+  static float reduce_add(float v) { return v; }
+  static float reduce_max(float v) { return v; }
+};
+
+template <class Arch>
+using vec_t = typename simd<Arch>::vec;
+
+// Operations on one lane (float) and on full vectors (xsimd batches), same names.
+inline float fmadd(float a, float b, float c) { return std::fma(a, b, c); }
+template <class A>
+xsimd::batch<float, A> fmadd(const xsimd::batch<float, A>& a, const xsimd::batch<float, A>& b,
+                             const xsimd::batch<float, A>& c) {
+  return xsimd::fma(a, b, c);
+}
+
+// where(c, a, b): a where c holds, else b.
+inline float where(bool c, float a, float b) { return c ? a : b; }
+template <class A>
+xsimd::batch<float, A> where(const xsimd::batch_bool<float, A>& c, const xsimd::batch<float, A>& a,
+                             const xsimd::batch<float, A>& b) {
+  return xsimd::select(c, a, b);
+}
+
+// maximum/minimum: NaN in `b` is returned (matches x86 max/min with b as the second source).
+inline float maximum(float a, float b) { return a > b ? a : b; }
+template <class A>
+xsimd::batch<float, A> maximum(const xsimd::batch<float, A>& a, const xsimd::batch<float, A>& b) {
+  return xsimd::select(a > b, a, b);
+}
+inline float minimum(float a, float b) { return a < b ? a : b; }
+template <class A>
+xsimd::batch<float, A> minimum(const xsimd::batch<float, A>& a, const xsimd::batch<float, A>& b) {
+  return xsimd::select(a < b, a, b);
+}
+
+inline float square_root(float a) { return std::sqrt(a); }
+template <class A>
+xsimd::batch<float, A> square_root(const xsimd::batch<float, A>& a) {
+  return xsimd::sqrt(a);
+}
+
+inline float absolute(float a) { return std::fabs(a); }
+template <class A>
+xsimd::batch<float, A> absolute(const xsimd::batch<float, A>& a) {
+  return xsimd::abs(a);
+}
+
+// Round `n` up to a multiple of `m` (m > 0).
+constexpr std::ptrdiff_t round_up(std::ptrdiff_t n, std::ptrdiff_t m) { return (n + m - 1) / m * m; }
+
+}  // namespace fusedsl::cpu::kernels

@@ -1,0 +1,91 @@
+#pragma once
+// Vectorised transcendental functions on one lane (float) or a full vector (xsimd batch).
+//
+// Vector lanes use xsimd's polynomial approximations; one-lane calls use the C library.
+// Maximum error against std:: evaluated in double, measured by tests/cpu/vmath_test.cpp on a
+// dense sweep (numbers in docs/performance.md, "CPU kernels"):
+//   exp      <= 1 ulp       (x in [-87, 88]; 0 below -103.9, +inf above 88.73, NaN -> NaN)
+//   erf      <= 2 ulp       (any x; +-1 beyond |x| > 3.9)
+//   tanh     <= 2 ulp       (any x; +-1 beyond |x| > 9)
+//   sigmoid  <= 3 ulp       1 / (1 + exp(-x))
+// The activations used by GEMM epilogues and elementwise groups live here too, so every
+// kernel applies them identically.
+#include <cmath>
+
+#include "fusedsl/backend/cpu/kernels/simd.hpp"
+
+namespace fusedsl::cpu::kernels {
+
+inline float vexp(float x) { return std::exp(x); }
+template <class A>
+xsimd::batch<float, A> vexp(const xsimd::batch<float, A>& x) {
+  return xsimd::exp(x);
+}
+
+inline float verf(float x) { return std::erf(x); }
+template <class A>
+xsimd::batch<float, A> verf(const xsimd::batch<float, A>& x) {
+  return xsimd::erf(x);
+}
+
+inline float vtanh(float x) { return std::tanh(x); }
+template <class A>
+xsimd::batch<float, A> vtanh(const xsimd::batch<float, A>& x) {
+  return xsimd::tanh(x);
+}
+
+template <class V>
+V vsigmoid(const V& x) {
+  return V(1.0f) / (V(1.0f) + vexp(-x));
+}
+
+// Activation functions of the GEMM epilogue and the elementwise kernels.
+enum class activation { none, relu, gelu_erf, gelu_tanh, silu, sigmoid };
+
+constexpr const char* name_of(activation a) {
+  switch (a) {
+    case activation::none: return "none";
+    case activation::relu: return "relu";
+    case activation::gelu_erf: return "gelu_erf";
+    case activation::gelu_tanh: return "gelu_tanh";
+    case activation::silu: return "silu";
+    case activation::sigmoid: return "sigmoid";
+  }
+  return "?";
+}
+
+// relu keeps NaN (NaN < 0 is false) and maps -inf to 0.
+template <class V>
+V relu(const V& x) {
+  return where(x < V(0.0f), V(0.0f), x);
+}
+
+// GELU, exact form: x/2 (1 + erf(x / sqrt 2)) (Hendrycks & Gimpel 2016, eq. 1).
+template <class V>
+V gelu_erf(const V& x) {
+  return V(0.5f) * x * (V(1.0f) + verf(x * V(0.70710678118654752f)));
+}
+
+// GELU, tanh form: x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (same paper, sec. 2).
+template <class V>
+V gelu_tanh(const V& x) {
+  const V inner = V(0.79788456080286536f) * fmadd(V(0.044715f) * x, x * x, x);
+  return V(0.5f) * x * (V(1.0f) + vtanh(inner));
+}
+
+template <class V>
+V silu(const V& x) {
+  return x * vsigmoid(x);
+}
+
+template <activation Act, class V>
+V apply_activation(const V& x) {
+  if constexpr (Act == activation::none) return x;
+  else if constexpr (Act == activation::relu) return relu(x);
+  else if constexpr (Act == activation::gelu_erf) return gelu_erf(x);
+  else if constexpr (Act == activation::gelu_tanh) return gelu_tanh(x);
+  else if constexpr (Act == activation::silu) return silu(x);
+  else return vsigmoid(x);
+}
+
+}  // namespace fusedsl::cpu::kernels
