@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
-#include <tuple>
 
 #include "fusedsl/tpu/plan.hpp"
+#include "invariants.hpp"
 
 namespace tpu = fusedsl::tpu;
 
@@ -13,43 +12,6 @@ namespace {
 
 double mxu_utilisation(const tpu::kernel_plan& kp, const tpu::timeline& tl, const tpu::chip_spec& c) {
   return kp.flops / (tl.end_s * c.peak_bf16_flops);
-}
-
-// Checks the three schedule invariants on a timeline.
-void check_invariants(const std::vector<tpu::kernel_plan>& ks, const tpu::timeline& tl,
-                      const tpu::chip_spec& chip) {
-  // VMEM never over capacity at any moment.
-  auto vm = tl.vmem;
-  std::stable_sort(vm.begin(), vm.end(), [](auto& a, auto& b) {
-    return a.t < b.t || (a.t == b.t && a.delta < b.delta);
-  });
-  std::int64_t live = 0;
-  for (const auto& e : vm) {
-    live += e.delta;
-    CHECK(live <= chip.vmem_bytes_per_core);
-    CHECK(live >= 0);
-  }
-  // Each DMA finished before its data is used.
-  for (const auto& e : tl.events)
-    for (auto w : e.waits_for) {
-      CHECK(tl.events[w].on == tpu::unit::dma);
-      CHECK(tl.events[w].kernel == e.kernel);
-      CHECK(tl.events[w].end_s <= e.start_s);
-    }
-  // Each output tile of a matmul produced exactly once.
-  for (std::size_t k = 0; k < ks.size(); ++k) {
-    if (ks[k].kind != tpu::kernel_kind::matmul) continue;
-    std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>> seen;
-    std::size_t writes = 0;
-    for (const auto& s : ks[k].steps)
-      if (s.out_bytes > 0) {
-        ++writes;
-        seen.insert({s.tile[0], s.tile[1], s.tile[2]});
-      }
-    const auto g = tpu::grid_of(ks[k].mm, ks[k].blocks);
-    CHECK(writes == seen.size());
-    CHECK(std::int64_t(seen.size()) == ks[k].mm.batch * g.gm * g.gn);
-  }
 }
 
 }  // namespace

@@ -1,0 +1,504 @@
+#pragma once
+// Computes a module's results by following its schedule: each matmul tile by tile in the
+// schedule's block order (bf16 operands exactly as stored, f32 accumulation, as the MXU does;
+// f32 operands multiplied and accumulated in f32), the fused epilogue applied to each finished
+// output tile, vector kernels chunk by chunk. Values are held as doubles rounded to their HLO
+// element type after every op.
+// GCC 12 reports false maybe-uninitialized warnings inside Eigen's AVX-512 GEMM kernels.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "fusedsl/hlo/ir.hpp"
+#include "fusedsl/hlo/literal.hpp"
+#include "fusedsl/tpu/error.hpp"
+#include "fusedsl/tpu/schedule.hpp"
+
+namespace fusedsl::tpu {
+
+// An array (shape + row-major data) or a tuple of values.
+struct value {
+  hlo::shape shape;
+  std::vector<double> data;
+  std::vector<value> elements;  // tuples only
+
+  static value zeros(const hlo::shape& s) {
+    value v;
+    v.shape = s;
+    if (!s.is_tuple()) v.data.assign(std::size_t(s.element_count()), 0.0);
+    return v;
+  }
+};
+
+namespace detail {
+
+inline std::vector<std::int64_t> strides_of(const std::vector<std::int64_t>& dims) {
+  std::vector<std::int64_t> st(dims.size(), 1);
+  for (std::size_t i = dims.size(); i-- > 1;) st[i - 1] = st[i] * dims[i];
+  return st;
+}
+
+inline void unravel(std::int64_t lin, const std::vector<std::int64_t>& dims,
+                    std::vector<std::int64_t>& idx) {
+  idx.resize(dims.size());
+  for (std::size_t d = dims.size(); d-- > 0;) {
+    const std::int64_t e = dims[d] == 0 ? 1 : dims[d];
+    idx[d] = lin % e;
+    lin /= e;
+  }
+}
+
+inline double apply_unary(hlo::opcode op, double x, hlo::element_type out, hlo::element_type in) {
+  using hlo::opcode;
+  switch (op) {
+    case opcode::abs: return std::fabs(x);
+    case opcode::negate: return -x;
+    case opcode::exponential: return std::exp(x);
+    case opcode::exponential_minus_one: return std::expm1(x);
+    case opcode::log: return std::log(x);
+    case opcode::log_plus_one: return std::log1p(x);
+    case opcode::sqrt: return std::sqrt(x);
+    case opcode::rsqrt: return 1.0 / std::sqrt(x);
+    case opcode::tanh: return std::tanh(x);
+    case opcode::erf: return std::erf(x);
+    case opcode::logistic: return 1.0 / (1.0 + std::exp(-x));
+    case opcode::sign: return std::isnan(x) ? x : (x > 0) - (x < 0);
+    case opcode::floor: return std::floor(x);
+    case opcode::ceil: return std::ceil(x);
+    case opcode::cosine: return std::cos(x);
+    case opcode::sine: return std::sin(x);
+    case opcode::not_: return in == hlo::element_type::pred ? double(x == 0.0)
+                                                           : double(~std::int64_t(x));
+    case opcode::copy: return x;
+    case opcode::convert:
+      if (hlo::is_integral(out) && std::isnan(x)) return 0.0;
+      return x;
+    default: break;
+  }
+  throw tpu_error(std::string("execute: unary op ") + std::string(to_string(op)) +
+                  " is not supported");
+}
+
+inline double apply_binary(hlo::opcode op, double a, double b, hlo::element_type t,
+                           const hlo::instruction& in) {
+  using hlo::opcode;
+  const bool integral = hlo::is_integral(t);
+  switch (op) {
+    case opcode::add: return a + b;
+    case opcode::subtract: return a - b;
+    case opcode::multiply: return a * b;
+    case opcode::divide:
+      if (integral) return b == 0 ? -1.0 : std::trunc(a / b);
+      return a / b;
+    case opcode::maximum:
+      if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+      return std::max(a, b);
+    case opcode::minimum:
+      if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+      return std::min(a, b);
+    case opcode::power: return std::pow(a, b);
+    case opcode::remainder: return integral ? (b == 0 ? a : double(std::int64_t(a) % std::int64_t(b)))
+                                            : std::fmod(a, b);
+    case opcode::and_: return t == hlo::element_type::pred ? double(a != 0 && b != 0)
+                                                           : double(std::int64_t(a) & std::int64_t(b));
+    case opcode::or_: return t == hlo::element_type::pred ? double(a != 0 || b != 0)
+                                                          : double(std::int64_t(a) | std::int64_t(b));
+    case opcode::xor_: return t == hlo::element_type::pred ? double((a != 0) != (b != 0))
+                                                           : double(std::int64_t(a) ^ std::int64_t(b));
+    case opcode::compare:
+      switch (*in.direction) {
+        case hlo::comparison_direction::eq: return a == b;
+        case hlo::comparison_direction::ne: return a != b;
+        case hlo::comparison_direction::lt: return a < b;
+        case hlo::comparison_direction::le: return a <= b;
+        case hlo::comparison_direction::gt: return a > b;
+        case hlo::comparison_direction::ge: return a >= b;
+      }
+      break;
+    default: break;
+  }
+  throw tpu_error("execute: " + in.name + ": binary op " + std::string(to_string(op)) +
+                  " is not supported");
+}
+
+// The reducer of a reduce: a computation whose root applies one binary op to its parameters.
+inline hlo::opcode reducer_op(const hlo::module& m, const hlo::instruction& in) {
+  const auto& c = m.get(in.called_computation);
+  const auto& r = c.root_instruction();
+  using hlo::opcode;
+  const bool ok = (r.opcode == opcode::add || r.opcode == opcode::maximum ||
+                   r.opcode == opcode::minimum || r.opcode == opcode::multiply ||
+                   r.opcode == opcode::and_ || r.opcode == opcode::or_) &&
+                  r.operands.size() == 2 &&
+                  c.instructions[r.operands[0]].opcode == opcode::parameter &&
+                  c.instructions[r.operands[1]].opcode == opcode::parameter;
+  if (!ok)
+    throw tpu_error("execute: " + in.name + ": reduce with to_apply=" + c.name +
+                    " is not supported (add, maximum, minimum, multiply, and, or)");
+  return r.opcode;
+}
+
+}  // namespace detail
+
+class executor {
+ public:
+  explicit executor(const schedule& s) : s_(s), g_(s.graph) {}
+
+  // Runs the schedule on `inputs` (by parameter number); returns the entry root's value.
+  value run(const std::vector<value>& inputs) {
+    if (inputs.size() != g_.inputs.size())
+      throw tpu_error("execute: the module takes " + std::to_string(g_.inputs.size()) +
+                      " inputs, got " + std::to_string(inputs.size()));
+    env_.assign(g_.nodes.size(), value{});
+    done_.assign(g_.nodes.size(), false);
+    for (std::size_t n = 0; n < inputs.size(); ++n) {
+      const auto id = g_.inputs[n];
+      const auto& want = g_.shape(id);
+      if (!want.compatible(inputs[n].shape))
+        throw tpu_error("execute: input " + std::to_string(n) + " (" + g_.nodes[id].name +
+                        ") must be " + hlo::to_short_string(want) + ", got " +
+                        hlo::to_short_string(inputs[n].shape));
+      env_[id] = inputs[n];
+      env_[id].shape = want;
+      for (auto& x : env_[id].data) x = hlo::round_to(want.type, x);
+      done_[id] = true;
+    }
+    for (std::size_t k = 0; k < s_.groups.size(); ++k) run_kernel(k);
+    return get(g_.root);
+  }
+
+ private:
+  const schedule& s_;
+  const flat_graph& g_;
+  std::vector<value> env_;
+  std::vector<bool> done_;
+
+  const value& get(std::size_t id) {
+    if (!done_[id]) {
+      if (!is_layout_op(g_.op(id)))
+        throw tpu_error("execute: value of " + g_.nodes[id].name + " used before its kernel ran");
+      eval_whole(id);
+    }
+    return env_[id];
+  }
+
+  void eval_whole(std::size_t id) {
+    const auto& in = *g_.nodes[id].inst;
+    if (in.opcode == hlo::opcode::tuple) {
+      value v;
+      v.shape = in.shape;
+      for (auto o : g_.nodes[id].operands) v.elements.push_back(get(o));
+      env_[id] = std::move(v);
+      done_[id] = true;
+      return;
+    }
+    if (in.opcode == hlo::opcode::parameter)
+      throw tpu_error("execute: input " + g_.nodes[id].name + " was not bound");
+    env_[id] = value::zeros(in.shape);
+    eval_range(id, 0, in.shape.element_count());
+    done_[id] = true;
+  }
+
+  // Output elements [lo, hi) of a non-dot array op.
+  void eval_range(std::size_t id, std::int64_t lo, std::int64_t hi) {
+    const auto& node = g_.nodes[id];
+    const auto& in = *node.inst;
+    const auto& sh = in.shape;
+    const auto t = sh.type;
+    std::vector<const value*> ops;
+    for (auto o : node.operands) ops.push_back(&get(o));
+    auto& out = env_[id].data;
+    using hlo::opcode;
+    std::vector<std::int64_t> idx, src;
+    auto put = [&](std::int64_t i, double v) { out[std::size_t(i)] = hlo::round_to(t, v); };
+    if (hlo::is_elementwise_unary(in.opcode)) {
+      const auto in_t = ops[0]->shape.type;
+      for (auto i = lo; i < hi; ++i)
+        put(i, detail::apply_unary(in.opcode, ops[0]->data[std::size_t(i)], t, in_t));
+      return;
+    }
+    if (hlo::is_elementwise_binary(in.opcode)) {
+      const auto op_t = ops[0]->shape.type;
+      for (auto i = lo; i < hi; ++i)
+        put(i, detail::apply_binary(in.opcode, ops[0]->data[std::size_t(i)],
+                                    ops[1]->data[std::size_t(i)], op_t, in));
+      return;
+    }
+    auto at = [&](const value* v, std::int64_t i) {  // scalar operands broadcast (select, clamp)
+      return v->data.size() == 1 ? v->data[0] : v->data[std::size_t(i)];
+    };
+    switch (in.opcode) {
+      case opcode::select:
+        for (auto i = lo; i < hi; ++i) put(i, at(ops[0], i) != 0 ? at(ops[1], i) : at(ops[2], i));
+        return;
+      case opcode::clamp:
+        for (auto i = lo; i < hi; ++i)
+          put(i, std::min(std::max(at(ops[1], i), at(ops[0], i)), at(ops[2], i)));
+        return;
+      case opcode::constant: {
+        const auto& l = *in.literal;
+        for (auto i = lo; i < hi; ++i) put(i, l.element_count() == 1 ? l.get(0) : l.get(std::size_t(i)));
+        return;
+      }
+      case opcode::iota:
+        for (auto i = lo; i < hi; ++i) {
+          detail::unravel(i, sh.dims, idx);
+          put(i, double(idx[std::size_t(in.iota_dimension)]));
+        }
+        return;
+      case opcode::reshape:
+        for (auto i = lo; i < hi; ++i) put(i, ops[0]->data[std::size_t(i)]);
+        return;
+      case opcode::broadcast: {
+        const auto& os = ops[0]->shape;
+        const auto st = detail::strides_of(os.dims);
+        for (auto i = lo; i < hi; ++i) {
+          detail::unravel(i, sh.dims, idx);
+          std::int64_t j = 0;
+          for (std::size_t d = 0; d < in.dimensions.size(); ++d)
+            j += idx[std::size_t(in.dimensions[d])] * st[d];
+          put(i, ops[0]->data[std::size_t(j)]);
+        }
+        return;
+      }
+      case opcode::transpose: {
+        const auto st = detail::strides_of(ops[0]->shape.dims);
+        for (auto i = lo; i < hi; ++i) {
+          detail::unravel(i, sh.dims, idx);
+          std::int64_t j = 0;
+          for (std::size_t d = 0; d < idx.size(); ++d) j += idx[d] * st[std::size_t(in.dimensions[d])];
+          put(i, ops[0]->data[std::size_t(j)]);
+        }
+        return;
+      }
+      case opcode::slice: {
+        const auto st = detail::strides_of(ops[0]->shape.dims);
+        for (auto i = lo; i < hi; ++i) {
+          detail::unravel(i, sh.dims, idx);
+          std::int64_t j = 0;
+          for (std::size_t d = 0; d < idx.size(); ++d)
+            j += (in.slice[d].start + idx[d] * in.slice[d].stride) * st[d];
+          put(i, ops[0]->data[std::size_t(j)]);
+        }
+        return;
+      }
+      case opcode::concatenate: {
+        const auto cd = std::size_t(in.dimensions.at(0));
+        for (auto i = lo; i < hi; ++i) {
+          detail::unravel(i, sh.dims, idx);
+          std::int64_t off = idx[cd];
+          std::size_t which = 0;
+          while (off >= ops[which]->shape.dims[cd]) off -= ops[which]->shape.dims[cd], ++which;
+          src = idx;
+          src[cd] = off;
+          const auto st = detail::strides_of(ops[which]->shape.dims);
+          std::int64_t j = 0;
+          for (std::size_t d = 0; d < src.size(); ++d) j += src[d] * st[d];
+          put(i, ops[which]->data[std::size_t(j)]);
+        }
+        return;
+      }
+      case opcode::reduce: {
+        const auto rop = detail::reducer_op(*g_.module, in);
+        const auto& is = ops[0]->shape;
+        const auto st = detail::strides_of(is.dims);
+        std::vector<bool> reduced(is.dims.size(), false);
+        for (auto d : in.dimensions) reduced[std::size_t(d)] = true;
+        std::vector<std::int64_t> rdims, rstr, kdims;
+        for (std::size_t d = 0; d < is.dims.size(); ++d)
+          if (reduced[d]) rdims.push_back(is.dims[d]), rstr.push_back(st[d]);
+        std::int64_t rcount = 1;
+        for (auto d : rdims) rcount *= d;
+        const double init = ops[1]->data.at(0);
+        std::vector<std::int64_t> ridx;
+        for (auto i = lo; i < hi; ++i) {
+          detail::unravel(i, sh.dims, idx);
+          std::int64_t base = 0;
+          for (std::size_t d = 0, k = 0; d < is.dims.size(); ++d)
+            if (!reduced[d]) base += idx[k++] * st[d];
+          double acc = init;
+          for (std::int64_t r = 0; r < rcount; ++r) {
+            detail::unravel(r, rdims, ridx);
+            std::int64_t j = base;
+            for (std::size_t d = 0; d < ridx.size(); ++d) j += ridx[d] * rstr[d];
+            acc = detail::apply_binary(rop, acc, ops[0]->data[std::size_t(j)], is.type, in);
+          }
+          put(i, acc);
+        }
+        return;
+      }
+      default: break;
+    }
+    throw tpu_error("execute: " + node.name + ": op " + std::string(to_string(in.opcode)) +
+                    " is not supported");
+  }
+
+  void run_kernel(std::size_t k) {
+    const auto& grp = s_.groups[k];
+    const auto& kp = s_.kernels[k];
+    if (grp.dot) {
+      run_matmul(grp, kp);
+      return;
+    }
+    for (auto id : grp.nodes) {
+      if (done_[id]) continue;
+      const auto& sh = g_.shape(id);
+      if (sh.is_tuple() || is_layout_op(g_.op(id))) {
+        eval_whole(id);
+        continue;
+      }
+      env_[id] = value::zeros(sh);
+      const auto n = sh.element_count();
+      const auto chunks = std::int64_t(std::max<std::size_t>(kp.steps.size(), 1));
+      for (std::int64_t c = 0; c < chunks; ++c) eval_range(id, n * c / chunks, n * (c + 1) / chunks);
+      done_[id] = true;
+    }
+  }
+
+  // Gathers a dot operand into [batch][rows][cols] float, rows/cols being the given dim lists.
+  std::vector<float> canonical(const value& v, const std::vector<std::int64_t>& batch,
+                               const std::vector<std::int64_t>& rows,
+                               const std::vector<std::int64_t>& cols) {
+    const auto st = detail::strides_of(v.shape.dims);
+    std::vector<std::int64_t> order = batch;
+    order.insert(order.end(), rows.begin(), rows.end());
+    order.insert(order.end(), cols.begin(), cols.end());
+    std::vector<std::int64_t> dims, strides;
+    for (auto d : order) dims.push_back(v.shape.dims[std::size_t(d)]), strides.push_back(st[std::size_t(d)]);
+    std::int64_t total = 1;
+    for (auto d : dims) total *= d;
+    std::vector<float> out(static_cast<std::size_t>(total));
+    std::vector<std::int64_t> idx;
+    for (std::int64_t i = 0; i < total; ++i) {
+      detail::unravel(i, dims, idx);
+      std::int64_t j = 0;
+      for (std::size_t d = 0; d < idx.size(); ++d) j += idx[d] * strides[d];
+      out[std::size_t(i)] = float(v.data[std::size_t(j)]);
+    }
+    return out;
+  }
+
+  void run_matmul(const kernel_group& grp, const kernel_plan& kp) {
+    const std::size_t dot = *grp.dot;
+    const auto& in = *g_.nodes[dot].inst;
+    const auto& dn = *in.dot;
+    // Nodes before the dot's tiles: those that do not depend on it (prologue, broadcasts).
+    std::vector<bool> dep(g_.nodes.size(), false);
+    dep[dot] = true;
+    std::vector<std::size_t> pre, tile_epi, post;
+    const auto& dot_dims = g_.shape(dot).dims;
+    for (auto id : grp.nodes) {
+      if (id == dot) continue;
+      bool d = false;
+      for (auto o : g_.nodes[id].operands) d = d || dep[o];
+      dep[id] = d;
+      if (!d) pre.push_back(id);
+      else if (post.empty() && hlo::is_elementwise(g_.op(id)) && g_.shape(id).dims == dot_dims)
+        tile_epi.push_back(id);
+      else
+        post.push_back(id);
+    }
+    for (auto id : pre)
+      if (!done_[id]) eval_whole(id);
+    const value& a = get(g_.nodes[dot].operands[0]);
+    const value& b = get(g_.nodes[dot].operands[1]);
+    std::vector<bool> ua(a.shape.dims.size(), false), ub(b.shape.dims.size(), false);
+    for (auto d : dn.lhs_batch) ua[std::size_t(d)] = true;
+    for (auto d : dn.lhs_contracting) ua[std::size_t(d)] = true;
+    for (auto d : dn.rhs_batch) ub[std::size_t(d)] = true;
+    for (auto d : dn.rhs_contracting) ub[std::size_t(d)] = true;
+    std::vector<std::int64_t> a_free, b_free;
+    for (std::size_t d = 0; d < ua.size(); ++d)
+      if (!ua[d]) a_free.push_back(std::int64_t(d));
+    for (std::size_t d = 0; d < ub.size(); ++d)
+      if (!ub[d]) b_free.push_back(std::int64_t(d));
+    const auto A = canonical(a, dn.lhs_batch, a_free, dn.lhs_contracting);
+    const auto B = canonical(b, dn.rhs_batch, dn.rhs_contracting, b_free);
+    const auto& p = kp.mm;
+    const auto& blk = kp.blocks;
+    const auto grid = grid_of(p, blk);
+    using mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    using cmap = Eigen::Map<const mat, 0, Eigen::OuterStride<>>;
+    env_[dot] = value::zeros(g_.shape(dot));
+    for (auto id : tile_epi) env_[id] = value::zeros(g_.shape(id));
+    const auto out_t = g_.shape(dot).type;
+    mat acc;
+    for (const auto& st : kp.steps) {
+      const auto [bi, i, j, kk] = st.tile;
+      const std::int64_t r0 = i * blk.bm, c0 = j * blk.bn, k0 = kk * blk.bk;
+      const std::int64_t rows = std::min(blk.bm, p.m - r0), cols = std::min(blk.bn, p.n - c0);
+      const std::int64_t depth = std::min(blk.bk, p.k - k0);
+      if (kk == 0) acc = mat::Zero(rows, cols);
+      cmap Ab(A.data() + (bi * p.m + r0) * p.k + k0, rows, depth, Eigen::OuterStride<>(p.k));
+      cmap Bb(B.data() + (bi * p.k + k0) * p.n + c0, depth, cols, Eigen::OuterStride<>(p.n));
+      acc.noalias() += Ab * Bb;  // f32 accumulation, as the MXU's accumulators
+      if (kk + 1 != grid.gk) continue;
+      // Output tile complete: round to the dot's type, then the fused epilogue on this tile.
+      auto& out = env_[dot].data;
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t c = 0; c < cols; ++c)
+          out[std::size_t((bi * p.m + r0 + r) * p.n + c0 + c)] = hlo::round_to(out_t, acc(r, c));
+      for (auto id : tile_epi) {
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const std::int64_t lo = (bi * p.m + r0 + r) * p.n + c0;
+          eval_epilogue_row(id, lo, lo + cols);
+        }
+      }
+    }
+    done_[dot] = true;
+    for (auto id : tile_epi) done_[id] = true;
+    for (auto id : post)
+      if (!done_[id]) eval_whole(id);
+  }
+
+  // Elementwise epilogue op over output elements [lo, hi), operands read from the tiles already
+  // produced (dot and earlier epilogue ops) or from finished values.
+  void eval_epilogue_row(std::size_t id, std::int64_t lo, std::int64_t hi) {
+    for (auto o : g_.nodes[id].operands)
+      if (!done_[o] && env_[o].data.empty() && is_layout_op(g_.op(o))) eval_whole(o);
+    const auto& node = g_.nodes[id];
+    const auto& in = *node.inst;
+    auto& out = env_[id].data;
+    const auto t = in.shape.type;
+    auto val = [&](std::size_t o, std::int64_t i) {
+      const auto& d = env_[o].data;
+      return d.size() == 1 ? d[0] : d[std::size_t(i)];
+    };
+    for (auto i = lo; i < hi; ++i) {
+      double v;
+      if (hlo::is_elementwise_unary(in.opcode))
+        v = detail::apply_unary(in.opcode, val(node.operands[0], i), t, g_.shape(node.operands[0]).type);
+      else if (hlo::is_elementwise_binary(in.opcode))
+        v = detail::apply_binary(in.opcode, val(node.operands[0], i), val(node.operands[1], i),
+                                 g_.shape(node.operands[0]).type, in);
+      else if (in.opcode == hlo::opcode::select)
+        v = val(node.operands[0], i) != 0 ? val(node.operands[1], i) : val(node.operands[2], i);
+      else
+        v = std::min(std::max(val(node.operands[1], i), val(node.operands[0], i)),
+                     val(node.operands[2], i));
+      out[std::size_t(i)] = hlo::round_to(t, v);
+    }
+  }
+};
+
+// Runs `s` on `inputs` and returns the entry root's value.
+inline value execute(const schedule& s, const std::vector<value>& inputs) {
+  executor ex(s);
+  return ex.run(inputs);
+}
+
+}  // namespace fusedsl::tpu
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif

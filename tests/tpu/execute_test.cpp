@@ -1,0 +1,259 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+
+#include "fusedsl/hlo/builder.hpp"
+#include "fusedsl/tpu/cost.hpp"
+#include "fusedsl/tpu/execute.hpp"
+#include "fusedsl/tpu/schedule.hpp"
+#include "invariants.hpp"
+
+namespace tpu = fusedsl::tpu;
+namespace hlo = fusedsl::hlo;
+using hlo::element_type;
+
+namespace {
+
+tpu::value random_value(const hlo::shape& s, unsigned seed, double scale = 1.0) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> dist(0.0, scale);
+  auto v = tpu::value::zeros(s);
+  for (auto& x : v.data) x = hlo::round_to(s.type, dist(rng));
+  return v;
+}
+
+double bf16(double x) { return hlo::round_to(element_type::bf16, x); }
+
+hlo::module make_module(hlo::computation entry, std::vector<hlo::computation> callees = {}) {
+  hlo::module m;
+  m.name = "test";
+  for (auto& c : callees) m.add_computation(std::move(c));
+  m.set_entry(std::move(entry));
+  hlo::verify(m);
+  return m;
+}
+
+hlo::dot_dimension_numbers mm_dims() {
+  hlo::dot_dimension_numbers dn;
+  dn.lhs_contracting = {1};
+  dn.rhs_contracting = {0};
+  return dn;
+}
+
+void check_schedule_sane(const tpu::schedule& s) {
+  check_invariants(s.kernels, s.tl, s.chip);
+  const auto c = tpu::summarize(s);
+  for (const auto& k : c.kernels) {
+    CAPTURE(k.name);
+    CHECK(k.time_s >= k.roofline_s * (1 - 1e-12));
+  }
+  CHECK(c.total_time_s >= c.roofline_time_s * (1 - 1e-12));
+  CHECK(c.vmem_peak_bytes <= s.chip.vmem_bytes_per_core);
+}
+
+}  // namespace
+
+TEST_CASE("dot + bias + tanh runs as one MXU kernel with a fused epilogue and matches loops") {
+  hlo::computation_builder b("main");
+  const auto x = b.add_parameter(hlo::shape::array(element_type::f32, {64, 96}), "x");
+  const auto w = b.add_parameter(hlo::shape::array(element_type::f32, {96, 160}), "w");
+  const auto bias = b.add_parameter(hlo::shape::array(element_type::f32, {160}), "bias");
+  const auto d = b.add_dot(x, w, mm_dims());
+  const auto bb = b.add_broadcast(bias, {64, 160}, {1});
+  const auto a = b.add_binary(hlo::opcode::add, d, bb, "biased");
+  b.add_unary(hlo::opcode::tanh, a, "act");
+  const auto m = make_module(b.build());
+  for (const auto& chip : tpu::known_chips()) {
+    CAPTURE(chip.name);
+    const auto s = tpu::make_schedule(m, chip);
+    std::size_t matmuls = 0;
+    for (std::size_t k = 0; k < s.kernels.size(); ++k)
+      if (s.kernels[k].kind == tpu::kernel_kind::matmul) {
+        ++matmuls;
+        CHECK(s.kernels[k].ops == std::vector<std::string>{"dot", "biased", "act"});
+        CHECK(s.kernels[k].name == "act");
+      } else {
+        CHECK(s.kernels[k].kind == tpu::kernel_kind::layout);
+      }
+    CHECK(matmuls == 1);
+    check_schedule_sane(s);
+    const auto X = random_value(b.shape_of(x), 1), W = random_value(b.shape_of(w), 2, 0.1),
+               B = random_value(b.shape_of(bias), 3);
+    const auto out = tpu::execute(s, {X, W, B});
+    REQUIRE(out.data.size() == 64u * 160u);
+    double worst = 0;
+    for (int i = 0; i < 64; ++i)
+      for (int j = 0; j < 160; ++j) {
+        double acc = 0;
+        for (int k = 0; k < 96; ++k) acc += X.data[i * 96 + k] * W.data[k * 160 + j];
+        worst = std::max(worst, std::fabs(std::tanh(acc + B.data[j]) - out.data[i * 160 + j]));
+      }
+    CHECK(worst < 2e-6);
+  }
+}
+
+TEST_CASE("a bf16 dot multiplies bf16 operands and accumulates in f32, as the MXU does") {
+  hlo::computation_builder b("main");
+  const auto x = b.add_parameter(hlo::shape::array(element_type::f32, {48, 300}), "x");
+  const auto w = b.add_parameter(hlo::shape::array(element_type::f32, {300, 40}), "w");
+  const auto xb = b.add_convert(x, element_type::bf16, "xb");
+  const auto wb = b.add_convert(w, element_type::bf16, "wb");
+  b.add_dot(xb, wb, mm_dims(), element_type::f32, "dot");
+  const auto m = make_module(b.build());
+  // Small blocks so that k=300 takes three accumulation steps.
+  tpu::schedule_options opt;
+  opt.blocks = tpu::matmul_blocks{16, 128, 128};
+  const auto s = tpu::make_schedule(m, tpu::chip_by_name("v5e"), opt);
+  check_schedule_sane(s);
+  const auto X = random_value(b.shape_of(x), 4), W = random_value(b.shape_of(w), 5);
+  const auto out = tpu::execute(s, {X, W});
+  double worst_bf16 = 0, worst_f32 = 0;
+  for (int i = 0; i < 48; ++i)
+    for (int j = 0; j < 40; ++j) {
+      double ref_bf16 = 0, ref_f32 = 0;
+      for (int k = 0; k < 300; ++k) {
+        ref_bf16 += bf16(X.data[i * 300 + k]) * bf16(W.data[k * 40 + j]);
+        ref_f32 += X.data[i * 300 + k] * W.data[k * 40 + j];
+      }
+      worst_bf16 = std::max(worst_bf16, std::fabs(ref_bf16 - out.data[i * 40 + j]));
+      worst_f32 = std::max(worst_f32, std::fabs(ref_f32 - out.data[i * 40 + j]));
+    }
+  CHECK(worst_bf16 < 1e-4);  // f32 accumulation of exact bf16 products
+  CHECK(worst_f32 > 1e-2);   // the operands really were rounded to bf16
+  for (const auto& k : s.kernels)
+    if (k.kind == tpu::kernel_kind::matmul) {
+      CHECK(k.mm.mxu_passes == 1);
+      CHECK(k.blocks.bk == 128);
+      CHECK(k.steps.size() == 3u * 1u * 1u * 3u);
+    }
+}
+
+TEST_CASE("a dot whose result has two users is not fused; each user runs as a vector kernel") {
+  hlo::computation_builder b("main");
+  const auto x = b.add_parameter(hlo::shape::array(element_type::f32, {16, 128}), "x");
+  const auto d = b.add_dot(x, x, [] {
+    hlo::dot_dimension_numbers dn;
+    dn.lhs_contracting = {1};
+    dn.rhs_contracting = {1};
+    return dn;
+  }(), std::nullopt, "gram");
+  const auto e = b.add_unary(hlo::opcode::exponential, d, "e");
+  const auto n = b.add_unary(hlo::opcode::negate, d, "n");
+  b.add_binary(hlo::opcode::add, e, n, "sum");
+  const auto m = make_module(b.build());
+  const auto s = tpu::make_schedule(m, tpu::chip_by_name("v5e"));
+  check_schedule_sane(s);
+  std::vector<std::vector<std::string>> groups;
+  for (const auto& k : s.kernels)
+    if (k.kind != tpu::kernel_kind::layout) groups.push_back(k.ops);
+  CHECK(groups == std::vector<std::vector<std::string>>{{"gram"}, {"e"}, {"n", "sum"}});
+  const auto X = random_value(b.shape_of(x), 6, 0.05);
+  const auto out = tpu::execute(s, {X});
+  double worst = 0;
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 16; ++j) {
+      double g = 0;
+      for (int k = 0; k < 128; ++k) g += X.data[i * 128 + k] * X.data[j * 128 + k];
+      worst = std::max(worst, std::fabs(std::exp(g) - g - out.data[i * 16 + j]));
+    }
+  CHECK(worst < 1e-5);
+}
+
+TEST_CASE("a batched dot with batch and contracting dims in any position matches loops") {
+  hlo::computation_builder b("main");
+  const auto q = b.add_parameter(hlo::shape::array(element_type::f32, {16, 3, 32}), "q");  // s,h,d
+  const auto k = b.add_parameter(hlo::shape::array(element_type::f32, {3, 32, 20}), "k");  // h,d,t
+  hlo::dot_dimension_numbers dn;
+  dn.lhs_batch = {1};
+  dn.rhs_batch = {0};
+  dn.lhs_contracting = {2};
+  dn.rhs_contracting = {1};
+  b.add_dot(q, k, dn, std::nullopt, "scores");  // [h, s, t]
+  const auto m = make_module(b.build());
+  const auto s = tpu::make_schedule(m, tpu::chip_by_name("v6e"));
+  check_schedule_sane(s);
+  const auto Q = random_value(b.shape_of(q), 7), K = random_value(b.shape_of(k), 8);
+  const auto out = tpu::execute(s, {Q, K});
+  REQUIRE(out.shape.dims == std::vector<std::int64_t>{3, 16, 20});
+  double worst = 0;
+  for (int h = 0; h < 3; ++h)
+    for (int i = 0; i < 16; ++i)
+      for (int t = 0; t < 20; ++t) {
+        double acc = 0;
+        for (int d = 0; d < 32; ++d) acc += Q.data[(i * 3 + h) * 32 + d] * K.data[(h * 32 + d) * 20 + t];
+        worst = std::max(worst, std::fabs(acc - out.data[(h * 16 + i) * 20 + t]));
+      }
+  CHECK(worst < 1e-5);
+}
+
+TEST_CASE("reduce, transpose, slice, concatenate, iota, compare/select, call and tuples compute "
+          "what plain loops compute") {
+  const auto add = hlo::make_scalar_computation("add", hlo::opcode::add, element_type::f32);
+  const auto mx = hlo::make_scalar_computation("max", hlo::opcode::maximum, element_type::f32);
+  // callee(x) = x * 2
+  hlo::computation_builder cb("twice");
+  const auto cx = cb.add_parameter(hlo::shape::array(element_type::f32, {4, 6}), "cx");
+  const auto two = cb.add_constant(hlo::literal::scalar(element_type::f32, 2.0), "two");
+  const auto two_b = cb.add_broadcast(two, {4, 6}, {});
+  cb.add_binary(hlo::opcode::multiply, cx, two_b, "doubled");
+  const auto twice = cb.build();
+
+  hlo::computation_builder b("main");
+  const auto x = b.add_parameter(hlo::shape::array(element_type::f32, {4, 6}), "x");
+  const auto zero = b.add_constant(hlo::literal::scalar(element_type::f32, 0.0), "zero");
+  const auto ninf = b.add_constant(hlo::literal::scalar(element_type::f32, -INFINITY), "ninf");
+  const auto rsum = b.add_reduce(x, zero, {1}, add, "rsum");                  // [4]
+  const auto cmax = b.add_reduce(x, ninf, {0}, mx, "cmax");                   // [6]
+  const auto xt = b.add_transpose(x, {1, 0}, "xt");                          // [6,4]
+  const auto sl = b.add_slice(x, {{1, 4, 2}, {0, 6, 3}}, "sl");              // [2,2]
+  const auto cat = b.add_concatenate({x, x}, 0, "cat");                      // [8,6]
+  const auto ia = b.add_iota(hlo::shape::array(element_type::s32, {4, 6}), 0, "rows");
+  const auto ib = b.add_iota(hlo::shape::array(element_type::s32, {4, 6}), 1, "cols");
+  const auto ge = b.add_compare(ia, ib, hlo::comparison_direction::ge, "lower");
+  const auto nb = b.add_broadcast(ninf, {4, 6}, {}, "ninf_b");
+  const auto masked = b.add_select(ge, x, nb, "masked");
+  const auto called = b.add_call({x}, twice, "call_twice");
+  const auto tup = b.add_tuple({x, called}, "pair");
+  const auto second = b.add_get_tuple_element(tup, 1, "second");
+  b.add_tuple({rsum, cmax, xt, sl, cat, masked, second}, "results");
+  const auto m = make_module(b.build(), {add, mx, twice});
+  const auto s = tpu::make_schedule(m, tpu::chip_by_name("v5e"));
+  check_schedule_sane(s);
+  const auto X = random_value(b.shape_of(x), 9);
+  const auto out = tpu::execute(s, {X});
+  REQUIRE(out.elements.size() == 7u);
+  auto xv = [&](int i, int j) { return X.data[std::size_t(i * 6 + j)]; };
+  for (int i = 0; i < 4; ++i) {
+    double sum = 0;
+    for (int j = 0; j < 6; ++j) sum += xv(i, j);
+    CHECK(out.elements[0].data[i] == doctest::Approx(sum).epsilon(1e-6));
+  }
+  for (int j = 0; j < 6; ++j) {
+    double best = -INFINITY;
+    for (int i = 0; i < 4; ++i) best = std::max(best, xv(i, j));
+    CHECK(out.elements[1].data[j] == best);
+  }
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 6; ++j) {
+      CHECK(out.elements[2].data[j * 4 + i] == xv(i, j));
+      CHECK(out.elements[4].data[i * 6 + j] == xv(i, j));
+      CHECK(out.elements[4].data[(i + 4) * 6 + j] == xv(i, j));
+      CHECK(out.elements[5].data[i * 6 + j] == (i >= j ? xv(i, j) : -INFINITY));
+      CHECK(out.elements[6].data[i * 6 + j] == 2 * xv(i, j));
+    }
+  CHECK(out.elements[3].data == std::vector<double>{xv(1, 0), xv(1, 3), xv(3, 0), xv(3, 3)});
+}
+
+TEST_CASE("inputs of the wrong shape or count are rejected with the parameter's name") {
+  hlo::computation_builder b("main");
+  const auto x = b.add_parameter(hlo::shape::array(element_type::f32, {4, 6}), "x");
+  b.add_unary(hlo::opcode::negate, x, "neg");
+  const auto m = make_module(b.build());
+  const auto s = tpu::make_schedule(m, tpu::chip_by_name("v5e"));
+  CHECK_THROWS_WITH_AS(tpu::execute(s, {}), doctest::Contains("takes 1 inputs, got 0"),
+                       tpu::tpu_error);
+  CHECK_THROWS_WITH_AS(
+      tpu::execute(s, {tpu::value::zeros(hlo::shape::array(element_type::f32, {6, 4}))}),
+      doctest::Contains("input 0 (x) must be f32[4,6], got f32[6,4]"), tpu::tpu_error);
+}
