@@ -12,23 +12,55 @@ function(fusedsl_add_test name)
   endif()
 endfunction()
 
-# fusedsl_add_failtest(<name> <source> <regex>)
-# Eigen-style compile-fail test: <source> is compiled twice. Without FUSEDSL_FAILTEST it must build
-# (test <name>_ok); with -DFUSEDSL_FAILTEST it must fail and the compiler output must match <regex>
-# (test <name>_ko). Both targets are excluded from `all`; the tests build them through CMake.
+# fusedsl_add_failtest(<name> <source> <regex> [ALSO <regex>...] [MAX_ERRORS n])
+# Compile-fail test in the manner of Eigen's failtest/: <source> holds a correct program, and the
+# mistake under `#ifdef FUSEDSL_FAILTEST`. It is compiled twice, through the build system:
+#   failtest.<name>.ok  without FUSEDSL_FAILTEST: the target must build (so a ko test cannot pass
+#                       because the file is broken in some other way);
+#   failtest.<name>.ko  with -DFUSEDSL_FAILTEST: the build must fail, the compiler output must match
+#                       <regex> (and every ALSO regex, in any order), and it must hold at most MAX_ERRORS (default 1) "error:" lines, so a
+#                       diagnostic that cascades into a page of errors fails the test.
+# The ko check is cmake/FusedslFailtestCheck.cmake, run with `cmake -P`; the regex travels in a
+# generated file so that brackets, quotes and semicolons in it need no escaping. Both targets are
+# excluded from `all`.
+set(_fusedsl_failtest_check ${CMAKE_CURRENT_LIST_DIR}/FusedslFailtestCheck.cmake)
 function(fusedsl_add_failtest name source regex)
+  cmake_parse_arguments(ARG "" "MAX_ERRORS" "ALSO" ${ARGN})
+  if(NOT DEFINED ARG_MAX_ERRORS)
+    set(ARG_MAX_ERRORS 1)
+  endif()
+  get_filename_component(source ${source} ABSOLUTE)
   foreach(kind ok ko)
     set(tgt failtest_${name}_${kind})
     add_library(${tgt} OBJECT EXCLUDE_FROM_ALL ${source})
-    target_link_libraries(${tgt} PRIVATE fusedsl)
-    target_compile_options(${tgt} PRIVATE -fmax-errors=3)
+    target_link_libraries(${tgt} PRIVATE fusedsl_dev)
+    # Bounded, so that a cascade is visible (and counted) but cannot flood the log.
+    target_compile_options(${tgt} PRIVATE $<$<CXX_COMPILER_ID:GNU>:-fmax-errors=10>
+                                          $<$<CXX_COMPILER_ID:Clang>:-ferror-limit=10>)
     if(kind STREQUAL "ko")
       target_compile_definitions(${tgt} PRIVATE FUSEDSL_FAILTEST)
     endif()
-    add_test(NAME failtest.${name}.${kind}
-             COMMAND ${CMAKE_COMMAND} --build ${CMAKE_BINARY_DIR} --target ${tgt})
-    set_tests_properties(failtest.${name}.${kind} PROPERTIES LABELS failtest)
   endforeach()
-  set_tests_properties(failtest.${name}.ko PROPERTIES WILL_FAIL FALSE
-                       PASS_REGULAR_EXPRESSION "${regex}")
+
+  add_test(NAME failtest.${name}.ok
+           COMMAND ${CMAKE_COMMAND} --build ${CMAKE_BINARY_DIR} --target failtest_${name}_ok)
+  set(params ${CMAKE_CURRENT_BINARY_DIR}/failtest_${name}.cmake)
+  set(also "")
+  foreach(r IN LISTS ARG_ALSO)
+    string(APPEND also "list(APPEND FAILTEST_ALSO [=[${r}]=])\n")
+  endforeach()
+  file(CONFIGURE OUTPUT ${params} CONTENT [==[
+set(FAILTEST_BUILD_DIR [=[@CMAKE_BINARY_DIR@]=])
+set(FAILTEST_TARGET [=[failtest_@name@_ko]=])
+set(FAILTEST_REGEX [=[@regex@]=])
+@also@
+set(FAILTEST_MAX_ERRORS @ARG_MAX_ERRORS@)
+]==] @ONLY)
+  add_test(NAME failtest.${name}.ko
+           COMMAND ${CMAKE_COMMAND} -DFAILTEST_PARAMS=${params} -P ${_fusedsl_failtest_check})
+  set_tests_properties(failtest.${name}.ok failtest.${name}.ko PROPERTIES LABELS failtest TIMEOUT 300)
+  # Ninja keeps one log and one deps file per build tree: never run two of it at once there.
+  if(CMAKE_GENERATOR MATCHES "Ninja")
+    set_tests_properties(failtest.${name}.ok failtest.${name}.ko PROPERTIES RESOURCE_LOCK fusedsl_build_tree)
+  endif()
 endfunction()
