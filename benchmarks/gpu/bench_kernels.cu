@@ -1,0 +1,169 @@
+// Kernel benchmarks on one GPU: memory-bound loop and row kernels against copy bandwidth, GEMMs
+// and attention against the tensor-core peak (and cuBLAS where it loads).
+// Usage: fusedsl_gpu_kernels [results.jsonl]
+#include <fusedsl/backend/cuda/cuda.cuh>
+
+#include "bench_util.hpp"
+#include "cuda_test_util.hpp"
+#include "device_fill.cuh"
+
+#include <cstdio>
+#include <exception>
+
+namespace fc = fusedsl::cuda;
+namespace fb = fusedsl::cuda::bench;
+namespace ft = fusedsl::cuda::testing;
+
+namespace {
+
+cudaStream_t g_stream{};
+
+template <long N, class T>
+T* make(std::uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  T* p = nullptr;
+  fc::check(cudaMalloc(&p, N * sizeof(T)), "cudaMalloc");
+  fb::fill<N>(g_stream, p, seed, lo, hi);
+  return p;
+}
+
+void bandwidth(fb::report& rep) {
+  constexpr long bytes = 1L << 30;
+  void *a = nullptr, *b = nullptr;
+  fc::check(cudaMalloc(&a, bytes), "cudaMalloc");
+  fc::check(cudaMalloc(&b, bytes), "cudaMalloc");
+  fc::check(cudaMemsetAsync(a, 1, bytes, g_stream), "memset");
+  const double ms = fb::median_ms(g_stream, [&] { cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, g_stream); }, 10);
+  rep.add("copy d2d 1 GiB (ceiling for memory-bound kernels)", ms, 0, 2.0 * bytes);
+  cudaFree(a);
+  cudaFree(b);
+}
+
+struct mul_add_gelu {
+  __device__ float operator()(float a, float b, float c) const { return fc::activate<fc::activation::gelu>(a * b + c); }
+};
+
+void loop_and_rows(fb::report& rep) {
+  constexpr long N = 1L << 28;
+  auto* a = make<N, fc::bf16>(1), *b = make<N, fc::bf16>(2), *c = make<N, fc::bf16>(3), *o = make<N, fc::bf16>(4);
+  double ms = fb::median_ms(g_stream, [&] { fc::launch_map<N>(g_stream, mul_add_gelu{}, o, a, b, c); }, 10);
+  rep.add("loop fusion gelu(a*b+c) bf16, 2^28 elements", ms, 0, 4.0 * N * 2);
+
+  constexpr int R = 65536, C = 1024;
+  auto* gamma = make<C, fc::bf16>(5, 0.5f, 1.5f), *beta = make<C, fc::bf16>(6);
+  fc::row_params p;
+  p.gamma = gamma, p.beta = beta;
+  ms = fb::median_ms(g_stream, [&] { fc::launch_row<fc::row_op::layernorm, R, C>(g_stream, a, o, p); }, 10);
+  rep.add("layernorm bf16 [65536, 1024]", ms, 0, 2.0 * R * C * 2);
+  ms = fb::median_ms(g_stream, [&] { fc::launch_row<fc::row_op::rmsnorm, R, C>(g_stream, a, o, p); }, 10);
+  rep.add("rmsnorm bf16 [65536, 1024]", ms, 0, 2.0 * R * C * 2);
+  constexpr int R2 = 32768, C2 = 2048;
+  ms = fb::median_ms(g_stream, [&] { fc::launch_row<fc::row_op::softmax, R2, C2>(g_stream, a, o, {}); }, 10);
+  rep.add("softmax bf16 [32768, 2048]", ms, 0, 2.0 * R2 * C2 * 2);
+  for (void* x : {static_cast<void*>(a), static_cast<void*>(b), static_cast<void*>(c), static_cast<void*>(o),
+                  static_cast<void*>(gamma), static_cast<void*>(beta)})
+    cudaFree(x);
+}
+
+template <int M, int N, int K, class Epi>
+void gemm_bf16(fb::report& rep, const char* name, const fb::cublas_api& cublas, bool verify = false) {
+  auto* a = make<static_cast<long>(M) * K, fc::bf16>(11, -1.0f, 1.0f);
+  auto* b = make<static_cast<long>(K) * N, fc::bf16>(12, -1.0f, 1.0f);
+  auto* bias = make<N, fc::bf16>(13);
+  auto* res = make<static_cast<long>(M) * N, fc::bf16>(14);
+  auto* c = make<static_cast<long>(M) * N, fc::bf16>(15);
+  Epi epi;
+  epi.bias = bias, epi.residual = res;
+  const double flops = 2.0 * M * N * K;
+  const double ms = fb::median_ms(g_stream, [&] { fc::gemm<M, N, K, fc::bf16, Epi>(g_stream, a, b, c, epi); });
+  rep.add(std::string("gemm bf16 ") + name, ms, flops, 0, "fusedsl WMMA");
+  if (cublas.ok()) {
+    auto* c2 = make<static_cast<long>(M) * N, fc::bf16>(16);
+    const double ms2 = fb::median_ms(g_stream, [&] { cublas.gemm_bf16(M, N, K, a, K, b, N, c2, N); });
+    rep.add(std::string("gemm bf16 ") + name + " (cuBLAS, no epilogue)", ms2, flops, 0, "cuBLAS");
+    if (verify) {
+      // Same operands, plain epilogue: our output against cuBLAS's.
+      fc::gemm<M, N, K, fc::bf16, fc::epilogue<fc::bf16>>(g_stream, a, b, c, {});
+      std::vector<fc::bf16> h1(static_cast<std::size_t>(M) * N), h2(h1.size());
+      fc::check(cudaMemcpy(h1.data(), c, h1.size() * 2, cudaMemcpyDeviceToHost), "download");
+      fc::check(cudaMemcpy(h2.data(), c2, h2.size() * 2, cudaMemcpyDeviceToHost), "download");
+      rep.check_line(std::string("gemm bf16 ") + name + " vs cuBLAS", ft::rel_l2(ft::widen(h1), ft::widen(h2)), 1e-2);
+    }
+    cudaFree(c2);
+  }
+  for (void* x : {static_cast<void*>(a), static_cast<void*>(b), static_cast<void*>(bias), static_cast<void*>(res),
+                  static_cast<void*>(c)})
+    cudaFree(x);
+}
+
+template <int M, int N, int K, fc::gemm_math Math>
+void gemm_f32(fb::report& rep, const char* name) {
+  auto* a = make<static_cast<long>(M) * K, float>(21);
+  auto* b = make<static_cast<long>(K) * N, float>(22);
+  auto* c = make<static_cast<long>(M) * N, float>(23);
+  const double ms = fb::median_ms(g_stream, [&] {
+    fc::gemm<M, N, K, float, fc::epilogue<float>, Math>(g_stream, a, b, c, {});
+  }, 10);
+  rep.add(name, ms, 2.0 * M * N * K, 0,
+          Math == fc::gemm_math::tf32 ? "TF32 peak 494.7" : "f32 CUDA cores, peak ~67");
+  cudaFree(a), cudaFree(b), cudaFree(c);
+}
+
+template <int D, int B, int H, int S, bool Causal>
+void attention(fb::report& rep) {
+  constexpr long n = static_cast<long>(B) * S * H * D;
+  auto* q = make<n, fc::bf16>(31, -2.0f, 2.0f), *k = make<n, fc::bf16>(32, -2.0f, 2.0f), *v = make<n, fc::bf16>(33);
+  auto* o = make<n, fc::bf16>(34);
+  const auto args = fc::dense_attention_args<fc::bf16, D, H, H, S, S>(q, k, v, o);
+  const double ms = fb::median_ms(g_stream, [&] { fc::flash_attention<fc::bf16, D, B, H, H, S, S, Causal>(g_stream, args); }, 10);
+  char name[128];
+  std::snprintf(name, sizeof name, "attention bf16 seq %d batch %d heads %d dim %d %s", S, B, H, D,
+                Causal ? "causal" : "full");
+  rep.add(name, ms, fc::attention_flops(B, H, S, S, D, Causal), 0);
+  cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(o);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+      std::printf("SKIP: no CUDA device\n");
+      return 77;
+    }
+    fb::print_device();
+    fc::check(cudaStreamCreate(&g_stream), "cudaStreamCreate");
+    fb::report rep(argc > 1 ? argv[1] : nullptr);
+    fb::cublas_api cublas(g_stream);
+    std::printf("cuBLAS: %s\n", cublas.ok() ? "loaded" : cublas.why_not.c_str());
+
+    bandwidth(rep);
+    loop_and_rows(rep);
+
+    using plain = fc::epilogue<fc::bf16>;
+    using bias_only = fc::epilogue<fc::bf16, fc::activation::none, true>;
+    using bias_gelu = fc::epilogue<fc::bf16, fc::activation::gelu, true>;
+    using bias_res = fc::epilogue<fc::bf16, fc::activation::none, true, true>;
+    gemm_bf16<8192, 8192, 8192, plain>(rep, "8192^3", cublas, true);
+    gemm_bf16<2048, 3072, 1024, bias_only>(rep, "large qkv 2048x3072x1024 +bias", cublas);
+    gemm_bf16<2048, 1024, 1024, bias_res>(rep, "large out-proj 2048x1024x1024 +bias+res", cublas);
+    gemm_bf16<2048, 4096, 1024, bias_gelu>(rep, "large ffn1 2048x4096x1024 +bias+gelu", cublas);
+    gemm_bf16<2048, 1024, 4096, bias_res>(rep, "large ffn2 2048x1024x4096 +bias+res", cublas);
+    gemm_f32<4096, 4096, 4096, fc::gemm_math::tf32>(rep, "gemm f32 as TF32 4096^3");
+    gemm_f32<4096, 4096, 4096, fc::gemm_math::cuda_core>(rep, "gemm f32 CUDA cores 4096^3");
+
+    attention<64, 8, 16, 2048, false>(rep);
+    attention<64, 8, 16, 2048, true>(rep);
+    attention<128, 8, 16, 2048, false>(rep);
+    attention<128, 8, 16, 2048, true>(rep);
+    attention<64, 2, 16, 8192, false>(rep);
+    attention<64, 2, 16, 8192, true>(rep);
+    attention<128, 2, 16, 8192, false>(rep);
+    attention<128, 2, 16, 8192, true>(rep);
+    fc::check(cudaStreamSynchronize(g_stream), "final sync");
+    return rep.failures() == 0 ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Device check for the CUDA backend, on prebuilt binaries (built elsewhere, carried over):
+# correctness of every kernel first (the tests/cuda binaries), then the benchmarks, then a
+# memory/race check of the attention and GEMM tests. Target: under 4 minutes on one H200.
+# Usage: check.sh [binary_dir] [out_dir]   (defaults: this script's folder, $OUT or /tmp/fusedsl-gpu)
+set -u
+BIN=$(cd "${1:-$(dirname "$0")}" && pwd)
+OUT_DIR=${2:-${OUT:-/tmp/fusedsl-gpu}}
+mkdir -p "$OUT_DIR"
+LOG="$OUT_DIR/check.log"
+: > "$LOG"
+say() { echo "$@" | tee -a "$LOG"; }
+start=$(date +%s)
+
+say "== fusedsl GPU check $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv \
+  2>&1 | tee -a "$LOG"
+
+# cuBLAS is loaded at run time by the benchmarks; find the library if the loader does not.
+if ! ldconfig -p 2>/dev/null | grep -q 'libcublas.so.13'; then
+  lib=$(find /usr/local /opt /usr/lib -name 'libcublas.so.13*' 2>/dev/null | head -1)
+  if [ -n "$lib" ]; then
+    export LD_LIBRARY_PATH="$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    say "cuBLAS found at $lib"
+  else
+    say "cuBLAS not found: the baselines that need it will be skipped"
+  fi
+fi
+
+status=0
+say "== correctness: every kernel against CPU loops"
+for t in cuda_elementwise cuda_row_kernels cuda_gemm cuda_attention cuda_graph_runner; do
+  timeout 60 "$BIN/$t" 2>&1 | tee -a "$OUT_DIR/tests.log" | tail -4 | tee -a "$LOG"
+  rc=${PIPESTATUS[0]}
+  say "$t: exit $rc"
+  [ "$rc" -eq 0 ] || status=1
+done
+
+say "== benchmarks: kernels ($(( $(date +%s) - start )) s so far)"
+timeout 120 "$BIN/fusedsl_gpu_kernels" "$OUT_DIR/kernels.jsonl" 2>&1 | tee -a "$LOG"
+rc=${PIPESTATUS[0]}; say "fusedsl_gpu_kernels: exit $rc"; [ "$rc" -eq 0 ] || status=1
+
+say "== benchmarks: transformer ($(( $(date +%s) - start )) s so far)"
+timeout 90 "$BIN/fusedsl_gpu_transformer" "$OUT_DIR/transformer.jsonl" 2>&1 | tee -a "$LOG"
+rc=${PIPESTATUS[0]}; say "fusedsl_gpu_transformer: exit $rc"; [ "$rc" -eq 0 ] || status=1
+
+if command -v compute-sanitizer >/dev/null 2>&1; then
+  say "== compute-sanitizer ($(( $(date +%s) - start )) s so far)"
+  timeout 45 compute-sanitizer --tool memcheck --print-limit 5 "$BIN/cuda_attention" > "$OUT_DIR/sanitizer.log" 2>&1
+  say "memcheck cuda_attention: exit $? ($(grep -c 'ERROR SUMMARY: 0 errors' "$OUT_DIR/sanitizer.log") clean summaries)"
+  timeout 45 compute-sanitizer --tool racecheck --print-limit 5 "$BIN/cuda_attention" >> "$OUT_DIR/sanitizer.log" 2>&1
+  say "racecheck cuda_attention: exit $?"
+  timeout 30 compute-sanitizer --tool memcheck --print-limit 5 "$BIN/cuda_row_kernels" >> "$OUT_DIR/sanitizer.log" 2>&1
+  say "memcheck cuda_row_kernels: exit $?"
+  grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT_DIR/sanitizer.log" | tee -a "$LOG"
+fi
+
+say "== done in $(( $(date +%s) - start )) s, status $status"
+exit $status
