@@ -70,7 +70,7 @@ class random_module_generator {
         case 2: {
           auto p = b.add_compare(x, same_shape(b, vals, sx),
                                  static_cast<comparison_direction>(uniform(0, 5)));
-          if (coin()) p = b.add_binary(coin() ? opcode::and_ : opcode::or_, p, b.add_unary(opcode::not_, p));
+          if (coin()) p = b.add_binary(pick({opcode::and_, opcode::or_, opcode::xor_}), p, b.add_unary(opcode::not_, p));
           y = b.add_select(p, x, same_shape(b, vals, sx));
           break;
         }

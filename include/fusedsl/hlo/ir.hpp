@@ -103,8 +103,9 @@ struct module {
   }
   const hlo::computation& entry_computation() const { return get(entry); }
 
-  // Appends a computation that later ones (and the entry) may call; returns its name.
-  const std::string& add_computation(hlo::computation c) {
+  // Appends a computation that later ones (and the entry) may call; returns its name (a copy:
+  // references into `computations` do not survive the next append).
+  std::string add_computation(hlo::computation c) {
     if (find(c.name)) throw ir_error("module " + name + ": duplicate computation " + c.name);
     computations.push_back(std::move(c));
     return computations.back().name;
@@ -122,6 +123,8 @@ struct module {
 // use, a root, called computations present and defined earlier, parameter numbers 0..n-1.
 // Throws ir_error naming the computation and instruction at fault.
 inline void verify(const module& m) {
+  if (!is_valid_identifier(m.name))
+    throw ir_error("module name '" + m.name + "' is not a valid HLO identifier (see escape_identifier)");
   if (!m.find(m.entry)) throw ir_error("module " + m.name + ": entry computation '" + m.entry +
                                        "' is missing");
   for (std::size_t ci = 0; ci < m.computations.size(); ++ci) {

@@ -263,7 +263,11 @@ class parser {
       while (accept(tok::comma));
       expect(tok::rbracket, "']' or ','");
     }
-    if (peek().kind == tok::lbrace) {
+    // A layout follows: '{' then a dimension, '}' or ':' (a '{' before a name opens a body).
+    std::int64_t ignored = 0;
+    if (peek().kind == tok::lbrace &&
+        (peek(1).kind == tok::rbrace || peek(1).kind == tok::colon ||
+         (peek(1).kind == tok::word && to_int(peek(1).text, ignored)))) {
       next();
       std::vector<std::int64_t> layout;
       if (peek().kind == tok::word) {

@@ -39,7 +39,12 @@ inline std::string braced(const std::vector<std::int64_t>& v) {
   return s + "}";
 }
 
-inline std::string name_ref(const std::string& name) { return "%" + escape_identifier(name); }
+// Built by appending: GCC 12 warns falsely (-Wrestrict) on `"%" + std::string&&` at -O2.
+inline std::string name_ref(const std::string& name) {
+  std::string out(1, '%');
+  out += escape_identifier(name);
+  return out;
+}
 
 }  // namespace detail
 
@@ -220,7 +225,7 @@ inline std::string to_text(const computation& c, bool entry = false) {
 // The whole module; computations in their stored order (callees first), entry marked ENTRY.
 inline std::string to_text(const module& m) {
   verify(m);
-  std::string out = "HloModule " + escape_identifier(m.name) + "\n";
+  std::string out = "HloModule " + m.name + "\n";
   for (const computation& c : m.computations) {
     out += '\n';
     out += to_text(c, c.name == m.entry);

@@ -1,0 +1,179 @@
+// The HLO text parser: our printer's output, jax's output, syntax it ignores, and its errors.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "fusedsl/hlo/parser.hpp"
+#include "fusedsl/hlo/printer.hpp"
+#include "sample_modules.hpp"
+
+using namespace fusedsl::hlo;
+
+namespace {
+
+std::string read_data(const std::string& name) {
+  std::ifstream f(std::string(FUSEDSL_HLO_TEST_DATA) + "/" + name);
+  REQUIRE_MESSAGE(f.good(), "missing test data " << name);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// The error a parse raises, as "line:column: message".
+std::string parse_failure(const std::string& text) {
+  try {
+    parse_module(text);
+  } catch (const parse_error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+const std::string header = "HloModule m\n\nENTRY %main {\n";
+
+}  // namespace
+
+TEST_CASE("parse(print(m)) == m for the sample modules") {
+  for (const module& m : {testing::softmax_module(), testing::attention_scores_module(), testing::misc_module()}) {
+    CAPTURE(m.name);
+    module back = parse_module(to_text(m));
+    CHECK(back == m);
+    CHECK(to_text(back) == to_text(m));
+  }
+}
+
+TEST_CASE("jax-emitted transformer block HLO parses: names without %, calls, layouts, comments") {
+  module m = parse_module(read_data("jax_transformer_block.hlo"));
+  CHECK(m.name == "jit_transformer_block");
+  CHECK(m.entry == "main.9");
+  const computation& e = m.entry_computation();
+  CHECK(e.parameters().size() == 11);
+  CHECK(e.instructions[e.parameters()[1]].name == "wqkv.1");
+  CHECK(e.root_instruction().shape == shape::array(element_type::f32, {16, 32}));
+  int dots = 0, batched = 0, calls = 0;
+  for (const instruction& in : e.instructions) {
+    dots += in.opcode == opcode::dot;
+    batched += in.opcode == opcode::dot && !in.dot->lhs_batch.empty();
+    calls += in.opcode == opcode::call;
+  }
+  CHECK(dots == 6);
+  CHECK(batched == 2);
+  CHECK(calls == 2);
+  // transpose results carry a non-default layout in jax's text; it is kept.
+  auto t = e.find("transpose.4");
+  REQUIRE(t);
+  CHECK(e.instructions[*t].shape.minor_to_major == std::vector<std::int64_t>{2, 0, 1});
+  CHECK(parse_module(to_text(m)) == m);
+}
+
+TEST_CASE("jax-emitted bf16 MLP and tuple-returning softmax parse and round-trip") {
+  for (const char* f : {"jax_mlp_bf16.hlo", "jax_softmax_tuple.hlo"}) {
+    CAPTURE(f);
+    module m = parse_module(read_data(f));
+    CHECK(parse_module(to_text(m)) == m);
+  }
+  module t = parse_module(read_data("jax_softmax_tuple.hlo"));
+  CHECK(t.entry_computation().root_instruction().shape.is_tuple());
+  module b = parse_module(read_data("jax_mlp_bf16.hlo"));
+  bool bf16_dot_to_f32 = false;
+  for (const instruction& in : b.entry_computation().instructions)
+    if (in.opcode == opcode::dot)
+      bf16_dot_to_f32 |= in.shape.type == element_type::f32 &&
+                         b.entry_computation().instructions[in.operands[0]].shape.type == element_type::bf16;
+  CHECK(bf16_dot_to_f32);
+}
+
+TEST_CASE("attributes and syntax the IR does not model are accepted and ignored") {
+  const std::string text = R"(HloModule jit_f, is_scheduled=true, entry_computation_layout={(f32[2,2]{1,0})->f32[2,2]{1,0}}
+
+add.1 (a: f32[], b: f32[]) -> f32[] {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+// a line comment
+ENTRY main.2 (x: f32[2,2]) -> f32[2,2] {
+  x = f32[2,2]{1,0:T(8,128)S(1)} parameter(0), frontend_attributes={_xla_x="1"}, metadata={op_name="jit(f)/x" source_file="f.py" source_line=3}
+  d = f32[2,2]{1,0} dot(x, /*index=1*/x), lhs_contracting_dims={1}, rhs_contracting_dims={0}, operand_precision={highest,highest}, backend_config={"k":[1,2]}
+  z = f32[] constant(0)
+  r = f32[2]{0} reduce(d, z), dimensions={1}, to_apply=add.1
+  c = pred[2,2]{1,0} compare(x, x), direction=LT, type=TOTALORDER
+  ROOT y = f32[2,2]{1,0} broadcast(r), dimensions={0}, sharding={devices=[2,1]<=[2] metadata={op_name="s"}}
+}
+)";
+  module m = parse_module(text);
+  const computation& e = m.entry_computation();
+  CHECK(e.instructions[0].op_name == "jit(f)/x");
+  CHECK(e.instructions[0].shape.has_default_layout());
+  CHECK(e.instructions[1].dot->lhs_contracting == std::vector<std::int64_t>{1});
+  CHECK(e.instructions[3].called_computation == "add.1");
+  CHECK(e.root_instruction().sharding == sharding::tiled({2, 1}));
+  CHECK(m.computations[0].name == "add.1");
+}
+
+TEST_CASE("a module without ENTRY uses its last computation as the entry") {
+  module m = parse_module("HloModule m\nc {\n  ROOT p = f32[] parameter(0)\n}\n");
+  CHECK(m.entry == "c");
+}
+
+TEST_CASE("parse_shape reads array and tuple shapes") {
+  CHECK(parse_shape("f32[2,3]{1,0}") == shape::array(element_type::f32, {2, 3}));
+  CHECK(parse_shape("f32[2,3]{0,1}").minor_to_major == std::vector<std::int64_t>{0, 1});
+  CHECK(parse_shape("(s32[], (pred[4]))").elements[1].elements[0] == shape::array(element_type::pred, {4}));
+  CHECK(parse_shape("bf16[8]") == shape::array(element_type::bf16, {8}));
+  CHECK_THROWS_WITH_AS(parse_shape("u8[2]"),
+                       "1:1: unsupported element type 'u8' (supported: pred, s32, s64, f16, bf16, f32, f64)",
+                       parse_error);
+  CHECK_THROWS_WITH_AS(parse_shape("f32[2,3]{1,1}"), "1:13: layout is not a permutation of the dimensions",
+                       parse_error);
+  CHECK_THROWS_WITH_AS(parse_shape("f32[2]{0} x"), "1:11: unexpected 'x' after the shape", parse_error);
+}
+
+TEST_CASE("an unsupported opcode is named with its line and column") {
+  CHECK(parse_failure(header + "  x = f32[2]{0} parameter(0)\n  ROOT y = f32[2]{0} custom-call(x), custom_call_target=\"foo\"\n}\n") ==
+        "5:22: unsupported opcode 'custom-call'");
+}
+
+TEST_CASE("parse errors carry line:column and what was expected") {
+  CHECK(parse_failure("HloMod m") == "1:1: expected 'HloModule', got 'HloMod'");
+  CHECK(parse_failure(header + "  x f32[2] parameter(0)\n}\n") ==
+        "4:5: expected '=' after the instruction name, got 'f32'");
+  CHECK(parse_failure(header + "  ROOT y = f32[2]{0} negate(x)\n}\n") ==
+        "4:29: operand %x is not defined before this instruction");
+  CHECK(parse_failure(header + "  x = f32[2]{0} parameter(0)\n  ROOT y = f32[3]{0} negate(x)\n}\n") ==
+        "5:8: negate in computation main: result shape f32[3] should be f32[2]");
+  CHECK(parse_failure(header + "  x = f32[2]{0} parameter(0)\n  ROOT y = f32[2]{0} negate(s32[2] x)\n}\n") ==
+        "5:36: operand %x is declared s32[2] but is f32[2]");
+  CHECK(parse_failure(header + "  ROOT c = f32[3]{0} constant({1, 2})\n}\n") ==
+        "4:31: constant has 2 elements in dimension 0, shape says 3");
+  CHECK(parse_failure(header + "  ROOT c = f32[3]{0} constant({...})\n}\n") ==
+        "4:31: constant values are elided ('{...}'); print the module with large constants");
+  CHECK(parse_failure(header + "  ROOT c = f32[] constant(abc)\n}\n") == "4:27: expected a number, got 'abc'");
+  CHECK(parse_failure(header + "  x = f32[2]{0} parameter(0), metadata={op_name=\"oops)\n}\n") ==
+        "4:49: unterminated string");
+  CHECK(parse_failure(header + "  x = f32[2]{0} parameter(0)\n") == "5:1: expected an instruction name, got end of input");
+  CHECK(parse_failure(header + "  x = f32[2]{0} parameter(0)\n  ROOT r = f32[] reduce(x, x), dimensions={0}, to_apply=nope\n}\n") ==
+        "5:8: module m: no computation named 'nope'");
+  CHECK(parse_failure(header + "  x = f32[2]{0} parameter(0)\n  x = f32[2]{0} parameter(1)\n}\n") ==
+        "5:3: duplicate instruction name x");
+  CHECK(parse_failure(header + "  x = f32[2]{0} parameter(1)\n}\n") ==
+        "3:7: computation main: parameter numbers are not 0..0");
+  CHECK(parse_failure(header + "  x = f32[2]{0} parameter(0), sharding={devices=[2,2]0,1}\n}\n") ==
+        "4:41: sharding lists a different number of devices than its 4 tiles");
+  CHECK(parse_failure(header + "  ROOT x = f32[2]{0} parameter(0) /* never closed\n") == "4:35: unterminated /* comment");
+}
+
+TEST_CASE("special float values and escaped strings read back exactly") {
+  module m = parse_module(header +
+                          "  ROOT c = f32[5]{0} constant({inf, -inf, nan, -0, 1e-45}), metadata={op_name=\"a\\\"b\\\\c\\001\\x41\"}\n}\n");
+  const instruction& c = m.entry_computation().root_instruction();
+  CHECK(std::isinf(c.literal->values[0]));
+  CHECK(c.literal->values[1] < 0);
+  CHECK(std::isnan(c.literal->values[2]));
+  CHECK(std::signbit(c.literal->values[3]));
+  CHECK(c.literal->values[4] == static_cast<double>(1e-45f));
+  CHECK(c.op_name == std::string("a\"b\\c\001A"));
+}
