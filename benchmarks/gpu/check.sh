@@ -27,6 +27,11 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libcublas.so.13'; then
   fi
 fi
 
+if command -v cuobjdump >/dev/null 2>&1; then
+  say "cubins in cuda_attention: $(cuobjdump --list-elf "$BIN/cuda_attention" 2>&1 | grep -o 'sm_[0-9]*' | sort | uniq -c | tr '\n' ' ')"
+  say "tensor-core instructions (HMMA) in fusedsl_gpu_kernels sm_90 SASS: $(cuobjdump --dump-sass --gpu-architecture sm_90 "$BIN/fusedsl_gpu_kernels" 2>/dev/null | grep -c HMMA)"
+fi
+
 status=0
 say "== correctness: every kernel against CPU loops"
 for t in cuda_elementwise cuda_row_kernels cuda_gemm cuda_attention cuda_graph_runner; do
