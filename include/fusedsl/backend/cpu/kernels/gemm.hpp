@@ -151,8 +151,9 @@ void pack_a_panel(std::ptrdiff_t rows, std::ptrdiff_t k, const float* a, std::pt
   }
 }
 
-// The register-blocked core: acc[i][v] = sum_p a[p*a_kstride + i] * b[p*NR + v*W + lane].
-// `a` is an A panel (a_kstride = MR for packed panels), `b` one packed B panel.
+// The register-blocked core: acc[i][v] = sum_p a[i*a_istride + p*a_kstride] * b[p*b_kstride + v*W
+// + lane]. `a` is A in place or a packed panel; `b` is a packed B panel (b_kstride = NR) or any
+// matrix whose rows hold nr contiguous floats.
 template <class Arch>
 struct micro_kernel {
   static constexpr int MR = gemm_tile<Arch>::mr, NR = gemm_tile<Arch>::nr;
@@ -165,7 +166,7 @@ struct micro_kernel {
   [[gnu::always_inline]] static inline void compute_rows(std::ptrdiff_t k, const float* a,
                                                          std::ptrdiff_t a_istride,
                                                          std::ptrdiff_t a_kstride, const float* b,
-                                                         tile& out) {
+                                                         std::ptrdiff_t b_kstride, tile& out) {
     V acc[R][NV];  // local, so it stays in registers (vector types may alias any memory)
 #pragma GCC unroll 16
     for (int i = 0; i < R; ++i)
@@ -175,10 +176,10 @@ struct micro_kernel {
     for (std::ptrdiff_t p = 0; p < k; ++p) {
       V bv[NV];
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) bv[v] = simd<Arch>::load(b + p * NR + v * W);
+      for (int v = 0; v < NV; ++v) bv[v] = simd<Arch>::load(b + p * b_kstride + v * W);
       // B streams from L2; fetch it into L1 a few rank-1 updates ahead.
 #pragma GCC unroll 4
-      for (int v = 0; v < NR; v += 16) __builtin_prefetch(b + (p + prefetch_distance) * NR + v, 0, 3);
+      for (int v = 0; v < NR; v += 16) __builtin_prefetch(b + (p + prefetch_distance) * b_kstride + v, 0, 3);
       const float* ap = a + p * a_kstride;
 #pragma GCC unroll 16
       for (int i = 0; i < R; ++i) {
@@ -197,13 +198,14 @@ struct micro_kernel {
   [[gnu::noinline]] static void compute_tail(std::ptrdiff_t rows, std::ptrdiff_t k,
                                              const float* a, std::ptrdiff_t a_istride,
                                              std::ptrdiff_t a_kstride, const float* b,
-                                             tile& acc) {
-    tail_table(std::make_integer_sequence<int, MR>{})[rows](k, a, a_istride, a_kstride, b, acc);
+                                             std::ptrdiff_t b_kstride, tile& acc) {
+    tail_table(std::make_integer_sequence<int, MR>{})[rows](k, a, a_istride, a_kstride, b,
+                                                            b_kstride, acc);
   }
 
  private:
   using tail_fn = void (*)(std::ptrdiff_t, const float*, std::ptrdiff_t, std::ptrdiff_t,
-                          const float*, tile&);
+                          const float*, std::ptrdiff_t, tile&);
   template <int... R>
   static const tail_fn* tail_table(std::integer_sequence<int, R...>) {
     static constexpr tail_fn table[] = {&compute_rows<R == 0 ? 1 : R>...};
@@ -314,11 +316,11 @@ void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float*
           const std::ptrdiff_t j0 = jp * NR, cols = std::min<std::ptrdiff_t>(NR, n - j0);
           if (rows == MR) {
             typename mk::tile acc;
-            mk::template compute_rows<MR>(k, ap, a_is, a_ks, b.panel(jp), acc);
+            mk::template compute_rows<MR>(k, ap, a_is, a_ks, b.panel(jp), NR, acc);
             store_tile<Arch, Act>(acc, rows, cols, i0, j0, c, ldc, ep);
           } else {
             typename mk::tile acc;  // passed out of line: lives in memory, only for the last rows
-            mk::compute_tail(rows, k, ap, a_is, a_ks, b.panel(jp), acc);
+            mk::compute_tail(rows, k, ap, a_is, a_ks, b.panel(jp), NR, acc);
             store_tile<Arch, Act>(acc, rows, cols, i0, j0, c, ldc, ep);
           }
         }

@@ -1,0 +1,184 @@
+#pragma once
+// Row kernels over a rows x cols f32 matrix (row-major, leading dimensions ldx / ldy; y may be x):
+// softmax, log_softmax, layernorm, rmsnorm. Each row is reduced in vector lanes and then across
+// lanes, so results are deterministic but summed in a different order than a plain loop.
+//
+// Special rows (the project's definitions):
+//   softmax of a row that is entirely -inf (fully masked) is all zeros; log_softmax of it is all
+//   -inf. A NaN anywhere in a row makes that row NaN. A +inf entry gives NaN (inf - inf).
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "fusedsl/backend/cpu/kernels/simd.hpp"
+#include "fusedsl/backend/cpu/kernels/vmath.hpp"
+
+namespace fusedsl::cpu::kernels {
+
+namespace detail {
+
+inline void check_rows(const char* op, std::ptrdiff_t rows, std::ptrdiff_t cols,
+                       std::ptrdiff_t ldx, std::ptrdiff_t ldy) {
+  if (rows < 0 || cols < 0)
+    throw std::invalid_argument(std::string(op) + ": rows and cols must be >= 0, got " +
+                                std::to_string(rows) + "x" + std::to_string(cols));
+  if (ldx < cols || ldy < cols)
+    throw std::invalid_argument(std::string(op) + ": leading dimension less than cols " +
+                                std::to_string(cols));
+}
+
+template <class Arch>
+float row_max(const float* x, std::ptrdiff_t n) {
+  using V = vec_t<Arch>;
+  constexpr int W = simd<Arch>::width;
+  V m(-std::numeric_limits<float>::infinity());
+  std::ptrdiff_t j = 0;
+  for (; j + W <= n; j += W) m = maximum(m, simd<Arch>::load(x + j));
+  float r = simd<Arch>::reduce_max(m);
+  for (; j < n; ++j) r = maximum(r, x[j]);
+  return r;
+}
+
+// y = exp(x - shift) (y may be null: not stored), returns the sum of exp(x - shift).
+template <class Arch>
+float exp_shifted(const float* x, float shift, float* y, std::ptrdiff_t n) {
+  using V = vec_t<Arch>;
+  constexpr int W = simd<Arch>::width;
+  V s(0.0f);
+  const V sh(shift);
+  std::ptrdiff_t j = 0;
+  for (; j + W <= n; j += W) {
+    const V e = vexp(simd<Arch>::load(x + j) - sh);
+    if (y) simd<Arch>::store(y + j, e);
+    s = s + e;
+  }
+  float r = simd<Arch>::reduce_add(s);
+  for (; j < n; ++j) {
+    const float e = vexp(x[j] - shift);
+    if (y) y[j] = e;
+    r += e;
+  }
+  return r;
+}
+
+template <class Arch>
+float row_sum(const float* x, std::ptrdiff_t n) {
+  using V = vec_t<Arch>;
+  constexpr int W = simd<Arch>::width;
+  V s(0.0f);
+  std::ptrdiff_t j = 0;
+  for (; j + W <= n; j += W) s = s + simd<Arch>::load(x + j);
+  float r = simd<Arch>::reduce_add(s);
+  for (; j < n; ++j) r += x[j];
+  return r;
+}
+
+// sum of (x - c)^2
+template <class Arch>
+float row_sum_sq(const float* x, float c, std::ptrdiff_t n) {
+  using V = vec_t<Arch>;
+  constexpr int W = simd<Arch>::width;
+  V s(0.0f);
+  const V cv(c);
+  std::ptrdiff_t j = 0;
+  for (; j + W <= n; j += W) {
+    const V d = simd<Arch>::load(x + j) - cv;
+    s = fmadd(d, d, s);
+  }
+  float r = simd<Arch>::reduce_add(s);
+  for (; j < n; ++j) r = std::fma(x[j] - c, x[j] - c, r);
+  return r;
+}
+
+// y = (x - c) * s * gamma + beta (gamma, beta nullable).
+template <class Arch>
+void normalise(const float* x, float c, float s, const float* gamma, const float* beta, float* y,
+               std::ptrdiff_t n) {
+  using V = vec_t<Arch>;
+  constexpr int W = simd<Arch>::width;
+  const V cv(c), sv(s);
+  std::ptrdiff_t j = 0;
+  for (; j + W <= n; j += W) {
+    V v = (simd<Arch>::load(x + j) - cv) * sv;
+    if (gamma) v = v * simd<Arch>::load(gamma + j);
+    if (beta) v = v + simd<Arch>::load(beta + j);
+    simd<Arch>::store(y + j, v);
+  }
+  for (; j < n; ++j) {
+    float v = (x[j] - c) * s;
+    if (gamma) v *= gamma[j];
+    if (beta) v += beta[j];
+    y[j] = v;
+  }
+}
+
+}  // namespace detail
+
+// y[r, :] = softmax(x[r, :]) = exp(x - max) / sum exp(x - max).
+template <class Arch = native_arch>
+void softmax_rows(std::ptrdiff_t rows, std::ptrdiff_t cols, const float* x, std::ptrdiff_t ldx,
+                  float* y, std::ptrdiff_t ldy) {
+  detail::check_rows("softmax", rows, cols, ldx, ldy);
+  for (std::ptrdiff_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * ldx;
+    float* yr = y + r * ldy;
+    const float m = detail::row_max<Arch>(xr, cols);
+    if (m == -std::numeric_limits<float>::infinity()) {  // fully masked row
+      for (std::ptrdiff_t j = 0; j < cols; ++j) yr[j] = 0.0f;
+      continue;
+    }
+    const float inv = 1.0f / detail::exp_shifted<Arch>(xr, m, yr, cols);
+    detail::normalise<Arch>(yr, 0.0f, inv, nullptr, nullptr, yr, cols);
+  }
+}
+
+// y[r, :] = x - max - log(sum exp(x - max)).
+template <class Arch = native_arch>
+void log_softmax_rows(std::ptrdiff_t rows, std::ptrdiff_t cols, const float* x,
+                      std::ptrdiff_t ldx, float* y, std::ptrdiff_t ldy) {
+  detail::check_rows("log_softmax", rows, cols, ldx, ldy);
+  for (std::ptrdiff_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * ldx;
+    float* yr = y + r * ldy;
+    const float m = detail::row_max<Arch>(xr, cols);
+    if (m == -std::numeric_limits<float>::infinity()) {
+      for (std::ptrdiff_t j = 0; j < cols; ++j) yr[j] = -std::numeric_limits<float>::infinity();
+      continue;
+    }
+    const float lse = m + std::log(detail::exp_shifted<Arch>(xr, m, nullptr, cols));
+    detail::normalise<Arch>(xr, lse, 1.0f, nullptr, nullptr, yr, cols);
+  }
+}
+
+// y = (x - mean) / sqrt(var + eps) * gamma + beta, biased variance, two passes for stability.
+template <class Arch = native_arch>
+void layernorm_rows(std::ptrdiff_t rows, std::ptrdiff_t cols, const float* x, std::ptrdiff_t ldx,
+                    const float* gamma, const float* beta, float eps, float* y,
+                    std::ptrdiff_t ldy) {
+  detail::check_rows("layernorm", rows, cols, ldx, ldy);
+  if (cols == 0) return;
+  for (std::ptrdiff_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * ldx;
+    const float mean = detail::row_sum<Arch>(xr, cols) / float(cols);
+    const float var = detail::row_sum_sq<Arch>(xr, mean, cols) / float(cols);
+    detail::normalise<Arch>(xr, mean, 1.0f / std::sqrt(var + eps), gamma, beta, y + r * ldy, cols);
+  }
+}
+
+// y = x / sqrt(mean(x^2) + eps) * gamma (Zhang & Sennrich 2019, eq. 4).
+template <class Arch = native_arch>
+void rmsnorm_rows(std::ptrdiff_t rows, std::ptrdiff_t cols, const float* x, std::ptrdiff_t ldx,
+                  const float* gamma, float eps, float* y, std::ptrdiff_t ldy) {
+  detail::check_rows("rmsnorm", rows, cols, ldx, ldy);
+  if (cols == 0) return;
+  for (std::ptrdiff_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * ldx;
+    const float ms = detail::row_sum_sq<Arch>(xr, 0.0f, cols) / float(cols);
+    detail::normalise<Arch>(xr, 0.0f, 1.0f / std::sqrt(ms + eps), gamma, nullptr, y + r * ldy,
+                            cols);
+  }
+}
+
+}  // namespace fusedsl::cpu::kernels

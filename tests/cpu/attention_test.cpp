@@ -1,0 +1,149 @@
+#include "fusedsl/backend/cpu/kernels/attention.hpp"
+
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "test_util.hpp"
+
+namespace k = fusedsl::cpu::kernels;
+using fusedsl_test::random_floats;
+
+namespace {
+
+constexpr float inf = std::numeric_limits<float>::infinity();
+
+// Q, K, V, O in [seq][heads][head_dim] layout plus an optional mask, and the plain reference.
+struct case_data {
+  k::attention_shape s;
+  std::vector<float> q, kk, v, o, mask;
+  k::attention_args a;
+
+  case_data(std::ptrdiff_t sq, std::ptrdiff_t skv, std::ptrdiff_t h, std::ptrdiff_t hkv,
+            std::ptrdiff_t d, bool causal, bool with_mask)
+      : s{sq, skv, h, hkv, d} {
+    q = random_floats(std::size_t(sq * h * d), 21, -2, 2);
+    kk = random_floats(std::size_t(skv * hkv * d), 22, -2, 2);
+    v = random_floats(std::size_t(skv * hkv * d), 23);
+    o.assign(std::size_t(sq * h * d), 99.0f);
+    a.q = q.data(), a.q_row_stride = h * d, a.q_head_stride = d;
+    a.k = kk.data(), a.k_row_stride = hkv * d, a.k_head_stride = d;
+    a.v = v.data(), a.v_row_stride = hkv * d, a.v_head_stride = d;
+    a.o = o.data(), a.o_row_stride = h * d, a.o_head_stride = d;
+    a.scale = 1.0f / std::sqrt(float(d));
+    a.causal = causal;
+    if (with_mask) {
+      mask = random_floats(std::size_t(sq * skv), 24, -3, 1);
+      for (std::ptrdiff_t j = 0; j < skv; j += 3) mask[std::size_t(j)] = -inf;  // some -inf
+      if (sq > 1)
+        for (std::ptrdiff_t j = 0; j < skv; ++j) mask[std::size_t(skv + j)] = -inf;  // row 1 all
+      a.mask = mask.data(), a.mask_row_stride = skv;
+    }
+  }
+
+  double reference(std::ptrdiff_t i, std::ptrdiff_t h, std::ptrdiff_t x) const {
+    const std::ptrdiff_t d = s.head_dim, g = h / (s.num_heads / s.num_kv_heads);
+    std::vector<double> sc(std::size_t(s.seq_kv));
+    double m = -inf;
+    for (std::ptrdiff_t j = 0; j < s.seq_kv; ++j) {
+      double dot = 0;
+      for (std::ptrdiff_t t = 0; t < d; ++t)
+        dot += double(q[std::size_t(i * a.q_row_stride + h * d + t)]) *
+               kk[std::size_t(j * a.k_row_stride + g * d + t)];
+      double val = dot * a.scale + (a.mask ? double(a.mask[i * a.mask_row_stride + j]) : 0.0);
+      if (a.causal && j > i + s.seq_kv - s.seq_q) val = -inf;
+      sc[std::size_t(j)] = val;
+      m = std::max(m, val);
+    }
+    if (m == -inf) return 0.0;
+    double den = 0, num = 0;
+    for (std::ptrdiff_t j = 0; j < s.seq_kv; ++j) {
+      const double p = std::exp(sc[std::size_t(j)] - m);
+      den += p;
+      num += p * v[std::size_t(j * a.v_row_stride + g * d + x)];
+    }
+    return num / den;
+  }
+};
+
+template <class Arch>
+std::vector<float> run(case_data& c, k::thread_pool* pool = nullptr) {
+  std::vector<float> ws(k::attention_workspace_floats<Arch>(c.s.head_dim, pool ? pool->size() : 1));
+  k::flash_attention<Arch>(c.s, c.a, ws.data(), pool);
+  return c.o;
+}
+
+// O within 1e-5 absolute of the reference (|V| <= 1, so O is too: a relative-to-range bound).
+template <class Arch>
+void check(case_data& c) {
+  const auto o = run<Arch>(c);
+  int bad = 0;
+  for (std::ptrdiff_t i = 0; i < c.s.seq_q; ++i)
+    for (std::ptrdiff_t h = 0; h < c.s.num_heads; ++h)
+      for (std::ptrdiff_t x = 0; x < c.s.head_dim; ++x) {
+        const double w = c.reference(i, h, x);
+        const float g = o[std::size_t(i * c.a.o_row_stride + h * c.s.head_dim + x)];
+        if (!(std::fabs(g - w) <= 1e-5)) ++bad;
+      }
+  CHECK(bad == 0);
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("flash attention matches softmax(QK^T)V on odd sizes, causal or not", Arch,
+                   FUSEDSL_CPU_ARCHS) {
+  for (std::ptrdiff_t sq : {1, 17, 100, 200})
+    for (std::ptrdiff_t skv : {1, 33, 130})
+      for (std::ptrdiff_t d : {8, 17, 64})
+        for (bool causal : {false, true}) {
+          CAPTURE(sq); CAPTURE(skv); CAPTURE(d); CAPTURE(causal);
+          case_data c(sq, skv, 2, 2, d, causal, false);
+          check<Arch>(c);
+        }
+}
+
+TEST_CASE_TEMPLATE("flash attention with grouped and multi-query heads", Arch, FUSEDSL_CPU_ARCHS) {
+  for (auto [h, hkv] : {std::pair{4, 2}, std::pair{4, 1}, std::pair{3, 3}}) {
+    CAPTURE(h); CAPTURE(hkv);
+    case_data c(70, 90, h, hkv, 32, true, false);
+    check<Arch>(c);
+  }
+}
+
+TEST_CASE_TEMPLATE("flash attention adds the mask; a fully masked query row gives zeros", Arch,
+                   FUSEDSL_CPU_ARCHS) {
+  for (bool causal : {false, true}) {
+    case_data c(50, 150, 2, 1, 16, causal, true);
+    check<Arch>(c);
+    for (std::ptrdiff_t x = 0; x < 2 * 16; ++x) CHECK(c.o[std::size_t(1 * 2 * 16 + x)] == 0.0f);
+  }
+}
+
+TEST_CASE_TEMPLATE("causal attention with more queries than keys: early queries see nothing",
+                   Arch, FUSEDSL_CPU_ARCHS) {
+  case_data c(40, 25, 1, 1, 16, true, false);
+  check<Arch>(c);
+  for (std::ptrdiff_t x = 0; x < 16; ++x) CHECK(c.o[std::size_t(x)] == 0.0f);  // query 0
+}
+
+TEST_CASE_TEMPLATE("flash attention results are bitwise identical for 1, 2 and 3 threads", Arch,
+                   FUSEDSL_CPU_ARCHS) {
+  case_data c(300, 300, 3, 1, 64, true, false);
+  const auto one = run<Arch>(c);
+  for (int t : {2, 3}) {
+    k::thread_pool pool(t);
+    const auto many = run<Arch>(c, &pool);
+    CHECK(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("flash attention rejects bad head counts, sizes and a null workspace") {
+  case_data c(4, 4, 3, 2, 8, false, false);
+  std::vector<float> ws(k::attention_workspace_floats(8));
+  CHECK_THROWS_WITH_AS(k::flash_attention(c.s, c.a, ws.data()),
+                       doctest::Contains("not a multiple of num_kv_heads"), std::invalid_argument);
+  c.s.num_kv_heads = 3;
+  CHECK_THROWS_AS(k::flash_attention(c.s, c.a, nullptr), std::invalid_argument);
+  c.s.head_dim = 0;
+  CHECK_THROWS_AS(k::flash_attention(c.s, c.a, ws.data()), std::invalid_argument);
+}

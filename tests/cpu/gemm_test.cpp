@@ -1,0 +1,217 @@
+#include "fusedsl/backend/cpu/kernels/gemm.hpp"
+
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "test_util.hpp"
+
+namespace k = fusedsl::cpu::kernels;
+using fusedsl_test::random_floats;
+
+namespace {
+
+// A GEMM problem in the kernel's terms, with its double-precision reference.
+struct problem {
+  std::ptrdiff_t m, n, kk;
+  bool trans_a = false, trans_b = false;
+  std::ptrdiff_t lda, ldb, ldc;
+  std::vector<float> a, b, bias, res;
+
+  problem(std::ptrdiff_t m_, std::ptrdiff_t n_, std::ptrdiff_t k_, bool ta, bool tb,
+          std::ptrdiff_t pad = 3)
+      : m(m_), n(n_), kk(k_), trans_a(ta), trans_b(tb) {
+    lda = (ta ? m : kk) + pad;
+    ldb = (tb ? kk : n) + pad;
+    ldc = n + pad;
+    a = random_floats(std::size_t((ta ? kk : m) * lda), 11);
+    b = random_floats(std::size_t((tb ? n : kk) * ldb), 12);
+    bias = random_floats(std::size_t(n), 13);
+    res = random_floats(std::size_t(m * ldc), 14);
+  }
+  float A(std::ptrdiff_t i, std::ptrdiff_t p) const {
+    return trans_a ? a[std::size_t(p * lda + i)] : a[std::size_t(i * lda + p)];
+  }
+  float B(std::ptrdiff_t p, std::ptrdiff_t j) const {
+    return trans_b ? b[std::size_t(j * ldb + p)] : b[std::size_t(p * ldb + j)];
+  }
+  // Reference value and an error scale (sum of |terms| through the epilogue).
+  std::pair<double, double> want(std::ptrdiff_t i, std::ptrdiff_t j,
+                                 const k::gemm_epilogue& ep) const {
+    double s = 0, mag = 0;
+    for (std::ptrdiff_t p = 0; p < kk; ++p) {
+      s += double(A(i, p)) * double(B(p, j));
+      mag += std::fabs(double(A(i, p)) * double(B(p, j)));
+    }
+    double x = ep.scale * s + (ep.bias ? ep.bias[j] : 0.0);
+    switch (ep.act) {
+      case k::activation::none: break;
+      case k::activation::relu: x = x < 0 ? 0 : x; break;
+      case k::activation::gelu_erf: x = 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); break;
+      case k::activation::gelu_tanh:
+        x = 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+        break;
+      case k::activation::silu: x = x / (1 + std::exp(-x)); break;
+      case k::activation::sigmoid: x = 1 / (1 + std::exp(-x)); break;
+    }
+    if (ep.residual) x += ep.residual[i * ep.ld_residual + j];
+    return {x, mag * std::fabs(ep.scale) + 1.0};
+  }
+};
+
+template <class Arch, class OutT>
+std::vector<OutT> run(const problem& pr, const k::gemm_epilogue& ep, k::thread_pool* pool = nullptr,
+                      bool* rest_untouched = nullptr) {
+  std::vector<float> packed(k::packed_b_floats<Arch>(pr.kk, pr.n) + 1);
+  const auto pb = k::pack_b<Arch>(pr.kk, pr.n, pr.b.data(), pr.ldb, pr.trans_b, packed.data());
+  std::vector<float> ws(k::gemm_workspace_floats<Arch>(pr.kk, pool ? pool->size() : 1));
+  std::vector<OutT> c(std::size_t(pr.m * pr.ldc), OutT(7));
+  k::gemm<Arch>(pr.m, pr.n, pr.kk, pr.a.data(), pr.lda, pr.trans_a, pb, c.data(), pr.ldc, ep,
+                ws.data(), pool);
+  if (rest_untouched) {
+    *rest_untouched = true;
+    for (std::ptrdiff_t i = 0; i < pr.m; ++i)
+      for (std::ptrdiff_t j = pr.n; j < pr.ldc; ++j)
+        *rest_untouched &= c[std::size_t(i * pr.ldc + j)] == OutT(7);
+  }
+  return c;
+}
+
+// f32 C within 1e-5 of the reference, relative to the sum of |terms| (+1).
+template <class Arch>
+void check_f32(const problem& pr, const k::gemm_epilogue& ep) {
+  bool untouched = false;
+  const auto c = run<Arch, float>(pr, ep, nullptr, &untouched);
+  CHECK(untouched);
+  int bad = 0;
+  for (std::ptrdiff_t i = 0; i < pr.m; ++i)
+    for (std::ptrdiff_t j = 0; j < pr.n; ++j) {
+      const auto [w, mag] = pr.want(i, j, ep);
+      if (std::fabs(double(c[std::size_t(i * pr.ldc + j)]) - w) > 1e-5 * mag) ++bad;
+    }
+  CHECK(bad == 0);
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("gemm matches the reference on odd shapes with every transpose", Arch,
+                   FUSEDSL_CPU_ARCHS) {
+  for (std::ptrdiff_t m : {1, 7, 13, 33})
+    for (std::ptrdiff_t n : {1, 17, 33, 65})
+      for (std::ptrdiff_t kk : {1, 7, 64, 127})
+        for (bool ta : {false, true})
+          for (bool tb : {false, true}) {
+            CAPTURE(m); CAPTURE(n); CAPTURE(kk); CAPTURE(ta); CAPTURE(tb);
+            check_f32<Arch>(problem(m, n, kk, ta, tb), k::gemm_epilogue{});
+          }
+}
+
+TEST_CASE_TEMPLATE("gemm applies every epilogue combination", Arch, FUSEDSL_CPU_ARCHS) {
+  const problem pr(29, 70, 19, false, true);
+  for (auto act : {k::activation::none, k::activation::relu, k::activation::gelu_erf,
+                   k::activation::gelu_tanh, k::activation::silu, k::activation::sigmoid})
+    for (bool bias : {false, true})
+      for (bool res : {false, true})
+        for (float scale : {1.0f, 0.125f}) {
+          CAPTURE(k::name_of(act)); CAPTURE(bias); CAPTURE(res); CAPTURE(scale);
+          k::gemm_epilogue ep;
+          ep.act = act, ep.scale = scale;
+          if (bias) ep.bias = pr.bias.data();
+          if (res) ep.residual = pr.res.data(), ep.ld_residual = pr.ldc;
+          check_f32<Arch>(pr, ep);
+        }
+}
+
+TEST_CASE_TEMPLATE("gemm writes bf16 C rounded from the f32 result", Arch, FUSEDSL_CPU_ARCHS) {
+  const problem pr(21, 77, 40, true, false);
+  k::gemm_epilogue ep;
+  ep.bias = pr.bias.data(), ep.act = k::activation::gelu_tanh;
+  const auto c16 = run<Arch, k::bf16_bits>(pr, ep);
+  const auto c32 = run<Arch, float>(pr, ep);
+  int bad = 0;
+  for (std::ptrdiff_t i = 0; i < pr.m; ++i)
+    for (std::ptrdiff_t j = 0; j < pr.n; ++j)
+      bad += c16[std::size_t(i * pr.ldc + j)] != k::to_bf16(c32[std::size_t(i * pr.ldc + j)]);
+  CHECK(bad == 0);
+}
+
+TEST_CASE_TEMPLATE("gemm with bf16 weights equals gemm with the same weights widened", Arch,
+                   FUSEDSL_CPU_ARCHS) {
+  problem pr(13, 40, 33, false, false);
+  std::vector<k::bf16_bits> b16(pr.b.size());
+  for (std::size_t i = 0; i < pr.b.size(); ++i) {
+    b16[i] = k::to_bf16(pr.b[i]);
+    pr.b[i] = k::from_bf16(b16[i]);
+  }
+  std::vector<float> p16(k::packed_b_floats<Arch>(pr.kk, pr.n)), p32(p16.size());
+  const auto b_16 = k::pack_b<Arch>(pr.kk, pr.n, b16.data(), pr.ldb, false, p16.data());
+  k::pack_b<Arch>(pr.kk, pr.n, pr.b.data(), pr.ldb, false, p32.data());
+  CHECK(std::memcmp(p16.data(), p32.data(), p16.size() * sizeof(float)) == 0);
+  std::vector<float> ws(k::gemm_workspace_floats<Arch>(pr.kk)), c(std::size_t(pr.m * pr.ldc));
+  k::gemm<Arch>(pr.m, pr.n, pr.kk, pr.a.data(), pr.lda, false, b_16, c.data(), pr.ldc, {},
+                ws.data());
+  const auto want = run<Arch, float>(pr, {});
+  for (std::ptrdiff_t i = 0; i < pr.m; ++i)
+    for (std::ptrdiff_t j = 0; j < pr.n; ++j)
+      CHECK(c[std::size_t(i * pr.ldc + j)] == want[std::size_t(i * pr.ldc + j)]);
+}
+
+TEST_CASE_TEMPLATE("gemm packs A whose rows are 4 KiB apart and still matches", Arch,
+                   FUSEDSL_CPU_ARCHS) {
+  problem pr(27, 45, 30, false, false, 1024 - 30);  // lda = 1024 floats
+  CHECK(pr.lda == 1024);
+  check_f32<Arch>(pr, {});
+}
+
+TEST_CASE_TEMPLATE("gemm propagates NaN and infinity", Arch, FUSEDSL_CPU_ARCHS) {
+  problem pr(5, 20, 8, false, false);
+  pr.a[std::size_t(2 * pr.lda + 3)] = std::numeric_limits<float>::quiet_NaN();  // row 2
+  for (auto& x : pr.b) x = std::fabs(x) + 0.5f;
+  for (std::ptrdiff_t p = 0; p < pr.kk; ++p) pr.a[std::size_t(4 * pr.lda + p)] = 1.0f;
+  pr.a[std::size_t(4 * pr.lda)] = std::numeric_limits<float>::infinity();  // row 4
+  k::gemm_epilogue ep;
+  ep.act = k::activation::relu;
+  const auto c = run<Arch, float>(pr, ep);
+  for (std::ptrdiff_t j = 0; j < pr.n; ++j) {
+    CHECK(std::isnan(c[std::size_t(2 * pr.ldc + j)]));
+    CHECK(c[std::size_t(4 * pr.ldc + j)] == std::numeric_limits<float>::infinity());
+    CHECK(std::isfinite(c[std::size_t(1 * pr.ldc + j)]));
+  }
+}
+
+TEST_CASE_TEMPLATE("gemm results are bitwise identical for 1, 2 and 3 threads", Arch,
+                   FUSEDSL_CPU_ARCHS) {
+  const problem pr(100, 90, 50, false, false);
+  k::gemm_epilogue ep;
+  ep.act = k::activation::silu, ep.bias = pr.bias.data();
+  const auto one = run<Arch, float>(pr, ep);
+  for (int t : {2, 3}) {
+    k::thread_pool pool(t);
+    const auto many = run<Arch, float>(pr, ep, &pool);
+    CHECK(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(one.data(), run<Arch, float>(pr, ep, &pool).data(),
+                      one.size() * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("gemm with k = 0 gives the epilogue of zero") {
+  const float bias[3] = {1, -2, 3};
+  std::vector<float> packed(1), ws(k::gemm_workspace_floats(0)), c(6, 9.0f);
+  const auto pb = k::pack_b(0, 3, static_cast<const float*>(nullptr), 3, false, packed.data());
+  k::gemm_epilogue ep;
+  ep.bias = bias, ep.act = k::activation::relu;
+  k::gemm(2, 3, 0, static_cast<const float*>(nullptr), 0, false, pb, c.data(), 3, ep, ws.data());
+  CHECK(c == std::vector<float>{1, 0, 3, 1, 0, 3});
+}
+
+TEST_CASE("gemm rejects a packed B of the wrong shape, a null workspace and a short ldc") {
+  std::vector<float> b(12), packed(k::packed_b_floats(4, 3)), a(8), c(6), ws(64);
+  const auto pb = k::pack_b(4, 3, b.data(), 3, false, packed.data());
+  CHECK_THROWS_WITH_AS(k::gemm(2, 3, 5, a.data(), 5, false, pb, c.data(), 3, {}, ws.data()),
+                       doctest::Contains("packed B is 4x3"), std::invalid_argument);
+  CHECK_THROWS_AS(k::gemm(2, 3, 4, a.data(), 4, false, pb, c.data(), 3, {}, nullptr),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(k::gemm(2, 3, 4, a.data(), 4, false, pb, c.data(), 2, {}, ws.data()),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(k::pack_b(-1, 3, b.data(), 3, false, packed.data()), std::invalid_argument);
+}

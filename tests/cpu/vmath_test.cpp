@@ -1,0 +1,108 @@
+#include "fusedsl/backend/cpu/kernels/vmath.hpp"
+
+#include <cstdio>
+#include <string>
+#include <limits>
+#include <vector>
+
+#include "test_util.hpp"
+
+namespace k = fusedsl::cpu::kernels;
+using nat = k::simd<k::native_arch>;
+
+namespace {
+
+// Units in the last place of the float nearest `want`.
+double ulp_error(float got, double want) {
+  const float w = float(want);
+  const double ulp = double(std::nextafter(std::fabs(w), std::numeric_limits<float>::infinity())) -
+                     double(std::fabs(w));
+  return std::fabs(double(got) - want) / ulp;
+}
+
+// Max ulp error of a vector function over n points evenly spread over [lo, hi].
+template <class VF, class Ref>
+double max_ulp(VF vf, Ref ref, double lo, double hi, int n = 1 << 20) {
+  std::vector<float> x(std::size_t(n) + nat::width), y(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(lo + (hi - lo) * double(i) / n);
+  for (std::size_t i = 0; i + nat::width <= x.size(); i += nat::width)
+    nat::store(&y[i], vf(nat::load(&x[i])));
+  double worst = 0;
+  for (std::size_t i = 0; i + nat::width <= x.size(); ++i)
+    worst = std::max(worst, ulp_error(y[i], ref(double(x[i]))));
+  return worst;
+}
+
+template <class VF>
+float lane0(VF vf, float x) {
+  float out[64];
+  nat::store(out, vf(nat::broadcast(x)));
+  return out[0];
+}
+
+constexpr float inf = std::numeric_limits<float>::infinity();
+
+}  // namespace
+
+TEST_CASE("vectorised exp, erf, tanh, sigmoid stay within their documented ulp bounds") {
+  const double e = max_ulp([](auto v) { return k::vexp(v); }, [](double x) { return std::exp(x); },
+                           -87.0, 88.0);
+  const double f = max_ulp([](auto v) { return k::verf(v); }, [](double x) { return std::erf(x); },
+                           -6.0, 6.0);
+  const double t = max_ulp([](auto v) { return k::vtanh(v); },
+                           [](double x) { return std::tanh(x); }, -10.0, 10.0);
+  const double s = max_ulp([](auto v) { return k::vsigmoid(v); },
+                           [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, -80.0, 80.0);
+  std::printf("vmath max ulp on %s: exp %.2f erf %.2f tanh %.2f sigmoid %.2f\n",
+              k::native_arch::name(), e, f, t, s);
+  CHECK(e <= 2.0);
+  CHECK(f <= 3.0);
+  CHECK(t <= 2.0);
+  CHECK(s <= 3.0);
+}
+
+TEST_CASE("vectorised functions handle infinities, NaN and overflow") {
+  auto ex = [](auto v) { return k::vexp(v); };
+  CHECK(lane0(ex, -inf) == 0.0f);
+  CHECK(lane0(ex, -200.0f) == 0.0f);
+  CHECK(lane0(ex, 100.0f) == inf);
+  CHECK(lane0(ex, inf) == inf);
+  CHECK(std::isnan(lane0(ex, std::nanf(""))));
+  auto er = [](auto v) { return k::verf(v); };
+  CHECK(lane0(er, inf) == 1.0f);
+  CHECK(lane0(er, -inf) == -1.0f);
+  CHECK(std::isnan(lane0(er, std::nanf(""))));
+  auto th = [](auto v) { return k::vtanh(v); };
+  CHECK(lane0(th, inf) == 1.0f);
+  CHECK(lane0(th, -inf) == -1.0f);
+  CHECK(std::isnan(lane0(th, std::nanf(""))));
+  auto sg = [](auto v) { return k::vsigmoid(v); };
+  CHECK(lane0(sg, inf) == 1.0f);
+  CHECK(lane0(sg, -inf) == 0.0f);
+}
+
+TEST_CASE("activations agree between vector lanes and the scalar path within 2e-6 of max(|y|, 1)") {
+  auto x = fusedsl_test::random_floats(1024, 9, -8.0f, 8.0f);
+  x[0] = -inf, x[1] = inf, x[2] = std::nanf(""), x[3] = 0.0f;
+  auto check = [&](auto vf, std::string name) {
+    INFO(name);
+    for (std::size_t i = 0; i + nat::width <= x.size(); i += nat::width) {
+      float y[64];
+      nat::store(y, vf(nat::load(&x[i])));
+      for (int l = 0; l < nat::width; ++l)
+        CHECK_MESSAGE(fusedsl_test::close(y[l], vf(x[i + std::size_t(l)]), 2e-6, 1.0),
+                      x[i + std::size_t(l)], " -> ", y[l], " vs ", vf(x[i + std::size_t(l)]));
+    }
+  };
+  check([](auto v) { return k::relu(v); }, "relu");
+  check([](auto v) { return k::gelu_erf(v); }, "gelu_erf");
+  check([](auto v) { return k::gelu_tanh(v); }, "gelu_tanh");
+  check([](auto v) { return k::silu(v); }, "silu");
+  check([](auto v) { return k::vsigmoid(v); }, "sigmoid");
+}
+
+TEST_CASE("relu keeps NaN and maps -inf to zero") {
+  CHECK(std::isnan(k::relu(std::nanf(""))));
+  CHECK(k::relu(-inf) == 0.0f);
+  CHECK(std::isnan(lane0([](auto v) { return k::relu(v); }, std::nanf(""))));
+}
