@@ -6,6 +6,7 @@
 //   emit(b, ids)        appends its graph node(s) to a graph::builder, given its operands' ids.
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <utility>
 
 #include "fusedsl/core/dtype.hpp"
@@ -108,6 +109,9 @@ constexpr expr::constant_t<V> constant() { return {}; }
 // fd::lit<0.5> is the scalar 0.5 (a variable template, so it reads like a literal).
 template <double V>
 inline constexpr expr::constant_t<V> lit{};
+
+inline constexpr expr::constant_t<std::numeric_limits<double>::infinity()> inf{};
+inline constexpr expr::constant_t<-std::numeric_limits<double>::infinity()> neg_inf{};
 
 template <element T, int Axis, std::int64_t... Ds>
 constexpr expr::iota_t<T, Axis, Ds...> iota() { return {}; }

@@ -147,6 +147,9 @@ class builder {
     return add(n);
   }
   constexpr int matmul(int a, int b, bool ta = false, bool tb = false) {
+    // Canonical form: a transpose of an operand's last two axes is folded into how it is read.
+    if (swaps_last_two(a)) { ta = !ta; a = at(a).in[0]; }
+    if (swaps_last_two(b)) { tb = !tb; b = at(b).in[0]; }
     const shape_result s = matmul_shape(at(a).shape, at(b).shape, ta, tb);
     if (!s.ok()) fail("matmul: operand shapes do not agree");
     node n;
@@ -311,13 +314,22 @@ class builder {
 
   template <std::size_t N>
   constexpr graph<N> freeze() const {
-    graph<N> g;
-    for (std::size_t i = 0; i < N; ++i) g.nodes[i] = nodes[i];
+    if (nodes.size() > N) fail("graph: the table has more nodes than its capacity");
+    graph<N> g;  // a larger capacity leaves unused constant slots at the end
+    for (std::size_t i = 0; i < nodes.size(); ++i) g.nodes[i] = nodes[i];
     g.n_outputs = int(outputs.size());
     for (std::size_t i = 0; i < outputs.size(); ++i) g.outputs[i] = outputs[i];
     g.n_regions = int(regions.size());
     for (std::size_t i = 0; i < regions.size(); ++i) g.regions[i] = regions[i];
     return g;
+  }
+
+  constexpr bool swaps_last_two(int id) const {
+    const node& n = at(id);
+    if (n.op != op_kind::transpose || n.shape.rank < 2) return false;
+    for (int i = 0; i < n.shape.rank - 2; ++i)
+      if (n.perm[std::size_t(i)] != i) return false;
+    return n.perm[std::size_t(n.shape.rank - 2)] == n.shape.rank - 1 && n.perm[std::size_t(n.shape.rank - 1)] == n.shape.rank - 2;
   }
 
   constexpr const node& at(int id) const {

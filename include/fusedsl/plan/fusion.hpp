@@ -131,14 +131,67 @@ struct fuser {
       const int c = user(tail);
       const node& cn = g[c];
       if (!free(c) || !graph::is_elementwise(cn.op) || cn.op == op_kind::select || !(cn.shape == g[tail].shape)) return tail;
-      // The epilogue's other operands must not depend on this group's result.
+      // The epilogue's other operands must be ready before the group runs: none of them may
+      // depend, even through other kernels, on a member of this group.
       for (int k = 0; k < cn.n_in; ++k) {
         const int o = cn.in[std::size_t(k)];
-        if (o != tail && p.group_of[std::size_t(o)] == gi) return tail;
+        if (o != tail && depends_on_group(o, gi)) return tail;
       }
       take(c, gi);
       tail = c;
     }
+  }
+
+  // Does node id, or any node it reads directly or indirectly, belong to group gi?
+  constexpr bool depends_on_group(int id, int gi) const {
+    std::array<bool, N> seen{};
+    std::array<int, N> stack{};
+    int top = 0;
+    stack[std::size_t(top++)] = id;
+    seen[std::size_t(id)] = true;  // marked when pushed, so each node is pushed once
+    while (top > 0) {
+      const int v = stack[std::size_t(--top)];
+      if (p.group_of[std::size_t(v)] == gi) return true;
+      for (int k = 0; k < g[v].n_in; ++k) {
+        const int o = g[v].in[std::size_t(k)];
+        if (!seen[std::size_t(o)]) {
+          seen[std::size_t(o)] = true;
+          stack[std::size_t(top++)] = o;
+        }
+      }
+    }
+    return false;
+  }
+  // Does any operand read from outside group gi depend on node id?
+  constexpr bool group_inputs_depend_on(int gi, int id) const {
+    for (int i = 0; i < int(N); ++i) {
+      if (p.group_of[std::size_t(i)] != gi) continue;
+      for (int k = 0; k < g[i].n_in; ++k) {
+        const int o = g[i].in[std::size_t(k)];
+        if (p.group_of[std::size_t(o)] != gi && reaches(o, id)) return true;
+      }
+    }
+    return false;
+  }
+  constexpr bool reaches(int from, int target) const {
+    if (from < target) return false;  // operands come before their users
+    std::array<bool, N> seen{};
+    std::array<int, N> stack{};
+    int top = 0;
+    stack[std::size_t(top++)] = from;
+    seen[std::size_t(from)] = true;
+    while (top > 0) {
+      const int v = stack[std::size_t(--top)];
+      if (v == target) return true;
+      for (int k = 0; k < g[v].n_in; ++k) {
+        const int o = g[v].in[std::size_t(k)];
+        if (!seen[std::size_t(o)] && o >= target) {
+          seen[std::size_t(o)] = true;
+          stack[std::size_t(top++)] = o;
+        }
+      }
+    }
+    return false;
   }
 
   constexpr void set_root(int gi, int id) {
@@ -217,7 +270,7 @@ struct fuser {
         const node& b = g[j];
         if (b.op != op_kind::matmul || !free(j) || b.region != a.region || b.in[0] != a.in[0] ||
             b.trans_a != a.trans_a || !detail::is_external(g[b.in[1]].op) || !detail::is_external(g[a.in[1]].op) ||
-            b.shape.rank != a.shape.rank)
+            b.shape.rank != a.shape.rank || group_inputs_depend_on(gi, j))
           continue;
         take(j, gi);
         set_root(gi, absorb_epilogue(j, gi));
