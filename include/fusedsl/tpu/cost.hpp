@@ -16,7 +16,8 @@ struct kernel_cost {
   std::vector<std::string> ops;
   double start_s = 0, end_s = 0, time_s = 0, cycles = 0;
   double mxu_s = 0, vpu_s = 0, dma_s = 0, overhead_s = 0;
-  std::string bound;               // "MXU", "HBM", "VPU" (the busiest unit), "none" for layout
+  std::string bound;  // busiest unit: "MXU", "HBM", "VPU"; "overhead" if step overhead exceeds
+                      // them all; "none" for layout ops
   double flops = 0;
   double mxu_utilization = 0;      // matmul kernels: useful bf16-equivalent FLOPs / (time * peak)
   double roofline_s = 0;           // max(MXU FLOPs / peak, HBM bytes / bandwidth)
@@ -72,6 +73,8 @@ inline cost_summary summarize(const schedule& s) {
       kc.bound = kc.mxu_s >= kc.vpu_s && kc.mxu_s >= kc.dma_s ? "MXU"
                  : kc.dma_s >= kc.vpu_s                       ? "HBM"
                                                               : "VPU";
+      // Tiny kernels: the fixed per-step cost outweighs every unit's busy time.
+      if (kc.overhead_s > std::max({kc.mxu_s, kc.vpu_s, kc.dma_s})) kc.bound = "overhead";
     }
     const double mxu_flops = kp.kind == kernel_kind::matmul ? kp.flops : 0.0;
     kc.roofline_s = std::max(mxu_flops / s.chip.peak_bf16_flops,
