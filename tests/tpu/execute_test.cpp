@@ -257,3 +257,50 @@ TEST_CASE("inputs of the wrong shape or count are rejected with the parameter's 
       tpu::execute(s, {tpu::value::zeros(hlo::shape::array(element_type::f32, {6, 4}))}),
       doctest::Contains("input 0 (x) must be f32[4,6], got f32[6,4]"), tpu::tpu_error);
 }
+
+TEST_CASE("HLO fusions are kept as kernels: an output fusion with a dot becomes one MXU kernel, "
+          "a loop fusion one VPU kernel") {
+  // fused_mm(x, w, r) = dot(x, w) + r ; fused_act(y) = tanh(y) * 0.5
+  hlo::computation_builder fm("fused_mm");
+  const auto fx = fm.add_parameter(hlo::shape::array(element_type::f32, {32, 256}), "fx");
+  const auto fw = fm.add_parameter(hlo::shape::array(element_type::f32, {256, 128}), "fw");
+  const auto fr = fm.add_parameter(hlo::shape::array(element_type::f32, {32, 128}), "fr");
+  const auto fd = fm.add_dot(fx, fw, mm_dims(), std::nullopt, "fdot");
+  fm.add_binary(hlo::opcode::add, fd, fr, "fadd");
+  const auto fused_mm = fm.build();
+  hlo::computation_builder fa("fused_act");
+  const auto fy = fa.add_parameter(hlo::shape::array(element_type::f32, {32, 128}), "fy");
+  const auto half = fa.add_constant(hlo::literal::scalar(element_type::f32, 0.5), "half");
+  const auto hb = fa.add_broadcast(half, {32, 128}, {}, "half_b");
+  const auto t = fa.add_unary(hlo::opcode::tanh, fy, "ft");
+  fa.add_binary(hlo::opcode::multiply, t, hb, "fmul");
+  const auto fused_act = fa.build();
+
+  hlo::computation_builder b("main");
+  const auto x = b.add_parameter(hlo::shape::array(element_type::f32, {32, 256}), "x");
+  const auto w = b.add_parameter(hlo::shape::array(element_type::f32, {256, 128}), "w");
+  const auto r = b.add_parameter(hlo::shape::array(element_type::f32, {32, 128}), "r");
+  const auto f1 = b.add_fusion({x, w, r}, fused_mm, hlo::fusion_kind::output, "mm_fusion");
+  b.add_fusion({f1}, fused_act, hlo::fusion_kind::loop, "act_fusion");
+  const auto m = make_module(b.build(), {fused_mm, fused_act});
+  const auto s = tpu::make_schedule(m, tpu::chip_by_name("v5e"));
+  check_schedule_sane(s);
+  std::vector<std::pair<std::string, tpu::kernel_kind>> kernels;
+  for (const auto& k : s.kernels)
+    if (k.kind != tpu::kernel_kind::layout) kernels.push_back({k.name, k.kind});
+  CHECK(kernels == std::vector<std::pair<std::string, tpu::kernel_kind>>{
+                       {"mm_fusion", tpu::kernel_kind::matmul}, {"act_fusion", tpu::kernel_kind::vector}});
+  // The output fusion reads x, w and r once and writes its result once.
+  CHECK(s.kernels[3].hbm_bytes == (32 * 256 + 256 * 128 + 32 * 128 + 32 * 128) * 4);
+  const auto X = random_value(b.shape_of(x), 10), W = random_value(b.shape_of(w), 11, 0.05),
+             R = random_value(b.shape_of(r), 12);
+  const auto out = tpu::execute(s, {X, W, R});
+  double worst = 0;
+  for (int i = 0; i < 32; ++i)
+    for (int j = 0; j < 128; ++j) {
+      double acc = R.data[i * 128 + j];
+      for (int k = 0; k < 256; ++k) acc += X.data[i * 256 + k] * W.data[k * 128 + j];
+      worst = std::max(worst, std::fabs(0.5 * std::tanh(acc) - out.data[i * 128 + j]));
+    }
+  CHECK(worst < 2e-6);
+}

@@ -1,6 +1,8 @@
 """Generates the jax-exported test modules for tests/tpu (run once; outputs are committed).
 
 Usage: python gen_jax_modules.py [outdir]   (needs jax==0.10.2, numpy)
+       python gen_jax_modules.py --worked-example DIR   (docs/tpu.md's layer: writes
+       DIR/module.hlo plus inputs and XLA's outputs, too large to commit)
 Each case writes <case>/module.hlo (jax.jit(f).lower(...).as_text(dialect="hlo")),
 <case>/module_opt.hlo (XLA CPU's optimised module, with fusion computations; the
 FileNames/FunctionNames/FileLocations/StackFrames debug sections are dropped),
@@ -99,7 +101,17 @@ def layer_args(key, seq, d, ff):
     )
 
 
+def worked_example(outdir):
+    """docs/tpu.md's worked example: a 1024-token, d_model 1024, 8-head, 4096-wide bf16 layer."""
+    args = layer_args(jax.random.PRNGKey(2), 1024, 1024, 4096)
+    export(outdir, "layer_1024_bf16",
+           lambda *a: transformer_layer(*a, heads=8, dot_dtype=jnp.bfloat16), args)
+
+
 def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--worked-example":
+        worked_example(sys.argv[2])
+        return
     outdir = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
     key = jax.random.PRNGKey(0)
     k1, k2, k3 = jax.random.split(key, 3)
