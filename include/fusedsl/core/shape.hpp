@@ -44,7 +44,10 @@ constexpr dims make_dims(I... e) { return dims(std::in_place, e...); }
 
 inline std::string to_string(const dims& s) {
   std::string r = "[";
-  for (int i = 0; i < s.rank; ++i) r += (i ? "," : "") + std::to_string(s[i]);
+  for (int i = 0; i < s.rank; ++i) {
+    if (i) r += ',';  // not `"," + std::string`: GCC 12 -O3 gives a false -Wrestrict there
+    r += std::to_string(s[i]);
+  }
   return r + "]";
 }
 
