@@ -46,7 +46,9 @@ double relative_error(const tpu::value& v, const tpu::npy_array& ref) {
 
 TEST_CASE("jax-exported modules match XLA's results on every chip model") {
   struct c { const char* name; double tolerance; };
-  for (auto [name, tol] : {c{"matmul_bias_gelu", 1e-5}, c{"layer_f32", 1e-5}, c{"layer_bf16", 1e-4}}) {
+  for (const c& cs : {c{"matmul_bias_gelu", 1e-5}, c{"layer_f32", 1e-5}, c{"layer_bf16", 1e-4}}) {
+    const std::string name = cs.name;
+    const double tol = cs.tolerance;
     CAPTURE(name);
     const auto m = load(name);
     const auto inputs = tpu::load_inputs(m, data_dir / name);

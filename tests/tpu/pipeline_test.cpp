@@ -32,9 +32,10 @@ TEST_CASE("large aligned bf16 matmuls with 512x1024x1024 blocks on v5e reach 80-
 
 TEST_CASE("a simulated matmul is never faster than its compute or HBM roofline") {
   for (const auto& chip : tpu::known_chips()) {
-    for (auto [m, k, n] : {std::array<std::int64_t, 3>{8192, 8192, 8192},
-                           std::array<std::int64_t, 3>{8, 4096, 4096},
-                           std::array<std::int64_t, 3>{300, 70, 1000}}) {
+    for (const auto& mkn : {std::array<std::int64_t, 3>{8192, 8192, 8192},
+                            std::array<std::int64_t, 3>{8, 4096, 4096},
+                            std::array<std::int64_t, 3>{300, 70, 1000}}) {
+      const std::int64_t m = mkn[0], k = mkn[1], n = mkn[2];
       CAPTURE(chip.name);
     CAPTURE(m);
     CAPTURE(k);

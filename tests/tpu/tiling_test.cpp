@@ -14,10 +14,10 @@ TEST_CASE("layout tiles are (8,128) for 32-bit and (16,128) for 16-bit elements"
 TEST_CASE("a tiled matmul moves (m*k*n/bn + k*n*m/bm + m*n) * bytes of HBM traffic") {
   const auto chip = tpu::chip_by_name("v5e");
   struct c { std::int64_t m, k, n, bm, bk, bn; int bytes; };
-  for (auto [m, k, n, bm, bk, bn, bytes] : {c{1024, 1024, 1024, 256, 256, 256, 2},
-                                            c{2048, 4096, 1024, 512, 1024, 512, 2},
-                                            c{512, 2048, 768, 128, 512, 256, 4},
-                                            c{8192, 8192, 8192, 512, 1024, 1024, 2}}) {
+  for (const c& cs : {c{1024, 1024, 1024, 256, 256, 256, 2}, c{2048, 4096, 1024, 512, 1024, 512, 2},
+                      c{512, 2048, 768, 128, 512, 256, 4}, c{8192, 8192, 8192, 512, 1024, 1024, 2}}) {
+    const std::int64_t m = cs.m, k = cs.k, n = cs.n, bm = cs.bm, bk = cs.bk, bn = cs.bn;
+    const int bytes = cs.bytes;
     CAPTURE(m);
     CAPTURE(k);
     CAPTURE(n);
@@ -51,9 +51,10 @@ TEST_CASE("blocks that are not multiples of the MXU or layout tile are rejected"
 
 TEST_CASE("chosen blocks obey the MXU and layout tiles and fit VMEM double-buffered") {
   for (const auto& chip : tpu::known_chips()) {
-    for (auto [m, k, n] : {std::array<std::int64_t, 3>{8192, 8192, 8192},
-                           std::array<std::int64_t, 3>{16, 64, 192},
-                           std::array<std::int64_t, 3>{1000, 3000, 200}}) {
+    for (const auto& mkn : {std::array<std::int64_t, 3>{8192, 8192, 8192},
+                            std::array<std::int64_t, 3>{16, 64, 192},
+                            std::array<std::int64_t, 3>{1000, 3000, 200}}) {
+      const std::int64_t m = mkn[0], k = mkn[1], n = mkn[2];
       CAPTURE(chip.name);
       CAPTURE(m);
       tpu::matmul_problem p{1, m, k, n, 2, 2, 2, 1};
