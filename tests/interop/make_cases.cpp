@@ -1,0 +1,305 @@
+// Writes interop test cases for tests/interop/run_hlo.py: for each case a folder with
+// module.hlo (built with the IR builder, printed by our printer), input_<k>.npy and
+// expected_<k>.npy (computed by reference_eval.hpp), and a `partitions` file for sharded cases.
+// Usage: fusedsl_interop_make_cases <output dir>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../hlo/sample_modules.hpp"
+#include "fusedsl/hlo/builder.hpp"
+#include "fusedsl/hlo/printer.hpp"
+#include "fusedsl/io/npy.hpp"
+#include "reference_eval.hpp"
+
+namespace fs = std::filesystem;
+using namespace fusedsl::hlo;
+using fusedsl::hlo::reference::value;
+
+namespace {
+
+const element_type f32 = element_type::f32;
+shape arr(std::vector<std::int64_t> d, element_type t = f32) { return shape::array(t, std::move(d)); }
+
+std::mt19937_64 rng(20261129);
+
+value random_value(const shape& s, double lo, double hi, double step = 0) {
+  value v{s, {}, {}};
+  std::uniform_real_distribution<double> u(lo, hi);
+  for (std::int64_t i = 0; i < s.element_count(); ++i) {
+    double x = u(rng);
+    if (step > 0) x = std::round(x / step) * step;
+    if (s.type == element_type::pred) x = x > (lo + hi) / 2;
+    v.data.push_back(is_integral(s.type) ? std::round(x) : round_to(s.type, x));
+  }
+  return v;
+}
+
+// Writes one value as .npy: f32/f64/s32/s64/pred natively; bf16 and f16 as f32 (exact), the
+// runner casts each input to its parameter's type.
+void write_value(const fs::path& path, const value& v) {
+  const auto& dims = v.shape.dims;
+  switch (v.shape.type) {
+    case element_type::pred: {
+      std::vector<char> b(v.data.size());
+      std::vector<std::byte> bytes;
+      for (double x : v.data) bytes.push_back(std::byte{x != 0 ? std::uint8_t{1} : std::uint8_t{0}});
+      std::ofstream(path, std::ios::binary) << fusedsl::io::serialize_npy(fusedsl::io::npy_dtype::b1, dims, bytes);
+      return;
+    }
+    case element_type::s32: {
+      std::vector<std::int32_t> x(v.data.begin(), v.data.end());
+      fusedsl::io::write_npy<std::int32_t>(path.string(), x, dims);
+      return;
+    }
+    case element_type::s64: {
+      std::vector<std::int64_t> x(v.data.begin(), v.data.end());
+      fusedsl::io::write_npy<std::int64_t>(path.string(), x, dims);
+      return;
+    }
+    case element_type::f64: fusedsl::io::write_npy<double>(path.string(), v.data, dims); return;
+    default: {
+      std::vector<float> x(v.data.begin(), v.data.end());
+      fusedsl::io::write_npy<float>(path.string(), x, dims);
+    }
+  }
+}
+
+void flatten(const value& v, std::vector<value>& out) {
+  if (v.shape.is_tuple())
+    for (const value& e : v.tuple) flatten(e, out);
+  else
+    out.push_back(v);
+}
+
+int case_count = 0;
+
+void write_case(const fs::path& root, const std::string& name, const module& m, const std::vector<value>& inputs,
+                int partitions = 1) {
+  const fs::path dir = root / name;
+  fs::create_directories(dir);
+  std::ofstream(dir / "module.hlo") << to_text(m);
+  for (std::size_t k = 0; k < inputs.size(); ++k) write_value(dir / ("input_" + std::to_string(k) + ".npy"), inputs[k]);
+  std::vector<value> outs;
+  flatten(reference::evaluate(m, inputs), outs);
+  for (std::size_t k = 0; k < outs.size(); ++k) write_value(dir / ("expected_" + std::to_string(k) + ".npy"), outs[k]);
+  if (partitions > 1) std::ofstream(dir / "partitions") << partitions << "\n";
+  ++case_count;
+}
+
+module single(const std::string& name, computation entry, std::vector<computation> callees = {}) {
+  module m;
+  m.name = name;
+  for (auto& c : callees) m.add_computation(std::move(c));
+  m.set_entry(std::move(entry));
+  return m;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::cerr << "usage: " << argv[0] << " <output dir>\n";
+    return 2;
+  }
+  const fs::path root = argv[1];
+  fs::create_directories(root);
+  const shape s35 = arr({3, 5});
+
+  // Every elementwise unary op, on inputs inside its domain.
+  for (opcode op : all_opcodes) {
+    if (!is_elementwise_unary(op) || op == opcode::convert || is_logical(op)) continue;
+    double lo = -3, hi = 3;
+    if (op == opcode::log || op == opcode::sqrt || op == opcode::rsqrt) lo = 0.1;
+    if (op == opcode::log_plus_one) lo = -0.5;
+    computation_builder b("main");
+    b.add_unary(op, b.add_parameter(s35, "x"));
+    write_case(root, "unary_" + std::string(to_string(op)), single("unary", b.build()), {random_value(s35, lo, hi, 0)});
+  }
+  // Every elementwise binary op.
+  for (opcode op : {opcode::add, opcode::subtract, opcode::multiply, opcode::divide, opcode::maximum,
+                    opcode::minimum, opcode::power, opcode::remainder}) {
+    computation_builder b("main");
+    auto x = b.add_parameter(s35, "x");
+    b.add_binary(op, x, b.add_parameter(s35, "y"));
+    const bool positive = op == opcode::power || op == opcode::divide || op == opcode::remainder;
+    write_case(root, "binary_" + std::string(to_string(op)), single("binary", b.build()),
+               {random_value(s35, positive ? 0.5 : -3, positive ? 2 : 3),
+                random_value(s35, positive ? 0.5 : -3, positive ? 2 : 3)});
+  }
+  // Logical ops on pred.
+  const shape p35 = arr({3, 5}, element_type::pred);
+  for (opcode op : {opcode::and_, opcode::or_, opcode::xor_, opcode::not_}) {
+    computation_builder b("main");
+    auto x = b.add_parameter(p35, "x");
+    auto y = b.add_parameter(p35, "y");
+    if (op == opcode::not_) b.add_unary(op, x); else b.add_binary(op, x, y);
+    write_case(root, "logical_" + std::string(to_string(op)), single("logical", b.build()),
+               {random_value(p35, 0, 1), random_value(p35, 0, 1)});
+  }
+  // compare in every direction feeding select; values on a 0.5 grid so some are equal.
+  for (auto d : {comparison_direction::eq, comparison_direction::ne, comparison_direction::lt,
+                 comparison_direction::le, comparison_direction::gt, comparison_direction::ge}) {
+    computation_builder b("main");
+    auto x = b.add_parameter(s35, "x");
+    auto y = b.add_parameter(s35, "y");
+    b.add_select(b.add_compare(x, y, d), x, y);
+    write_case(root, "compare_select_" + std::string(to_string(d)), single("compare_select", b.build()),
+               {random_value(s35, -1, 1, 0.5), random_value(s35, -1, 1, 0.5)});
+  }
+  {
+    computation_builder b("main");
+    auto x = b.add_parameter(s35, "x");
+    b.add_clamp(b.add_constant(literal::scalar(f32, -0.5)), x, b.add_constant(literal::scalar(f32, 0.75)));
+    write_case(root, "clamp", single("clamp", b.build()), {random_value(s35, -2, 2)});
+  }
+  // dot: plain matmul, batched (attention-style), bf16 operands with an f32 result.
+  {
+    computation_builder b("main");
+    auto a = b.add_parameter(arr({4, 8}), "a");  // separate statements: parameter numbers follow this order
+    b.add_dot(a, b.add_parameter(arr({8, 5}), "b"), {{}, {1}, {}, {0}});
+    write_case(root, "dot_matmul", single("dot", b.build()), {random_value(arr({4, 8}), -1, 1), random_value(arr({8, 5}), -1, 1)});
+  }
+  {
+    computation_builder b("main");
+    auto q = b.add_parameter(arr({2, 3, 4}), "q");
+    b.add_dot(q, b.add_parameter(arr({2, 5, 4}), "k"), {{0}, {2}, {0}, {2}});
+    write_case(root, "dot_batch", single("dot_batch", b.build()),
+               {random_value(arr({2, 3, 4}), -1, 1), random_value(arr({2, 5, 4}), -1, 1)});
+  }
+  {
+    const element_type bf = element_type::bf16;
+    computation_builder b("main");
+    auto a = b.add_parameter(arr({4, 16}, bf), "a");
+    b.add_dot(a, b.add_parameter(arr({16, 8}, bf), "b"), {{}, {1}, {}, {0}}, f32);
+    write_case(root, "dot_bf16_to_f32", single("dot_bf16", b.build()),
+               {random_value(arr({4, 16}, bf), -1, 1), random_value(arr({16, 8}, bf), -1, 1)});
+  }
+  {
+    computation_builder b("main");
+    b.add_broadcast(b.add_parameter(arr({3}), "x"), {2, 3, 4}, {1});
+    write_case(root, "broadcast", single("broadcast", b.build()), {random_value(arr({3}), -1, 1)});
+  }
+  {
+    computation sum = make_scalar_computation("sum", opcode::add, f32);
+    computation mx = make_scalar_computation("max", opcode::maximum, f32);
+    computation_builder b("main");
+    auto x = b.add_parameter(arr({2, 3, 4}), "x");
+    auto r1 = b.add_reduce(x, b.add_constant(literal::scalar(f32, 0)), {1}, sum);
+    auto r2 = b.add_reduce(x, b.add_constant(literal::scalar(f32, -INFINITY)), {0, 2}, mx);
+    b.add_tuple({r1, r2});
+    write_case(root, "reduce_sum_max", single("reduce", b.build(), {sum, mx}), {random_value(arr({2, 3, 4}), -2, 2)});
+  }
+  {
+    computation_builder b("main");
+    b.add_transpose(b.add_parameter(arr({2, 3, 4}), "x"), {2, 0, 1});
+    write_case(root, "transpose", single("transpose", b.build()), {random_value(arr({2, 3, 4}), -1, 1)});
+  }
+  {
+    computation_builder b("main");
+    b.add_reshape(b.add_parameter(arr({2, 3, 4}), "x"), {6, 4});
+    write_case(root, "reshape", single("reshape", b.build()), {random_value(arr({2, 3, 4}), -1, 1)});
+  }
+  {
+    computation_builder b("main");
+    b.add_slice(b.add_parameter(arr({6, 8}), "x"), {{1, 5, 2}, {0, 8, 3}});
+    write_case(root, "slice_strided", single("slice", b.build()), {random_value(arr({6, 8}), -1, 1)});
+  }
+  {
+    computation_builder b("main");
+    auto a = b.add_parameter(arr({2, 3}), "a");
+    auto c = b.add_parameter(arr({2, 1}), "b");
+    b.add_concatenate({a, c, b.add_parameter(arr({2, 2}), "c")}, 1);
+    write_case(root, "concatenate", single("concatenate", b.build()),
+               {random_value(arr({2, 3}), -1, 1), random_value(arr({2, 1}), -1, 1), random_value(arr({2, 2}), -1, 1)});
+  }
+  {
+    computation_builder b("main");
+    auto x = b.add_parameter(s35, "x");
+    auto viabf = b.add_convert(b.add_convert(x, element_type::bf16), f32);
+    auto viaf16 = b.add_convert(b.add_convert(x, element_type::f16), f32);
+    auto toint = b.add_convert(x, element_type::s32);
+    auto back = b.add_convert(toint, f32);
+    auto p = b.add_convert(b.add_convert(x, element_type::pred), f32);
+    b.add_tuple({viabf, viaf16, toint, back, p});
+    write_case(root, "convert", single("convert", b.build()), {random_value(s35, -40.3, 40.3, 0.0)});
+  }
+  {
+    computation_builder b("main");
+    auto i = b.add_iota(arr({4, 5}, element_type::s32), 1);
+    auto fi = b.add_convert(b.add_iota(arr({4, 5}), 0), f32);
+    b.add_tuple({i, b.add_binary(opcode::add, fi, b.add_parameter(arr({4, 5}), "x"))});
+    write_case(root, "iota", single("iota", b.build()), {random_value(arr({4, 5}), -1, 1)});
+  }
+  {
+    computation_builder f("fused_exp_mul");
+    auto fa = f.add_parameter(s35, "a");
+    f.add_binary(opcode::multiply, f.add_unary(opcode::exponential, fa), f.add_parameter(s35, "b"));
+    computation fused = f.build();
+    computation_builder g("negate_all");
+    g.add_unary(opcode::negate, g.add_parameter(s35, "v"));
+    computation callee = g.build();
+    computation_builder b("main");
+    auto x = b.add_parameter(s35, "x");
+    auto y = b.add_parameter(s35, "y");
+    auto fu = b.add_fusion({x, y}, fused, fusion_kind::loop);
+    auto t = b.add_tuple({b.add_call({fu}, callee), fu});
+    b.add_get_tuple_element(t, 0);
+    write_case(root, "fusion_call_tuple", single("fusion_call", b.build(), {fused, callee}),
+               {random_value(s35, -1, 1), random_value(s35, -1, 1)});
+  }
+  write_case(root, "softmax", testing::softmax_module(), {random_value(arr({2, 4}), -3, 3)});
+  {
+    module m = testing::attention_scores_module();
+    write_case(root, "attention_scores_masked", m, {random_value(arr({2, 3, 4}), -1, 1), random_value(arr({2, 3, 4}), -1, 1)});
+  }
+  write_case(root, "misc_constants_fusion_call", testing::misc_module(), {random_value(arr({2, 3}), -1, 1)});
+
+  // Sharded over 8 devices through the SPMD partitioner.
+  {
+    computation_builder b("main");
+    auto x = b.add_parameter(arr({16, 32}), "x");
+    auto w = b.add_parameter(arr({32, 64}), "w");
+    b.set_sharding(x, sharding::tiled({8, 1}));
+    b.set_sharding(w, sharding::replicated());
+    auto d = b.add_dot(x, w, {{}, {1}, {}, {0}});
+    b.set_sharding(d, sharding::tiled({8, 1}));
+    write_case(root, "sharded_dot_rows", single("sharded_dot_rows", b.build()),
+               {random_value(arr({16, 32}), -1, 1), random_value(arr({32, 64}), -1, 1)}, 8);
+  }
+  {
+    // Megatron MLP: w1 split by columns, w2 by rows; the partitioner inserts the all-reduce.
+    computation_builder b("main");
+    auto x = b.add_parameter(arr({8, 32}), "x");
+    auto w1 = b.add_parameter(arr({32, 64}), "w1");
+    auto w2 = b.add_parameter(arr({64, 32}), "w2");
+    b.set_sharding(x, sharding::replicated());
+    b.set_sharding(w1, sharding::tiled({1, 8}));
+    b.set_sharding(w2, sharding::tiled({8, 1}));
+    auto h = b.add_unary(opcode::tanh, b.add_dot(x, w1, {{}, {1}, {}, {0}}));
+    b.set_sharding(h, sharding::tiled({1, 8}));
+    auto y = b.add_dot(h, w2, {{}, {1}, {}, {0}});
+    b.set_sharding(y, sharding::replicated());
+    write_case(root, "sharded_megatron_mlp", single("sharded_megatron_mlp", b.build()),
+               {random_value(arr({8, 32}), -1, 1), random_value(arr({32, 64}), -0.5, 0.5),
+                random_value(arr({64, 32}), -0.5, 0.5)}, 8);
+  }
+  {
+    // Attention heads split over devices: batch dim of a batched dot.
+    computation_builder b("main");
+    auto q = b.add_parameter(arr({8, 4, 16}), "q");
+    auto k = b.add_parameter(arr({8, 4, 16}), "k");
+    b.set_sharding(q, sharding::tiled({8, 1, 1}));
+    b.set_sharding(k, sharding::tiled({8, 1, 1}));
+    auto s = b.add_dot(q, k, {{0}, {2}, {0}, {2}});
+    b.set_sharding(s, sharding::tiled({8, 1, 1}));
+    write_case(root, "sharded_heads_batch_dot", single("sharded_heads", b.build()),
+               {random_value(arr({8, 4, 16}), -1, 1), random_value(arr({8, 4, 16}), -1, 1)}, 8);
+  }
+  std::cout << "wrote " << case_count << " cases to " << root.string() << "\n";
+  return 0;
+}

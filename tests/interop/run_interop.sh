@@ -1,0 +1,15 @@
+#!/bin/sh
+# Runs tests/interop/run_hlo.py with the interop venv's Python (scripts/setup-venv makes it at
+# ${FUSEDSL_VENV:-<repo>/.venv}). Exits 77 (CTest: skipped) when no Python with jax is found.
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+venv="${FUSEDSL_VENV:-$repo/.venv}"
+if [ -x "$venv/bin/python" ]; then
+  py="$venv/bin/python"
+elif command -v python3 >/dev/null 2>&1 && python3 -c "import jax" >/dev/null 2>&1; then
+  py=python3
+else
+  echo "SKIP: no Python with jax (looked for $venv/bin/python and python3); run scripts/setup-venv"
+  exit 77
+fi
+exec "$py" "$here/run_hlo.py" "$@"
