@@ -1,0 +1,706 @@
+#pragma once
+// hlo::export: a fusedsl program (its node table and fusion plan) as an HLO module of the runtime
+// IR (ir.hpp), for XLA and for the TPU-style backend. Two forms:
+//   unfused  every node becomes plain HLO instructions in the entry computation; XLA fuses itself;
+//   fused    one `fusion` computation per fusion group of the plan, called from the entry.
+// Both are valid HloModule text for XLA's parser (printer.hpp). Mapping (docs/hlo-export.md):
+//   * NumPy broadcasting is an explicit `broadcast` with dimensions={...} (size-1 axes reshaped
+//     away first); scalar constants are typed with the dtype of the op that reads them (weak
+//     constants), so -inf is an f32[] or bf16[] `constant(-inf)`;
+//   * matmul is `dot` with batch and contracting dimension numbers (trans_a/trans_b only move the
+//     contracting dimension; no transpose is emitted); batch axes are broadcast first;
+//   * reductions are `reduce` with a to_apply computation (add/maximum/minimum); mean = sum then
+//     divide; keepdims is a reshape;
+//   * gelu, silu, relu and the row composites are written with primitives, with the decompositions
+//     of graph/expand.hpp; bf16/f16 arithmetic is done in f32 between two `convert`s (the dtype
+//     rule of core/dtype.hpp), so dot and reduce accumulate in f32;
+//   * a stacked block (`repeat`) is unrolled: layer i reads entry parameters "<prefix>.<i>.<param>";
+//     in the fused form every layer calls the same fusion computations;
+//   * entry parameters follow the binding order (every input and param in the order the graph
+//     first reads them, layer by layer, as the reference backend lists them) and each keeps its
+//     binding name in metadata={op_name="..."}; several outputs give a tuple root.
+// The fused form's groups are `fusion` instructions with the plan's kinds (loop: kLoop; matmul,
+// attention: kOutput; row, reduce: kInput), or, with group_calls::call, `call`s of the very same
+// computations: XLA's CPU backend compiles neither kInput/kOutput fusions nor loop fusions that
+// hold a reshape, transpose or broadcast of an intermediate when they come in as text (the
+// StableHLO round trip leaves their inner instructions without layouts), but it inlines calls.
+//
+//   hlo::module m = hlo::to_module(program);                              // unfused
+//   std::string t = hlo::to_text(program, {.form = hlo::export_form::fused});
+// An op with no HLO mapping is a compile-time error naming the op (check_exportable).
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fusedsl/graph/builder.hpp"
+#include "fusedsl/graph/node.hpp"
+#include "fusedsl/hlo/builder.hpp"
+#include "fusedsl/hlo/printer.hpp"
+#include "fusedsl/plan/fusion.hpp"
+
+namespace fusedsl::hlo {
+
+using graph::op_kind;
+
+// ---- which ops have an HLO mapping (checked at compile time) ----
+
+struct hlo_mapping {
+  static constexpr bool has(op_kind k) {
+    switch (k) {
+      case op_kind::input: case op_kind::param: case op_kind::constant: case op_kind::iota:
+      case op_kind::placeholder:
+      case op_kind::neg: case op_kind::abs: case op_kind::exp: case op_kind::log: case op_kind::sqrt:
+      case op_kind::rsqrt: case op_kind::tanh: case op_kind::erf: case op_kind::sigmoid: case op_kind::relu:
+      case op_kind::gelu_erf: case op_kind::gelu_tanh: case op_kind::silu:
+      case op_kind::add: case op_kind::sub: case op_kind::mul: case op_kind::div: case op_kind::max:
+      case op_kind::min: case op_kind::pow:
+      case op_kind::eq: case op_kind::ne: case op_kind::lt: case op_kind::le: case op_kind::gt: case op_kind::ge:
+      case op_kind::select: case op_kind::cast:
+      case op_kind::reduce_sum: case op_kind::reduce_mean: case op_kind::reduce_max: case op_kind::reduce_min:
+      case op_kind::matmul: case op_kind::transpose: case op_kind::reshape: case op_kind::slice:
+      case op_kind::concat: case op_kind::broadcast:
+      case op_kind::softmax: case op_kind::log_softmax: case op_kind::layernorm: case op_kind::rmsnorm:
+      case op_kind::repeat: return true;
+    }
+    return false;  // an op added to graph::op_kind without a mapping here
+  }
+};
+
+namespace diag {
+// The op is the template argument: "no_hlo_mapping<fusedsl::graph::op_kind::erf, false>".
+template <op_kind Op, bool Mapped>
+struct no_hlo_mapping {
+  static_assert(Mapped, "hlo::export: the graph holds an op with no HLO mapping (named in this template's Op argument)");
+};
+}  // namespace diag
+
+// The first node whose op `Mapping` cannot export, or -1.
+template <class Mapping, std::size_t N>
+constexpr int first_unmapped(const graph::graph<N>& g) {
+  for (int i = 0; i < int(N); ++i)
+    if (!Mapping::has(g[i].op)) return i;
+  return -1;
+}
+
+// A compile-time error, naming the op, when a node of Program's graph has no HLO mapping.
+template <class Program, class Mapping = hlo_mapping>
+constexpr bool check_exportable() {
+  constexpr int bad = first_unmapped<Mapping>(Program::graph);
+  if constexpr (bad >= 0) (void)diag::no_hlo_mapping<Program::graph[bad].op, false>{};
+  return true;  // the diagnostic above is the one error; nothing else fails after it
+}
+
+// ---- options ----
+
+enum class export_form : std::uint8_t { unfused, fused };
+enum class group_calls : std::uint8_t { fusion, call };
+
+// A sharding annotation for a named entry parameter or output ("output.<k>"), or none.
+using sharding_rule = std::function<std::optional<hlo::sharding>(std::string_view name, const dims& shape)>;
+
+struct export_options {
+  export_form form = export_form::unfused;
+  group_calls groups = group_calls::fusion;  // fused form: how the entry calls a group
+  std::string module_name = "fusedsl";
+  sharding_rule sharding{};  // empty: no annotations
+};
+
+// A run-time view of a fusion_plan<N>.
+struct fusion_view {
+  const int* group_of = nullptr;
+  const plan::fusion_group* groups = nullptr;
+  int n_groups = 0;
+  const int* order = nullptr;
+
+  template <std::size_t N>
+  constexpr fusion_view(const plan::fusion_plan<N>& p)
+      : group_of(p.group_of.data()), groups(p.groups.data()), n_groups(p.n_groups), order(p.order.data()) {}
+  constexpr fusion_view() = default;
+};
+
+// One entry parameter: the name it is bound by, and what it holds.
+struct export_binding {
+  std::string name;
+  dtype type = dtype::f32;
+  dims shape{};
+  op_kind kind = op_kind::input;
+};
+
+namespace detail {
+
+inline void collect_bindings(const graph::graph_view& g, int region, const std::string& prefix, int depth,
+                             std::vector<export_binding>& out) {
+  if (depth > graph::max_regions) throw graph::graph_error("hlo::export: repeated blocks nest in a cycle");
+  for (int i = 0; i < g.size; ++i) {
+    const graph::node& n = g[i];
+    if (n.region != region) continue;
+    if (n.op == op_kind::input || n.op == op_kind::param) {
+      // Inputs inside a body are shared by all layers and keep their own name.
+      std::string name = (n.op == op_kind::param ? prefix : std::string()) + std::string(n.name.view());
+      bool seen = false;
+      for (const export_binding& b : out) seen = seen || b.name == name;
+      if (!seen) out.push_back({name, n.type, n.shape, n.op});
+    } else if (n.op == op_kind::repeat) {
+      if (n.body <= 0 || n.body >= g.n_regions) throw graph::graph_error("hlo::export: a repeat names no body region");
+      for (int l = 0; l < n.count; ++l)
+        collect_bindings(g, n.body, prefix + std::string(n.name.view()) + "." + std::to_string(l) + ".", depth + 1, out);
+    }
+  }
+}
+
+constexpr element_type element_of(dtype t) {
+  switch (t) {
+    case dtype::f32: return element_type::f32;
+    case dtype::bf16: return element_type::bf16;
+    case dtype::f16: return element_type::f16;
+    case dtype::i32: return element_type::s32;
+    case dtype::boolean: return element_type::pred;
+  }
+  return element_type::f32;
+}
+
+inline std::vector<std::int64_t> to_vector(const dims& d) {
+  return std::vector<std::int64_t>(d.d.begin(), d.d.begin() + d.rank);
+}
+
+// Emits fusedsl nodes as HLO instructions into one computation.
+class node_emitter {
+ public:
+  node_emitter(module& m, const graph::graph_view& g, computation_builder& b) : m_(m), g_(g), b_(b) {}
+
+  using value_of = std::function<instruction_id(int node)>;
+
+  // The HLO value of node id (a non-leaf, or iota); operands through `value`.
+  instruction_id emit(int id, const value_of& value) {
+    const graph::node& n = g_[id];
+    const std::vector<std::int64_t> out = to_vector(n.shape);
+    const element_type et = element_of(n.type);
+    const element_type ct = compute_type(n.type);
+    auto arg = [&](int k, element_type t, const std::vector<std::int64_t>& to) {
+      return operand(n.in[std::size_t(k)], t, to, value);
+    };
+    switch (n.op) {
+      case op_kind::constant: return broadcast_to(scalar(n.value, et), out);
+      case op_kind::iota: return b_.add_iota(hlo::shape::array(et, out), n.axis);
+      case op_kind::input: case op_kind::param: case op_kind::placeholder: case op_kind::repeat:
+        throw graph::graph_error("hlo::export: a leaf or repeat reached the node emitter");
+      case op_kind::cast: return b_.add_convert(value(n.in[0]), et);
+      case op_kind::select:
+        return b_.add_select(arg(0, element_type::pred, out), arg(1, et, out), arg(2, et, out));
+      case op_kind::eq: case op_kind::ne: case op_kind::lt: case op_kind::le: case op_kind::gt: case op_kind::ge: {
+        const element_type t = operand_type(n);
+        return b_.add_compare(arg(0, t, out), arg(1, t, out), direction_of(n.op));
+      }
+      case op_kind::reduce_sum: case op_kind::reduce_mean: case op_kind::reduce_max: case op_kind::reduce_min:
+        return emit_reduce(n, value);
+      case op_kind::matmul: return emit_matmul(n, value);
+      case op_kind::transpose:
+        return b_.add_transpose(value(n.in[0]), std::vector<std::int64_t>(n.perm.begin(), n.perm.begin() + n.shape.rank));
+      case op_kind::reshape: return b_.add_reshape(value(n.in[0]), out);
+      case op_kind::broadcast: return broadcast_to(value(n.in[0]), out);
+      case op_kind::slice: {
+        std::vector<slice_dim> r;
+        const graph::node& x = g_[n.in[0]];
+        for (int d = 0; d < x.shape.rank; ++d)
+          r.push_back(d == n.axis ? slice_dim{n.begin, n.end, 1} : slice_dim{0, x.shape[d], 1});
+        return b_.add_slice(value(n.in[0]), std::move(r));
+      }
+      case op_kind::concat: {
+        std::vector<instruction_id> xs;
+        for (int k = 0; k < n.n_in; ++k) xs.push_back(value(n.in[std::size_t(k)]));
+        return b_.add_concatenate(std::move(xs), n.axis);
+      }
+      case op_kind::softmax: case op_kind::log_softmax:
+        return narrow(emit_softmax(arg(0, ct, out), n.axis, n.op == op_kind::log_softmax), et);
+      case op_kind::layernorm: case op_kind::rmsnorm: {
+        const instruction_id x = arg(0, ct, out), gamma = arg(1, ct, out);
+        const std::optional<instruction_id> beta =
+            n.n_in > 2 ? std::optional<instruction_id>(arg(2, ct, out)) : std::nullopt;
+        return narrow(emit_norm(n.op, x, gamma, beta, n.value), et);
+      }
+      default: break;
+    }
+    if (graph::is_unary(n.op)) return narrow(emit_unary(n.op, arg(0, ct, out)), et);
+    if (graph::is_binary(n.op)) return narrow(b_.add_binary(binary_opcode(n.op), arg(0, ct, out), arg(1, ct, out)), et);
+    throw graph::graph_error("hlo::export: no HLO mapping for op " + std::string(graph::name_of(n.op)));
+  }
+
+  // A constant, iota or computed node used where its value is needed as itself.
+  instruction_id scalar(double v, element_type t) {
+    if (is_integral(t)) return b_.add_constant(literal::scalar_int(t, std::int64_t(v)));
+    return b_.add_constant(literal::scalar(t, v));
+  }
+
+ private:
+  static element_type compute_type(dtype t) {
+    return t == dtype::bf16 || t == dtype::f16 ? element_type::f32 : element_of(t);
+  }
+  // The dtype a compare reads its operands in: a weak constant takes the other operand's.
+  element_type operand_type(const graph::node& n) const {
+    const graph::node& a = g_[n.in[0]];
+    const graph::node& b = g_[n.in[1]];
+    if (a.op == op_kind::constant && a.weak) return element_of(b.type);
+    return element_of(a.type);
+  }
+  static comparison_direction direction_of(op_kind k) {
+    switch (k) {
+      case op_kind::eq: return comparison_direction::eq;
+      case op_kind::ne: return comparison_direction::ne;
+      case op_kind::lt: return comparison_direction::lt;
+      case op_kind::le: return comparison_direction::le;
+      case op_kind::gt: return comparison_direction::gt;
+      default: return comparison_direction::ge;
+    }
+  }
+  static opcode binary_opcode(op_kind k) {
+    switch (k) {
+      case op_kind::add: return opcode::add;
+      case op_kind::sub: return opcode::subtract;
+      case op_kind::mul: return opcode::multiply;
+      case op_kind::div: return opcode::divide;
+      case op_kind::max: return opcode::maximum;
+      case op_kind::min: return opcode::minimum;
+      default: return opcode::power;
+    }
+  }
+
+  std::vector<std::int64_t> dims_of(instruction_id x) const { return b_.shape_of(x).dims; }  // a copy: ids outlive appends
+  element_type type_of(instruction_id x) const { return b_.shape_of(x).type; }
+
+  instruction_id narrow(instruction_id x, element_type t) {
+    return type_of(x) == t ? x : b_.add_convert(x, t);
+  }
+
+  // Operand node `id` as type t with dims `to` (NumPy broadcasting); constants are made in t.
+  instruction_id operand(int id, element_type t, const std::vector<std::int64_t>& to, const value_of& value) {
+    const graph::node& o = g_[id];
+    if (o.op == op_kind::constant) return broadcast_to(scalar(o.value, t), to);
+    return broadcast_to(narrow(value(id), t), to);
+  }
+
+  // NumPy broadcasting as HLO: drop the size-1 axes that grow, then `broadcast` with dimensions.
+  instruction_id broadcast_to(instruction_id x, const std::vector<std::int64_t>& to) {
+    const std::vector<std::int64_t> from = dims_of(x);
+    if (from == to) return x;
+    const std::size_t lead = to.size() - from.size();
+    std::vector<std::int64_t> kept, mapped;
+    for (std::size_t i = 0; i < from.size(); ++i)
+      if (from[i] == to[lead + i]) {
+        kept.push_back(from[i]);
+        mapped.push_back(std::int64_t(lead + i));
+      }
+    if (kept.size() != from.size()) x = b_.add_reshape(x, kept);
+    return b_.add_broadcast(x, to, mapped);
+  }
+
+  // Every dimension but `axis`, for broadcasting a reduced row back over its axis.
+  static std::vector<std::int64_t> all_but(std::size_t rank, std::int64_t axis) {
+    std::vector<std::int64_t> r;
+    for (std::size_t i = 0; i < rank; ++i)
+      if (std::int64_t(i) != axis) r.push_back(std::int64_t(i));
+    return r;
+  }
+  instruction_id full(double v, element_type t, const std::vector<std::int64_t>& to) {
+    return broadcast_to(scalar(v, t), to);
+  }
+
+  std::string reducer(opcode op, element_type t) {
+    const std::string name = std::string(op == opcode::add ? "sum" : op == opcode::maximum ? "max" : "min") + "_" +
+                             std::string(to_string(t));
+    if (!m_.find(name)) m_.add_computation(make_scalar_computation(name, op, t));
+    return name;
+  }
+
+  // reduce x over `axis` (no keepdims) with op; init is op's identity.
+  instruction_id reduce(instruction_id x, std::int64_t axis, opcode op) {
+    const element_type t = type_of(x);
+    double init = 0;
+    if (op != opcode::add) {
+      const bool is_max = op == opcode::maximum;
+      if (is_integral(t)) init = is_max ? double(std::numeric_limits<std::int32_t>::min()) : double(std::numeric_limits<std::int32_t>::max());
+      else init = is_max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+    }
+    const instruction_id zero = scalar(init, t);
+    const std::string name = reducer(op, t);
+    return b_.add_reduce(x, zero, {axis}, m_.get(name));
+  }
+
+  instruction_id emit_reduce(const graph::node& n, const value_of& value) {
+    const graph::node& xn = g_[n.in[0]];
+    const element_type ct = compute_type(n.type);
+    const instruction_id x = narrow(value(n.in[0]), ct);
+    const opcode op = n.op == op_kind::reduce_max ? opcode::maximum
+                      : n.op == op_kind::reduce_min ? opcode::minimum : opcode::add;
+    instruction_id r = reduce(x, n.axis, op);
+    if (n.op == op_kind::reduce_mean) r = b_.add_binary(opcode::divide, r, full(double(xn.shape[n.axis]), ct, dims_of(r)));
+    r = narrow(r, element_of(n.type));
+    if (n.keepdims) r = b_.add_reshape(r, to_vector(n.shape));
+    return r;
+  }
+
+  // NumPy matmul as `dot`: [..., M, K] x [..., K, N]. A rank-2 right operand (a weight) is
+  // contracted directly, the left operand's batch axes being free dims; otherwise both operands
+  // are broadcast to the result's batch axes, which become the dot's batch dimensions.
+  instruction_id emit_matmul(const graph::node& n, const value_of& value) {
+    const element_type ct = compute_type(n.type);
+    instruction_id a = narrow(value(n.in[0]), ct), b = narrow(value(n.in[1]), ct);
+    const std::int64_t ra = std::int64_t(dims_of(a).size()), rb = std::int64_t(dims_of(b).size());
+    dot_dimension_numbers dn;
+    if (rb == 2) {
+      dn.lhs_contracting = {n.trans_a ? ra - 2 : ra - 1};
+      dn.rhs_contracting = {n.trans_b ? 1 : 0};
+      // The free dims of a come out as (batch..., M) for either trans_a: NumPy's order already.
+      return narrow(b_.add_dot(a, b, dn), element_of(n.type));
+    }
+    const std::int64_t out_rank = n.shape.rank, nb = out_rank - 2;
+    auto lift = [&](instruction_id x) {
+      std::vector<std::int64_t> to(n.shape.d.begin(), n.shape.d.begin() + nb);
+      const std::vector<std::int64_t> s = dims_of(x);
+      to.push_back(s[s.size() - 2]);
+      to.push_back(s[s.size() - 1]);
+      return broadcast_to(x, to);
+    };
+    a = lift(a);
+    b = lift(b);
+    for (std::int64_t i = 0; i < nb; ++i) {
+      dn.lhs_batch.push_back(i);
+      dn.rhs_batch.push_back(i);
+    }
+    dn.lhs_contracting = {n.trans_a ? nb : nb + 1};
+    dn.rhs_contracting = {n.trans_b ? nb + 1 : nb};
+    return narrow(b_.add_dot(a, b, dn), element_of(n.type));
+  }
+
+  instruction_id emit_unary(op_kind k, instruction_id x) {
+    const element_type t = type_of(x);
+    const std::vector<std::int64_t> s = dims_of(x);
+    auto mul = [&](instruction_id p, instruction_id q) { return b_.add_binary(opcode::multiply, p, q); };
+    auto add = [&](instruction_id p, instruction_id q) { return b_.add_binary(opcode::add, p, q); };
+    switch (k) {
+      case op_kind::neg: return b_.add_unary(opcode::negate, x);
+      case op_kind::abs: return b_.add_unary(opcode::abs, x);
+      case op_kind::exp: return b_.add_unary(opcode::exponential, x);
+      case op_kind::log: return b_.add_unary(opcode::log, x);
+      case op_kind::sqrt: return b_.add_unary(opcode::sqrt, x);
+      case op_kind::rsqrt: return b_.add_unary(opcode::rsqrt, x);
+      case op_kind::tanh: return b_.add_unary(opcode::tanh, x);
+      case op_kind::erf: return b_.add_unary(opcode::erf, x);
+      case op_kind::sigmoid: return b_.add_unary(opcode::logistic, x);
+      case op_kind::relu: return b_.add_binary(opcode::maximum, x, full(0.0, t, s));
+      case op_kind::silu: return mul(x, b_.add_unary(opcode::logistic, x));
+      case op_kind::gelu_erf: {
+        // 0.5 x (1 + erf(x / sqrt 2))
+        const instruction_id e = b_.add_unary(opcode::erf, mul(x, full(0.70710678118654752, t, s)));
+        return mul(mul(full(0.5, t, s), x), add(full(1.0, t, s), e));
+      }
+      case op_kind::gelu_tanh: {
+        // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+        const instruction_id x3 = mul(mul(x, x), x);
+        const instruction_id inner = mul(full(0.7978845608028654, t, s), add(x, mul(full(0.044715, t, s), x3)));
+        return mul(mul(full(0.5, t, s), x), add(full(1.0, t, s), b_.add_unary(opcode::tanh, inner)));
+      }
+      default: break;
+    }
+    throw graph::graph_error("hlo::export: not a unary op: " + std::string(graph::name_of(k)));
+  }
+
+  // where(v == from, to, v)
+  instruction_id replace(instruction_id v, double from, double to) {
+    const element_type t = type_of(v);
+    const std::vector<std::int64_t> s = dims_of(v);
+    const instruction_id hit = b_.add_compare(v, full(from, t, s), comparison_direction::eq);
+    return b_.add_select(hit, full(to, t, s), v);
+  }
+
+  // graph/expand.hpp's softmax: m' = where(m == -inf, 0, m); e = exp(x - m'); s' = where(s == 0, 1, s).
+  instruction_id emit_softmax(instruction_id x, std::int64_t axis, bool log) {
+    const std::vector<std::int64_t> s = dims_of(x);
+    const std::vector<std::int64_t> keep = all_but(s.size(), axis);
+    const instruction_id m = replace(reduce(x, axis, opcode::maximum), -std::numeric_limits<double>::infinity(), 0.0);
+    const instruction_id shifted = b_.add_binary(opcode::subtract, x, b_.add_broadcast(m, s, keep));
+    const instruction_id e = b_.add_unary(opcode::exponential, shifted);
+    const instruction_id sum = replace(reduce(e, axis, opcode::add), 0.0, 1.0);
+    if (log) return b_.add_binary(opcode::subtract, shifted, b_.add_broadcast(b_.add_unary(opcode::log, sum), s, keep));
+    return b_.add_binary(opcode::divide, e, b_.add_broadcast(sum, s, keep));
+  }
+
+  // mean over the last axis, broadcast back to x's dims.
+  instruction_id row_mean(instruction_id x) {
+    const std::vector<std::int64_t> s = dims_of(x);
+    const std::int64_t last = std::int64_t(s.size()) - 1;
+    const instruction_id sum = reduce(x, last, opcode::add);
+    const instruction_id mean = b_.add_binary(opcode::divide, sum, full(double(s.back()), type_of(x), dims_of(sum)));
+    return b_.add_broadcast(mean, s, all_but(s.size(), last));
+  }
+
+  instruction_id emit_norm(op_kind k, instruction_id x, instruction_id gamma, std::optional<instruction_id> beta,
+                           double eps) {
+    const element_type t = type_of(x);
+    const std::vector<std::int64_t> s = dims_of(x);
+    auto mul = [&](instruction_id p, instruction_id q) { return b_.add_binary(opcode::multiply, p, q); };
+    const instruction_id xc = k == op_kind::rmsnorm ? x : b_.add_binary(opcode::subtract, x, row_mean(x));
+    const instruction_id var = row_mean(mul(xc, xc));
+    const instruction_id r = b_.add_unary(opcode::rsqrt, b_.add_binary(opcode::add, var, full(eps, t, s)));
+    const instruction_id y = mul(mul(xc, r), gamma);
+    return beta ? b_.add_binary(opcode::add, y, *beta) : y;
+  }
+
+  module& m_;
+  const graph::graph_view& g_;
+  computation_builder& b_;
+};
+
+inline fusion_kind fusion_kind_of(plan::group_kind k) {
+  switch (k) {
+    case plan::group_kind::matmul: case plan::group_kind::attention: return fusion_kind::output;
+    case plan::group_kind::row: case plan::group_kind::reduce: return fusion_kind::input;
+    default: return fusion_kind::loop;
+  }
+}
+
+class exporter {
+ public:
+  exporter(const graph::graph_view& g, const fusion_view* f, const export_options& o) : g_(g), f_(f), o_(o) {
+    m_.name = o.module_name;
+  }
+
+  module run() {
+    computation_builder entry("main");
+    std::vector<export_binding> bs;
+    collect_bindings(g_, 0, "", 0, bs);
+    for (const export_binding& b : bs) {
+      const instruction_id p = entry.add_parameter(hlo::shape::array(element_of(b.type), to_vector(b.shape)), b.name);
+      entry.set_op_name(p, b.name);
+      if (o_.sharding)
+        if (auto s = o_.sharding(b.name, b.shape)) entry.set_sharding(p, *s);
+      params_[b.name] = p;
+    }
+    std::vector<long> val(std::size_t(g_.size), -1);
+    emit_region(entry, 0, -1, "", val);
+    std::vector<instruction_id> outs;
+    std::vector<hlo::sharding> out_shardings;
+    bool any_sharding = false;
+    node_emitter ne(m_, g_, entry);
+    for (int k = 0; k < g_.n_outputs; ++k) {
+      const int id = g_.outputs[k];
+      outs.push_back(value(ne, val, id));
+      const std::string name = g_.n_outputs == 1 ? "output" : "output." + std::to_string(k);
+      std::optional<hlo::sharding> s = o_.sharding ? o_.sharding(name, g_[id].shape) : std::nullopt;
+      any_sharding = any_sharding || s.has_value();
+      out_shardings.push_back(s.value_or(hlo::sharding::replicated()));
+    }
+    instruction_id root = outs[0];
+    if (outs.size() > 1) {
+      root = entry.add_tuple(outs);
+      if (any_sharding) entry.set_sharding(root, hlo::sharding::make_tuple(out_shardings));
+    } else if (any_sharding) {
+      // A parameter returned as it is keeps its own annotation; a copy carries the output's.
+      if (entry.get(root).opcode == opcode::parameter) root = entry.add_unary(opcode::copy, root);
+      entry.set_sharding(root, out_shardings[0]);
+    }
+    m_.set_entry(entry.build(root));
+    verify(m_);
+    return std::move(m_);
+  }
+
+ private:
+  // The value of node id in the computation `b` is building (leaves made on first use).
+  instruction_id value(node_emitter& ne, std::vector<long>& val, int id) {
+    long& v = val[std::size_t(id)];
+    if (v < 0) {
+      const graph::node& n = g_[id];
+      if (n.op != op_kind::constant && n.op != op_kind::iota)
+        throw graph::graph_error("hlo::export: node " + std::to_string(id) + " (" + std::string(graph::name_of(n.op)) +
+                                 ") is read before it is computed");
+      v = long(ne.emit(id, {}));
+    }
+    return instruction_id(v);
+  }
+
+  instruction_id param_of(const graph::node& n, const std::string& prefix) {
+    const std::string name = (n.op == op_kind::param ? prefix : std::string()) + std::string(n.name.view());
+    auto it = params_.find(name);
+    if (it == params_.end()) throw graph::graph_error("hlo::export: no entry parameter for binding \"" + name + "\"");
+    return it->second;
+  }
+
+  // Emits the nodes of `region` into b; val maps node ids to b's instructions.
+  void emit_region(computation_builder& b, int region, long placeholder, const std::string& prefix,
+                   std::vector<long>& val) {
+    node_emitter ne(m_, g_, b);
+    auto get = [&](int id) { return value(ne, val, id); };
+    const bool fused = o_.form == export_form::fused && f_ != nullptr;
+    // Leaves first; in the fused form the groups follow in plan order, else nodes in table order.
+    for (int i = 0; i < g_.size; ++i) {
+      const graph::node& n = g_[i];
+      if (n.region != region) continue;
+      if (n.op == op_kind::input || n.op == op_kind::param) val[std::size_t(i)] = long(param_of(n, prefix));
+      else if (n.op == op_kind::placeholder) val[std::size_t(i)] = placeholder;
+    }
+    if (!fused) {
+      for (int i = 0; i < g_.size; ++i) {
+        const graph::node& n = g_[i];
+        if (n.region != region || graph::is_leaf(n.op)) continue;
+        if (n.op == op_kind::repeat) val[std::size_t(i)] = long(emit_repeat(b, n, get(n.in[0]), prefix));
+        else val[std::size_t(i)] = long(ne.emit(i, get));
+      }
+    } else {
+      for (int k = 0; k < f_->n_groups; ++k) {
+        const int gi = f_->order[k];
+        const plan::fusion_group& gr = f_->groups[gi];
+        if (gr.region != region) continue;
+        if (gr.kind == plan::group_kind::repeat) {
+          const graph::node& n = g_[gr.anchor];
+          val[std::size_t(gr.anchor)] = long(emit_repeat(b, n, get(n.in[0]), prefix));
+        } else {
+          emit_group(b, gi, val, get);
+        }
+      }
+    }
+    if (region > 0) {
+      const int result = g_.regions[region].result;
+      val[std::size_t(result)] = long(get(result));
+    }
+  }
+
+  instruction_id emit_repeat(computation_builder& b, const graph::node& n, instruction_id x, const std::string& prefix) {
+    instruction_id cur = x;
+    for (int l = 0; l < n.count; ++l) {
+      std::vector<long> val(std::size_t(g_.size), -1);
+      emit_region(b, n.body, long(cur), prefix + std::string(n.name.view()) + "." + std::to_string(l) + ".", val);
+      cur = instruction_id(val[std::size_t(g_.regions[n.body].result)]);
+    }
+    return cur;
+  }
+
+  bool in_group(int id, int gi) const { return f_->group_of[id] == gi; }
+
+  // Members of group gi whose values are read outside it (other groups, outputs, region results).
+  std::vector<int> group_outputs(int gi) const {
+    std::vector<bool> out(std::size_t(g_.size), false);
+    for (int i = 0; i < g_.size; ++i)
+      if (!in_group(i, gi))
+        for (int k = 0; k < g_[i].n_in; ++k)
+          if (in_group(g_[i].in[std::size_t(k)], gi)) out[std::size_t(g_[i].in[std::size_t(k)])] = true;
+    for (int k = 0; k < g_.n_outputs; ++k)
+      if (in_group(g_.outputs[k], gi)) out[std::size_t(g_.outputs[k])] = true;
+    for (int r = 1; r < g_.n_regions; ++r)
+      if (g_.regions[r].result >= 0 && in_group(g_.regions[r].result, gi)) out[std::size_t(g_.regions[r].result)] = true;
+    std::vector<int> r;
+    for (int i = 0; i < g_.size; ++i)
+      if (out[std::size_t(i)]) r.push_back(i);
+    return r;
+  }
+
+  // The computation of group gi: the members its `roots` need, reading its operands as
+  // parameters. Returns the computation's name and the external operands in parameter order.
+  struct fused_computation {
+    std::string name;
+    std::vector<int> operands;
+    std::vector<int> roots;
+  };
+
+  fused_computation make_fusion(int gi, const std::vector<int>& roots) {
+    const plan::fusion_group& gr = f_->groups[gi];
+    // Members the roots depend on (within the group), in table order.
+    std::vector<bool> need(std::size_t(g_.size), false);
+    for (int r : roots) need[std::size_t(r)] = true;
+    for (int i = g_.size - 1; i >= 0; --i) {
+      if (!need[std::size_t(i)] || !in_group(i, gi)) continue;
+      for (int k = 0; k < g_[i].n_in; ++k) need[std::size_t(g_[i].in[std::size_t(k)])] = true;
+    }
+    fused_computation fc;
+    fc.roots = roots;
+    const std::string name = "fused_" + std::string(plan::name_of(gr.kind)) + "_" + std::to_string(gi);
+    computation_builder fb(name);
+    std::vector<long> val(std::size_t(g_.size), -1);
+    for (int i = 0; i < g_.size; ++i) {
+      if (!need[std::size_t(i)] || in_group(i, gi)) continue;
+      const op_kind k = g_[i].op;
+      if (k == op_kind::constant || k == op_kind::iota) continue;  // recomputed inside the fusion
+      const graph::node& n = g_[i];
+      const std::string pname = n.op == op_kind::input || n.op == op_kind::param ? std::string(n.name.view())
+                                                                                 : "p" + std::to_string(fc.operands.size());
+      val[std::size_t(i)] = long(fb.add_parameter(hlo::shape::array(element_of(n.type), to_vector(n.shape)), pname));
+      fc.operands.push_back(i);
+    }
+    node_emitter ne(m_, g_, fb);
+    auto get = [&](int id) { return value(ne, val, id); };
+    for (int i = 0; i < g_.size; ++i)
+      if (need[std::size_t(i)] && in_group(i, gi)) val[std::size_t(i)] = long(ne.emit(i, get));
+    instruction_id root = instruction_id(val[std::size_t(roots[0])]);
+    if (roots.size() > 1) {
+      std::vector<instruction_id> rs;
+      for (int r : roots) rs.push_back(instruction_id(val[std::size_t(r)]));
+      root = fb.add_tuple(rs);
+    }
+    fc.name = m_.add_computation(fb.build(root));
+    return fc;
+  }
+
+  template <class Get>
+  void emit_group(computation_builder& b, int gi, std::vector<long>& val, Get& get) {
+    auto it = fusions_.find(gi);
+    if (it == fusions_.end()) {
+      // Made once per group: every layer of a stack calls the same computations.
+      it = fusions_.emplace(gi, make_fusion(gi, group_outputs(gi))).first;
+    }
+    const fused_computation& fc = it->second;
+    std::vector<instruction_id> args;
+    for (int o : fc.operands) args.push_back(get(o));
+    const instruction_id f = o_.groups == group_calls::call
+                                 ? b.add_call(args, m_.get(fc.name))
+                                 : b.add_fusion(args, m_.get(fc.name), fusion_kind_of(f_->groups[gi].kind));
+    if (fc.roots.size() == 1) {
+      val[std::size_t(fc.roots[0])] = long(f);
+    } else {
+      for (std::size_t r = 0; r < fc.roots.size(); ++r)
+        val[std::size_t(fc.roots[r])] = long(b.add_get_tuple_element(f, std::int64_t(r)));
+    }
+  }
+
+  const graph::graph_view& g_;
+  const fusion_view* f_;
+  const export_options& o_;
+  module m_;
+  std::map<std::string, instruction_id> params_;
+  std::map<int, fused_computation> fusions_;
+};
+
+}  // namespace detail
+
+// The entry parameters of an exported graph, in order.
+inline std::vector<export_binding> export_bindings(const graph::graph_view& g) {
+  std::vector<export_binding> out;
+  detail::collect_bindings(g, 0, "", 0, out);
+  return out;
+}
+
+// Run-time export of a node table (and, for the fused form, its fusion plan).
+inline module to_module(const graph::graph_view& g, const fusion_view* fusion, const export_options& o = {}) {
+  if (o.form == export_form::fused && fusion == nullptr)
+    throw graph::graph_error("hlo::export: the fused form needs the program's fusion plan");
+  return detail::exporter(g, fusion, o).run();
+}
+
+// Export a compiled program (fusedsl::compile(...)).
+template <class Program>
+  requires requires { Program::graph; Program::fusion; }
+module to_module(const Program&, const export_options& o = {}) {
+  static constexpr bool exportable = check_exportable<Program>();
+  (void)exportable;
+  const fusion_view f(Program::fusion);
+  return to_module(graph::graph_view(Program::graph), &f, o);
+}
+
+template <class Program>
+  requires requires { Program::graph; Program::fusion; }
+std::string to_text(const Program& p, const export_options& o = {}) {
+  return to_text(to_module(p, o));
+}
+
+}  // namespace fusedsl::hlo
