@@ -14,6 +14,8 @@
 //                                                         its rows alias in L1)
 //       for each nr-column panel of B in the block
 //         micro-kernel: mr x nr accumulators, k rank-1 updates, then the epilogue and the store
+// When one B panel (k x nr) fits in L1 the two inner loops swap: the B panel stays in L1 and the
+// A rows stream from L2.
 // Operands may be transposed: A(i, p) is a[i*lda + p], or a[p*lda + i] when trans_a; B(p, j) is
 // b[p*ldb + j], or b[j*ldb + p] when trans_b. Packing reads both forms.
 #include <algorithm>
@@ -35,11 +37,7 @@ template <class Arch>
 struct gemm_tile;
 template <>
 struct gemm_tile<xsimd::avx512f> {
-#ifdef FUSEDSL_GEMM_MR
-  static constexpr int mr = FUSEDSL_GEMM_MR, nr = 32;
-#else
   static constexpr int mr = 12, nr = 32;  // 24 zmm accumulators, 2 loads + 12 broadcasts per k
-#endif
 };
 template <>
 struct gemm_tile<xsimd::fma3<xsimd::avx2>> {
@@ -179,7 +177,8 @@ struct micro_kernel {
       for (int v = 0; v < NV; ++v) bv[v] = simd<Arch>::load(b + p * b_kstride + v * W);
       // B streams from L2; fetch it into L1 a few rank-1 updates ahead.
 #pragma GCC unroll 4
-      for (int v = 0; v < NR; v += 16) __builtin_prefetch(b + (p + prefetch_distance) * b_kstride + v, 0, 3);
+      for (int v = 0; v < NR; v += 16)
+        __builtin_prefetch(b + (p + prefetch_distance) * b_kstride + v, 0, 3);
       const float* ap = a + p * a_kstride;
 #pragma GCC unroll 16
       for (int i = 0; i < R; ++i) {
@@ -294,36 +293,54 @@ void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float*
   const std::ptrdiff_t max_block = std::max<std::ptrdiff_t>(1, l2_budget / panel_bytes);
   const std::ptrdiff_t blocks = (n_panels + max_block - 1) / max_block;
   const std::ptrdiff_t block = blocks > 0 ? (n_panels + blocks - 1) / blocks : 1;
+  // A is read in place (broadcasts need no layout; packing cost up to 20% at n = 128); it is
+  // packed only when rows 4 KiB apart would fight for the same L1 sets.
+  const bool pack_a = !trans_a && (lda * 4) % 4096 == 0;
+  // When one B panel fits in L1, hold it there and stream the A panels (12 floats per rank-1
+  // update) from L2, instead of streaming B (32 floats per update).
+  const bool b_outer = !pack_a && std::ptrdiff_t(k) * NR * 4 <= (32 << 10);
+  auto tile_at = [&](std::ptrdiff_t ip, std::ptrdiff_t jp, const float* ap, std::ptrdiff_t a_is,
+                     std::ptrdiff_t a_ks) {
+    const std::ptrdiff_t i0 = ip * MR, rows = std::min<std::ptrdiff_t>(MR, m - i0);
+    const std::ptrdiff_t j0 = jp * NR, cols = std::min<std::ptrdiff_t>(NR, n - j0);
+    if (rows == MR) {
+      typename mk::tile acc;
+      mk::template compute_rows<MR>(k, ap, a_is, a_ks, b.panel(jp), NR, acc);
+      store_tile<Arch, Act>(acc, rows, cols, i0, j0, c, ldc, ep);
+    } else {
+      typename mk::tile acc;  // passed out of line: lives in memory, only for the last rows
+      mk::compute_tail(rows, k, ap, a_is, a_ks, b.panel(jp), NR, acc);
+      store_tile<Arch, Act>(acc, rows, cols, i0, j0, c, ldc, ep);
+    }
+  };
+  auto a_in_place = [&](std::ptrdiff_t ip, const float*& ap, std::ptrdiff_t& a_is,
+                        std::ptrdiff_t& a_ks) {
+    if (trans_a) ap = a + ip * MR, a_is = 1, a_ks = lda;
+    else ap = a + ip * MR * lda, a_is = lda, a_ks = 1;
+  };
   parallel_for(pool, m_panels, [&](std::ptrdiff_t pb, std::ptrdiff_t pe, int t) {
+    const float* ap;
+    std::ptrdiff_t a_is, a_ks;
+    if (b_outer) {
+      for (std::ptrdiff_t jp = 0; jp < n_panels; ++jp)
+        for (std::ptrdiff_t ip = pb; ip < pe; ++ip) {
+          a_in_place(ip, ap, a_is, a_ks);
+          tile_at(ip, jp, ap, a_is, a_ks);
+        }
+      return;
+    }
     float* a_panel = workspace + std::ptrdiff_t(t) * MR * std::max<std::ptrdiff_t>(k, 1);
     for (std::ptrdiff_t jb = 0; jb < n_panels; jb += block) {
       const std::ptrdiff_t je = std::min(n_panels, jb + block);
       for (std::ptrdiff_t ip = pb; ip < pe; ++ip) {
-        const std::ptrdiff_t i0 = ip * MR, rows = std::min<std::ptrdiff_t>(MR, m - i0);
-        // A is read in place (broadcasts need no layout; packing cost up to 20% at n = 128); it
-        // is packed only when rows 4 KiB apart would fight for the same L1 sets.
-        const float* ap;
-        std::ptrdiff_t a_is, a_ks;
-        if (trans_a) {
-          ap = a + i0, a_is = 1, a_ks = lda;
-        } else if ((lda * 4) % 4096 != 0) {
-          ap = a + i0 * lda, a_is = lda, a_ks = 1;
-        } else {
-          pack_a_panel<MR>(rows, k, a, lda, trans_a, i0, a_panel);
+        if (pack_a) {
+          pack_a_panel<MR>(std::min<std::ptrdiff_t>(MR, m - ip * MR), k, a, lda, trans_a, ip * MR,
+                           a_panel);
           ap = a_panel, a_is = 1, a_ks = MR;
+        } else {
+          a_in_place(ip, ap, a_is, a_ks);
         }
-        for (std::ptrdiff_t jp = jb; jp < je; ++jp) {
-          const std::ptrdiff_t j0 = jp * NR, cols = std::min<std::ptrdiff_t>(NR, n - j0);
-          if (rows == MR) {
-            typename mk::tile acc;
-            mk::template compute_rows<MR>(k, ap, a_is, a_ks, b.panel(jp), NR, acc);
-            store_tile<Arch, Act>(acc, rows, cols, i0, j0, c, ldc, ep);
-          } else {
-            typename mk::tile acc;  // passed out of line: lives in memory, only for the last rows
-            mk::compute_tail(rows, k, ap, a_is, a_ks, b.panel(jp), NR, acc);
-            store_tile<Arch, Act>(acc, rows, cols, i0, j0, c, ldc, ep);
-          }
-        }
+        for (std::ptrdiff_t jp = jb; jp < je; ++jp) tile_at(ip, jp, ap, a_is, a_ks);
       }
     }
   });
