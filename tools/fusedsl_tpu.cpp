@@ -167,7 +167,7 @@ int main(int argc, char** argv) {
         tpu::write_npy_f32(std::filesystem::path(outputs) / ("out" + std::to_string(i) + ".npy"), v);
       }
       if (!check.empty()) {
-        const auto ref = tpu::read_npy(std::filesystem::path(check) / ("out" + std::to_string(i) + ".npy"));
+        const auto ref = tpu::read_npy_value(std::filesystem::path(check) / ("out" + std::to_string(i) + ".npy"));
         if (ref.data.size() != v.data.size())
           throw cli_error("--check: out" + std::to_string(i) + ".npy has " +
                           std::to_string(ref.data.size()) + " values, the result " +

@@ -32,7 +32,7 @@ hlo::module load(const std::string& name, const std::string& file = "module.hlo"
 }
 
 // Largest |result - expected| relative to the largest |expected|.
-double relative_error(const tpu::value& v, const tpu::npy_array& ref) {
+double relative_error(const tpu::value& v, const tpu::value& ref) {
   REQUIRE(v.data.size() == ref.data.size());
   double diff = 0, scale = 0;
   for (std::size_t i = 0; i < ref.data.size(); ++i) {
@@ -52,7 +52,7 @@ TEST_CASE("jax-exported modules match XLA's results on every chip model") {
     CAPTURE(name);
     const auto m = load(name);
     const auto inputs = tpu::load_inputs(m, data_dir / name);
-    const auto expected = tpu::read_npy(data_dir / name / "out0.npy");
+    const auto expected = tpu::read_npy_value(data_dir / name / "out0.npy");
     for (const auto& chip : tpu::known_chips()) {
       CAPTURE(chip.name);
       const auto s = tpu::make_schedule(m, chip);
@@ -66,7 +66,7 @@ TEST_CASE("jax-exported modules match XLA's results on every chip model") {
 TEST_CASE("small VMEM budgets force multi-step matmuls and still give XLA's results") {
   const auto m = load("layer_bf16");
   const auto inputs = tpu::load_inputs(m, data_dir / "layer_bf16");
-  const auto expected = tpu::read_npy(data_dir / "layer_bf16" / "out0.npy");
+  const auto expected = tpu::read_npy_value(data_dir / "layer_bf16" / "out0.npy");
   tpu::schedule_options opt;
   opt.blocks = tpu::matmul_blocks{16, 128, 128};
   const auto s = tpu::make_schedule(m, tpu::chip_by_name("v5e"), opt);

@@ -1,124 +1,57 @@
 #pragma once
-// Inputs for running a module: .npy files (a minimal reader for the little-endian, C-order
-// arrays numpy writes), looked up by parameter name or number, or random values from a seed.
-// (When include/fusedsl/io/npy.hpp exists this reader can give way to it.)
+// Inputs for running a module: .npy files (read with io/npy.hpp) looked up by parameter name or
+// number, or random values from a seed.
 #include <cstdint>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "fusedsl/hlo/ir.hpp"
+#include "fusedsl/io/npy.hpp"
 #include "fusedsl/tpu/error.hpp"
 #include "fusedsl/tpu/execute.hpp"
 
 namespace fusedsl::tpu {
 
-// An array read from a .npy file: its dims and its values as doubles.
-struct npy_array {
-  std::vector<std::int64_t> dims;
-  std::vector<double> data;
-};
-
-inline npy_array read_npy(const std::filesystem::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw tpu_error("cannot open " + path.string());
-  const std::string where = path.string() + ": ";
-  char magic[8];
-  if (!f.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0)
-    throw tpu_error(where + "not a .npy file");
-  std::uint32_t header_len = 0;
-  if (magic[6] == 1) {
-    unsigned char b[2];
-    f.read(reinterpret_cast<char*>(b), 2);
-    header_len = b[0] | (b[1] << 8);
-  } else {
-    unsigned char b[4];
-    f.read(reinterpret_cast<char*>(b), 4);
-    header_len = b[0] | (b[1] << 8) | (b[2] << 16) | (std::uint32_t(b[3]) << 24);
+// A .npy file as a value: its dims, its element type (f4 -> f32, f8 -> f64, i4 -> s32, i8 -> s64,
+// b1 -> pred, f2 -> f16) and its elements as doubles. Errors name the file.
+inline value read_npy_value(const std::filesystem::path& path) {
+  io::npy_array a;
+  try {
+    a = io::read_npy(path.string());
+  } catch (const io::npy_error& e) {
+    throw tpu_error(e.what());
   }
-  if (!f || header_len > (1u << 20)) throw tpu_error(where + "bad header length");
-  std::string header(header_len, '\0');
-  if (!f.read(header.data(), header_len)) throw tpu_error(where + "truncated header");
-  auto field = [&](const std::string& key) {
-    auto p = header.find("'" + key + "'");
-    if (p == std::string::npos) throw tpu_error(where + "header has no '" + key + "'");
-    p = header.find(':', p);
-    return p + 1;
-  };
-  auto dp = header.find('\'', field("descr"));
-  const std::string descr = header.substr(dp + 1, header.find('\'', dp + 1) - dp - 1);
-  if (header.find("True", field("fortran_order")) < header.find(',', field("fortran_order")))
-    throw tpu_error(where + "Fortran-order arrays are not supported");
-  npy_array a;
-  {
-    auto sp = header.find('(', field("shape"));
-    auto se = header.find(')', sp);
-    std::string dims = header.substr(sp + 1, se - sp - 1);
-    std::size_t i = 0;
-    while (i < dims.size()) {
-      while (i < dims.size() && (dims[i] == ' ' || dims[i] == ',')) ++i;
-      if (i >= dims.size()) break;
-      std::size_t j = i;
-      while (j < dims.size() && dims[j] >= '0' && dims[j] <= '9') ++j;
-      if (j == i) throw tpu_error(where + "bad shape '" + dims + "'");
-      a.dims.push_back(std::stoll(dims.substr(i, j - i)));
-      i = j;
-    }
+  hlo::element_type t = hlo::element_type::f32;
+  switch (a.dtype) {
+    case io::npy_dtype::b1: t = hlo::element_type::pred; break;
+    case io::npy_dtype::i4: t = hlo::element_type::s32; break;
+    case io::npy_dtype::i8: t = hlo::element_type::s64; break;
+    case io::npy_dtype::f2: t = hlo::element_type::f16; break;
+    case io::npy_dtype::f4: t = hlo::element_type::f32; break;
+    case io::npy_dtype::f8: t = hlo::element_type::f64; break;
   }
-  std::int64_t count = 1;
-  for (auto d : a.dims) count *= d;
-  auto read_all = [&](auto tag) {
-    using T = decltype(tag);
-    std::vector<T> buf(static_cast<std::size_t>(count));
-    if (!f.read(reinterpret_cast<char*>(buf.data()), std::streamsize(buf.size() * sizeof(T))))
-      throw tpu_error(where + "truncated data (" + std::to_string(count) + " values of " + descr +
-                      " expected)");
-    a.data.assign(buf.begin(), buf.end());
-  };
-  if (descr == "<f4") read_all(float{});
-  else if (descr == "<f8") read_all(double{});
-  else if (descr == "<i4") read_all(std::int32_t{});
-  else if (descr == "<i8") read_all(std::int64_t{});
-  else if (descr == "|b1" || descr == "|u1") read_all(std::uint8_t{});
-  else throw tpu_error(where + "dtype '" + descr + "' is not supported (f4, f8, i4, i8, b1)");
-  return a;
+  value v;
+  v.shape = hlo::shape::array(t, a.shape);
+  v.data = a.as_doubles();
+  return v;
 }
 
-// Writes an array value as float32 .npy (version 1.0).
+// Writes an array value as a float32 .npy file.
 inline void write_npy_f32(const std::filesystem::path& path, const value& v) {
-  std::string shape = "(";
-  for (auto d : v.shape.dims) shape += std::to_string(d) + ",";
-  if (v.shape.dims.size() > 1) shape.pop_back();
-  shape += ")";
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
-  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
-  header += '\n';
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw tpu_error("cannot write " + path.string());
-  f.write("\x93NUMPY\x01\x00", 8);
-  const auto n = std::uint16_t(header.size());
-  const char len[2] = {char(n & 0xff), char(n >> 8)};
-  f.write(len, 2);
-  f.write(header.data(), std::streamsize(header.size()));
-  for (double x : v.data) {
-    const float y = float(x);
-    f.write(reinterpret_cast<const char*>(&y), sizeof y);
+  std::vector<float> f(v.data.begin(), v.data.end());
+  try {
+    io::write_npy<float>(path.string(), f, v.shape.dims);
+  } catch (const io::npy_error& e) {
+    throw tpu_error(e.what());
   }
 }
 
-inline value to_value(const npy_array& a, const hlo::shape& want, const std::string& what) {
-  std::int64_t count = 1;
-  for (auto d : a.dims) count *= d;
-  if (count != want.element_count() || (a.dims != want.dims && !(a.dims.empty() && want.dims.empty())))
+inline value to_value(const value& a, const hlo::shape& want, const std::string& what) {
+  if (a.shape.dims != want.dims)
     throw tpu_error(what + ": expected " + hlo::to_short_string(want) + ", the file holds " +
-                    std::to_string(count) + " values of shape (" + [&] {
-                      std::string s;
-                      for (auto d : a.dims) s += std::to_string(d) + ",";
-                      return s;
-                    }() + ")");
+                    hlo::to_short_string(a.shape));
   value v = value::zeros(want);
   for (std::size_t i = 0; i < a.data.size(); ++i) v.data[i] = hlo::round_to(want.type, a.data[i]);
   return v;
@@ -135,7 +68,7 @@ inline std::vector<value> load_inputs(const hlo::module& m, const std::filesyste
       throw tpu_error(path.string() + " is a file, but the module takes " +
                       std::to_string(params.size()) + " inputs: give a directory of .npy files");
     const auto& p = entry.instructions[params[0]];
-    out.push_back(to_value(read_npy(path), p.shape, "input 0 (" + p.name + ")"));
+    out.push_back(to_value(read_npy_value(path), p.shape, "input 0 (" + p.name + ")"));
     return out;
   }
   for (std::size_t n = 0; n < params.size(); ++n) {
@@ -145,7 +78,7 @@ inline std::vector<value> load_inputs(const hlo::module& m, const std::filesyste
     bool found = false;
     for (const auto& nm : names)
       if (std::filesystem::exists(path / nm)) {
-        out.push_back(to_value(read_npy(path / nm), p.shape,
+        out.push_back(to_value(read_npy_value(path / nm), p.shape,
                                "input " + std::to_string(n) + " (" + p.name + ") from " + nm));
         found = true;
         break;
