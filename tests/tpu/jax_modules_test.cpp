@@ -115,3 +115,23 @@ TEST_CASE("npy inputs of the wrong shape and missing input files are named in th
   CHECK_THROWS_WITH_AS(tpu::load_inputs(m, data_dir), doctest::Contains("no file for input 0"),
                        tpu::tpu_error);
 }
+
+TEST_CASE("every elementwise, logical, reduce and layout op jax emits computes what XLA computes") {
+  const auto m = load("ops_zoo");
+  const auto s = tpu::make_schedule(m, tpu::chip_by_name("v5e"));
+  check_invariants(s.kernels, s.tl, s.chip);
+  const auto out = tpu::execute(s, tpu::load_inputs(m, data_dir / "ops_zoo"));
+  REQUIRE(out.shape.is_tuple());
+  REQUIRE(out.elements.size() == 34u);
+  for (std::size_t i = 0; i < out.elements.size(); ++i) {
+    CAPTURE(i);
+    const auto expected = tpu::read_npy_value(data_dir / "ops_zoo" / ("out" + std::to_string(i) + ".npy"));
+    REQUIRE(out.elements[i].data.size() == expected.data.size());
+    double diff = 0, scale = 0;
+    for (std::size_t j = 0; j < expected.data.size(); ++j) {
+      diff = std::max(diff, std::fabs(out.elements[i].data[j] - expected.data[j]));
+      scale = std::max(scale, std::fabs(expected.data[j]));
+    }
+    CHECK(diff <= 1e-6 * std::max(scale, 1.0));
+  }
+}

@@ -56,6 +56,27 @@ def matmul_bias_gelu(x, w, b):
     return jax.nn.gelu(x @ w + b, approximate=True)
 
 
+def ops_zoo(x, y):
+    """One of (nearly) every op the HLO parser reads, so the executor is checked against XLA."""
+    lax = jax.lax
+    ay = jnp.abs(y) + 1.0
+    ints = lax.broadcasted_iota(jnp.int32, x.shape, 1)
+    rows = lax.broadcasted_iota(jnp.int32, x.shape, 0)
+    both = jnp.logical_and(x > 0, jnp.logical_not(y > 0.5))
+    unary = (jnp.abs(x), jnp.sign(x), jnp.exp(0.3 * x), jnp.expm1(0.3 * x), jnp.log(ay),
+             jnp.log1p(jnp.abs(x)), jnp.sqrt(ay), lax.rsqrt(ay), jnp.tanh(x),
+             jax.scipy.special.erf(x), jax.nn.sigmoid(x), jnp.floor(x), jnp.ceil(x),
+             jnp.cos(x), jnp.sin(x), -x)
+    binary = (x - y, x * y, x / ay, jnp.maximum(x, y), jnp.minimum(x, y), jnp.power(ay, 0.5 * x),
+              lax.rem(x, ay), lax.clamp(-0.5, x, 0.5))
+    logic = (jnp.where(both, x, y), jnp.where(jnp.logical_or(x > 1, y < -1), 1.0, 0.0),
+             (lax.div(ints, 3) + lax.rem(rows, 2) * ints).astype(jnp.float32))
+    red = (jnp.max(x, axis=0), jnp.min(x, axis=1), jnp.prod(0.1 * x + 1.0, axis=1), jnp.sum(x))
+    cat = jnp.concatenate([x, y], axis=1)[:, ::3]
+    shaped = (cat, x.T.reshape(-1, 4), x.astype(jnp.bfloat16).astype(jnp.float32))
+    return unary + binary + logic + red + shaped
+
+
 def strip_debug_sections(text):
     keep, skipping = [], False
     for line in text.splitlines():
@@ -119,6 +140,9 @@ def main():
     w = (jax.random.normal(k2, (96, 160), jnp.float32) * 96 ** -0.5).astype(jnp.float32)
     b = (0.1 * jax.random.normal(k3, (160,), jnp.float32)).astype(jnp.float32)
     export(outdir, "matmul_bias_gelu", matmul_bias_gelu, (x, w, b))
+    kx, ky = jax.random.split(jax.random.PRNGKey(3))
+    export(outdir, "ops_zoo", ops_zoo, (jax.random.normal(kx, (8, 24), jnp.float32),
+                                       jax.random.normal(ky, (8, 24), jnp.float32)))
     args = layer_args(jax.random.PRNGKey(1), 16, 64, 128)
     export(outdir, "layer_f32", lambda *a: transformer_layer(*a, heads=2, dot_dtype=jnp.float32), args)
     export(outdir, "layer_bf16", lambda *a: transformer_layer(*a, heads=2, dot_dtype=jnp.bfloat16), args)
