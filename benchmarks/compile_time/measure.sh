@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compile time and peak memory of fusedsl models, measured with /usr/bin/time -v.
 #
-#   benchmarks/compile_time/measure.sh [--quick] [--no-nvcc] [--out DIR]
+#   benchmarks/compile_time/measure.sh [--quick | --check] [--no-nvcc] [--out DIR]
 #
 # Generates one translation unit per model into DIR (default build/compile_time), each of which
 # flattens the model's graph and, when include/fusedsl/plan/program.hpp exists, compiles the program
@@ -16,26 +16,36 @@
 #   stack     fd::nn::stack<"layers", N>(block, x): the block's graph is one region, built once;
 #   unrolled  block(block(...block(x))): N nested expression nodes, N copies of the block's nodes
 #             (same parameter names in every copy, so the weights are tied; it measures cost only).
-# --quick measures depths 1, 2 and 6 only.
+# --quick measures depths 1, 2 and 6 only. --check measures only the seed example and the 12-layer
+# stack and exits 1 unless they meet the targets in docs/compile-time.md (< 30 s and < 60 s of
+# compiler CPU time, peak RSS < 2 GiB; nvcc < 60 s): the CTest `compile_time.targets` runs this.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="$repo/build/compile_time"
 depths=(1 2 6 12 24)
 use_nvcc=1
+check=0
+forms=(stack unrolled)
 while (($#)); do
   case "$1" in
     --quick) depths=(1 2 6) ;;
+    --check) check=1; depths=(12) ;;
     --no-nvcc) use_nvcc=0 ;;
     --out) out="$2"; shift ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "measure.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
 done
+((check)) && forms=(stack)
 mkdir -p "$out"
 load_before="$(cut -d" " -f1-3 /proc/loadavg)"
 
+if [ ! -x /usr/bin/time ]; then
+  echo "measure.sh: needs GNU time as /usr/bin/time (Debian package 'time')" >&2
+  exit 2
+fi
 cxx="${CXX:-g++}"
 eigen_inc="$(pkg-config --cflags-only-I eigen3 2>/dev/null || echo -I/usr/include/eigen3)"
 # shellcheck disable=SC2206
@@ -99,6 +109,15 @@ measure() {
 }
 
 rows=()
+failures=()
+# meets <what> <limit s>: checks the row just measured against a target. CPU time, not wall time,
+# so that other jobs on a loaded machine (ctest -j) cannot fail it; on an idle one they agree.
+meets() {
+  if [ "$last_status" != 0 ] ||
+     ! awk -v c="$last_cpu" -v r="$last_rss" -v l="$2" 'BEGIN { exit !(c < l && r < 2048) }'; then
+    failures+=("$1: status $last_status, $last_cpu s CPU, $last_rss MiB (target < $2 s, < 2048 MiB)")
+  fi
+}
 # row <label> <layers> <form> <compiler> <tu>
 row() {
   local label=$1 layers=$2 form=$3 compiler=$4 tu=$5 base=${5%.cpp}
@@ -109,6 +128,7 @@ row() {
     m=$(measure "$base.log" "$cxx" "${cxx_flags[@]}" -c "$tu" -o "$base.o")
   fi
   read -r wall cpu rss status <<<"$m"
+  last_cpu=$cpu last_rss=$rss last_status=$status
   local log="$base.log"
   [ "$compiler" = nvcc ] && log="$base.nvcc.log"
   if [ "$status" != 0 ]; then
@@ -138,18 +158,21 @@ row() {
 
 gen "$out/seed_2_stack.cpp" "seed example" 128 128 4 512 2 post_ln false stack
 row "seed example (d128, 4 heads, FFN 512, seq 128)" 2 stack g++ "$out/seed_2_stack.cpp"
+meets "seed example, g++" 30
 
 for n in "${depths[@]}"; do
-  for form in stack unrolled; do
+  for form in "${forms[@]}"; do
     tu="$out/gpt2_small_${n}_${form}.cpp"
     gen "$tu" "GPT-2 small shapes" 128 768 12 3072 "$n" pre_ln true "$form"
     row "GPT-2 small (d768, 12 heads, FFN 3072, seq 128)" "$n" "$form" g++ "$tu"
+    [ "$n-$form" = 12-stack ] && meets "12-layer GPT-2 small stack, g++" 60
   done
 done
 
 if ((use_nvcc)) && command -v nvcc >/dev/null 2>&1; then
-  for form in stack unrolled; do
+  for form in "${forms[@]}"; do
     row "GPT-2 small (d768, 12 heads, FFN 3072, seq 128)" 12 "$form" nvcc "$out/gpt2_small_12_${form}.cpp"
+    [ "$form" = stack ] && meets "12-layer GPT-2 small stack, nvcc" 60
   done
 fi
 
@@ -162,3 +185,11 @@ fi
   echo "|---|---:|---|---|---:|---:|---:|---:|---:|---:|"
   printf '%s\n' "${rows[@]}"
 } | tee "$out/results.md"
+
+if ((check)); then
+  if ((${#failures[@]})); then
+    printf 'measure.sh: target missed: %s\n' "${failures[@]}" >&2
+    exit 1
+  fi
+  echo "measure.sh: all compile-time targets met"
+fi
