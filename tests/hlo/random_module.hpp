@@ -198,23 +198,24 @@ class random_module_generator {
       if (b.shape_of(v).compatible(s) && coin()) return v;
     return b.add_constant(random_literal(s.type, s.dims));
   }
+  // Every tiled sharding spans 8 devices, so a module compiles with num_partitions=8.
   sharding random_sharding(std::int64_t rank) {
     switch (uniform(0, 4)) {
       case 0: return sharding::replicated();
       case 1: return sharding::maximal(uniform(0, 7));
       case 2: {
         std::vector<std::int64_t> tiles(static_cast<std::size_t>(rank), 1);
-        tiles[0] = 2;
+        tiles[0] = 8;
         return sharding::tiled(tiles);
       }
       case 3: {
         std::vector<std::int64_t> tiles(static_cast<std::size_t>(rank), 1);
         tiles.back() = 2;
-        tiles.push_back(2);
-        return sharding::tiled_devices(tiles, {3, 2, 1, 0}, true);
+        tiles.push_back(4);
+        return sharding::tiled_devices(tiles, {7, 6, 5, 4, 3, 2, 1, 0}, true);
       }
       default: {
-        sharding s = sharding::tiled({2, 4});
+        sharding s = sharding::tiled({8});
         s.tile_dims.assign(static_cast<std::size_t>(rank), 1);
         s.tile_dims[0] = 8;
         s.iota_dims = {2, 4};

@@ -1,7 +1,10 @@
 // Writes interop test cases for tests/interop/run_hlo.py: for each case a folder with
-// module.hlo (built with the IR builder, printed by our printer), input_<k>.npy and
+// module.hlo and module.mlir (built with the IR builder, printed by our HLO and StableHLO
+// printers), input_<k>.npy and
 // expected_<k>.npy (computed by reference_eval.hpp), and a `partitions` file for sharded cases.
-// Usage: fusedsl_interop_make_cases <output dir>
+// With a second folder, also writes that many random modules (tests/hlo/random_module.hpp) as
+// r<k>.hlo and r<k>.mlir there, which run_hlo.py --compile-only must see XLA accept.
+// Usage: fusedsl_interop_make_cases <cases dir> [<random dir> <count>]
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -10,9 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "../hlo/random_module.hpp"
 #include "../hlo/sample_modules.hpp"
 #include "fusedsl/hlo/builder.hpp"
 #include "fusedsl/hlo/printer.hpp"
+#include "fusedsl/hlo/stablehlo.hpp"
 #include "fusedsl/io/npy.hpp"
 #include "reference_eval.hpp"
 
@@ -83,6 +88,7 @@ void write_case(const fs::path& root, const std::string& name, const module& m, 
   const fs::path dir = root / name;
   fs::create_directories(dir);
   std::ofstream(dir / "module.hlo") << to_text(m);
+  std::ofstream(dir / "module.mlir") << to_stablehlo(m);
   for (std::size_t k = 0; k < inputs.size(); ++k) write_value(dir / ("input_" + std::to_string(k) + ".npy"), inputs[k]);
   std::vector<value> outs;
   flatten(reference::evaluate(m, inputs), outs);
@@ -102,9 +108,20 @@ module single(const std::string& name, computation entry, std::vector<computatio
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::cerr << "usage: " << argv[0] << " <output dir>\n";
+  if (argc != 2 && argc != 4) {
+    std::cerr << "usage: " << argv[0] << " <cases dir> [<random dir> <count>]\n";
     return 2;
+  }
+  if (argc == 4) {
+    const fs::path dir = argv[2];
+    fs::create_directories(dir);
+    const int count = std::stoi(argv[3]);
+    for (int k = 0; k < count; ++k) {
+      const module m = testing::random_module_generator(static_cast<std::uint64_t>(k)).generate();
+      std::ofstream(dir / ("r" + std::to_string(k) + ".hlo")) << to_text(m);
+      std::ofstream(dir / ("r" + std::to_string(k) + ".mlir")) << to_stablehlo(m);
+    }
+    std::cout << "wrote " << count << " random modules to " << dir.string() << "\n";
   }
   const fs::path root = argv[1];
   fs::create_directories(root);

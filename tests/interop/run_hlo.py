@@ -2,10 +2,12 @@
 """Runs HLO text (or StableHLO MLIR text) on XLA's CPU backend and compares with expected outputs.
 
   run_hlo.py MODULE.hlo|MODULE.mlir [--inputs a.npy ...] [--expected e.npy ...] [--partitions N]
-  run_hlo.py --cases DIR [--sharded-only | --unsharded-only]
-      each subfolder of DIR: module.hlo (or module.mlir), input_<k>.npy, expected_<k>.npy and an
+  run_hlo.py --cases DIR [--format hlo|mlir] [--sharded-only | --unsharded-only]
+      each subfolder of DIR: module.hlo and/or module.mlir, input_<k>.npy, expected_<k>.npy and an
       optional file `partitions` holding N (SPMD over N host devices).
   run_hlo.py --compare A.hlo B.hlo    run both on the same random inputs; outputs must agree.
+  run_hlo.py --compile-only DIR      compile every *.hlo and *.mlir in DIR (SPMD over 8 devices
+                                     when the module has shardings); XLA must accept all.
 
 HLO text goes through jaxlib._hlo.hlo_module_from_text (XLA's HLO parser) and
 jax.extend.mlir.hlo_to_stablehlo, then Client.compile_and_load on the CPU client. With N > 1
@@ -172,10 +174,8 @@ def run_case(label, module_path, input_paths, expected_paths, partitions):
     return ok_all
 
 
-def case_files(d):
-    module = os.path.join(d, "module.hlo")
-    if not os.path.exists(module):
-        module = os.path.join(d, "module.mlir")
+def case_files(d, fmt):
+    module = os.path.join(d, "module." + fmt)
     key = lambda p: int(re.search(r"_(\d+)\.npy$", p).group(1))
     ins = sorted(glob.glob(os.path.join(d, "input_*.npy")), key=key)
     exp = sorted(glob.glob(os.path.join(d, "expected_*.npy")), key=key)
@@ -200,8 +200,23 @@ def compare_modules(a, b, seed=0):
         inputs.append(rng.uniform(-1, 1, size=dims).astype(np.float32))
     oa, ob = run(ea, da, ta, inputs), run(eb, db, tb, inputs)
     ok = len(oa) == len(ob) and all(np.array_equal(x, y, equal_nan=True) for x, y in zip(oa, ob))
-    print(f"{'PASS' if ok else 'FAIL'} {os.path.basename(a)} == {os.path.basename(b)}: outputs={len(oa)} bitwise equal")
+    print(f"{'PASS' if ok else 'FAIL'} {a} and {b}: outputs={len(oa)}, {'bitwise equal' if ok else 'differ'}")
     return ok
+
+
+def compile_all(d):
+    files = sorted(glob.glob(os.path.join(d, "*.hlo")) + glob.glob(os.path.join(d, "*.mlir")))
+    failed = 0
+    for f in files:
+        text = open(f).read()
+        parts = DEVICE_COUNT if ("devices=" in text or "maximal device" in text) else 1
+        try:
+            compile_module(f, parts)
+        except Exception as e:  # noqa: BLE001 - report XLA's error for this file and go on
+            failed += 1
+            print(f"FAIL {os.path.basename(f)}: {type(e).__name__}: {str(e)[:2000]}")
+    print(f"{len(files) - failed}/{len(files)} modules accepted and compiled by XLA")
+    return 1 if failed or not files else 0
 
 
 def main():
@@ -214,8 +229,13 @@ def main():
     ap.add_argument("--sharded-only", action="store_true")
     ap.add_argument("--unsharded-only", action="store_true")
     ap.add_argument("--compare", nargs=2, metavar=("A", "B"))
+    ap.add_argument("--format", choices=["hlo", "mlir"], default="hlo",
+                    help="with --cases: run each case's module.hlo (default) or module.mlir")
+    ap.add_argument("--compile-only", metavar="DIR")
     args = ap.parse_args()
     print(f"jax {jax.__version__}, jaxlib {jax.lib.__version__ if hasattr(jax.lib, '__version__') else ''}".strip(", "))
+    if args.compile_only:
+        return compile_all(args.compile_only)
     if args.compare:
         return 0 if compare_modules(*args.compare) else 1
     if args.cases:
@@ -226,12 +246,14 @@ def main():
         failed = 0
         ran = 0
         for d in dirs:
-            module, ins, exp, parts = case_files(d)
+            module, ins, exp, parts = case_files(d, args.format)
+            if not os.path.exists(module):
+                continue
             if (args.sharded_only and parts == 1) or (args.unsharded_only and parts > 1):
                 continue
             ran += 1
             try:
-                failed += not run_case(os.path.basename(d), module, ins, exp, parts)
+                failed += not run_case(os.path.basename(d) + "." + args.format, module, ins, exp, parts)
             except Exception as e:  # noqa: BLE001 - report XLA's error for this case and go on
                 failed += 1
                 print(f"FAIL {os.path.basename(d)}: {type(e).__name__}: {e}")
