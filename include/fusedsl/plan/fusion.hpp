@@ -118,7 +118,10 @@ struct fuser {
       const int a = n.in[std::size_t(k)];
       const op_kind ak = g[a].op;
       if (!free(a) || !single_use(a)) continue;
-      if (layout_only ? !is_layout(ak) : !is_loop_op(ak)) continue;
+      // A matmul reads through layout ops and widening casts (bf16 weights are widened once).
+      const bool widening = ak == op_kind::cast && g[a].type == dtype::f32 && size_of(g[g[a].in[0]].type) < 4 &&
+                            is_floating(g[g[a].in[0]].type);
+      if (layout_only ? !(is_layout(ak) || widening) : !is_loop_op(ak)) continue;
       take(a, gi);
       absorb_operands(a, gi, layout_only);
     }

@@ -73,6 +73,7 @@ class executor {
     arena_ = aligned_buffer(std::size_t(mp.arena_bytes) + 64);
     scratch_ = aligned_buffer(scratch_floats_ * sizeof(float) + 64);
     packed_ = aligned_buffer(packed_floats_ * sizeof(float) + 64);
+    widened_ = aligned_buffer(widened_floats_ * sizeof(float) + 64);
     for (int o = 0; o < g.n_outputs; ++o) outputs_[std::size_t(o)] = nullptr;
     counted_.reserve(std::size_t(fp.n_groups) + 1);
   }
@@ -101,6 +102,14 @@ class executor {
                           ", got " + std::string(name_of(t.type)) + to_string(t.shape));
     if (t.data == nullptr) throw binding_error("binding \"" + s.name + "\": null data");
     s.data = t.data;
+    if (n.type == dtype::f32) {
+      s.f32 = static_cast<const float*>(t.data);
+    } else {  // widened once, here: kernels compute in f32
+      float* w = reinterpret_cast<float*>(widened_.data()) + s.widened;
+      for (std::int64_t i = 0; i < n.shape.size(); ++i)
+        w[i] = n.type == dtype::bf16 ? float(static_cast<const bf16*>(t.data)[i]) : float(static_cast<const f16*>(t.data)[i]);
+      s.f32 = w;
+    }
     if (n.op == op_kind::param) pack_weights_of(s);
   }
 
@@ -143,7 +152,9 @@ class executor {
     std::string name;
     int node = -1;
     int iter = 0;
-    const void* data = nullptr;
+    const void* data = nullptr;   // the user's memory
+    std::size_t widened = 0;      // bf16/f16 params: offset (floats) of their f32 copy in widened_
+    const float* f32 = nullptr;   // what kernels read: the user's f32 data or the widened copy
   };
   struct packed_ref {
     int matmul = -1, iter = 0;
@@ -181,15 +192,19 @@ class executor {
         s.node = i;
         s.iter = it;
         if (by_name_.count(s.name)) throw binding_error("binding \"" + s.name + "\": declared twice");
+        if (n.type != dtype::f32) {
+          s.widened = widened_floats_;
+          widened_floats_ += std::size_t(n.shape.size()) + 16;
+        }
         by_name_[s.name] = slots_.size();
         slots_.push_back(s);
       }
     }
   }
 
-  const void* slot_data(int node, int iter) const {
+  const float* slot_data(int node, int iter) const {
     for (const slot& s : slots_)
-      if (s.node == node && s.iter == iter) return s.data;
+      if (s.node == node && s.iter == iter) return s.f32;
     return nullptr;
   }
 
@@ -241,13 +256,13 @@ class executor {
       const int gi = fp.group_of[std::size_t(p.matmul)];
       const strided_view b = read_view(g, fp, gi, g[p.matmul].in[1]);
       if (b.base != s.node) continue;
-      pack_b_into(p.matmul, b, s.data, packed_.data() ? reinterpret_cast<float*>(packed_.data()) + p.offset : nullptr);
+      pack_b_into(p.matmul, b, s.f32, reinterpret_cast<float*>(packed_.data()) + p.offset);
       p.ready = true;
     }
   }
 
   // Pack B (a 2-D view of `data`) for matmul mm into dst.
-  kernels::packed_b<arch> pack_b_into(int mm, const strided_view& b, const void* data, float* dst) const {
+  kernels::packed_b<arch> pack_b_into(int mm, const strided_view& b, const float* data, float* dst) const {
     const graph::node& n = g[mm];
     const std::int64_t k = n.trans_b ? b.shape[1] : b.shape[0], cols = n.shape.back();
     // Element (p, j) of B: b[p*s0 + j*s1] (or transposed). The kernel takes unit stride on one axis.
@@ -257,9 +272,7 @@ class executor {
       trans = !trans;
       ld = b.stride[1];
     }
-    if (g[b.base].type == dtype::bf16)
-      return kernels::pack_b<arch>(k, cols, static_cast<const std::uint16_t*>(data) + b.offset, ld, trans, dst);
-    return kernels::pack_b<arch>(k, cols, static_cast<const float*>(data) + b.offset, ld, trans, dst);
+    return kernels::pack_b<arch>(k, cols, data + b.offset, ld, trans, dst);
   }
 
   // ---- per call ----
@@ -270,7 +283,7 @@ class executor {
       const graph::node& n = g[i];
       if (n.region != r) continue;
       if (n.op == op_kind::input || n.op == op_kind::param)
-        val_[std::size_t(i)] = const_cast<float*>(static_cast<const float*>(slot_data(i, it)));
+        val_[std::size_t(i)] = const_cast<float*>(slot_data(i, it));
       else if (mp.in_arena(i))
         val_[std::size_t(i)] = reinterpret_cast<float*>(base + mp.offset[std::size_t(i)]);
     }
@@ -575,8 +588,8 @@ class executor {
   std::vector<slot> slots_;
   std::map<std::string, std::size_t> by_name_;
   std::vector<packed_ref> packs_;
-  std::size_t scratch_floats_ = 0, packed_floats_ = 0;
-  aligned_buffer arena_, scratch_, packed_;
+  std::size_t scratch_floats_ = 0, packed_floats_ = 0, widened_floats_ = 0;
+  aligned_buffer arena_, scratch_, packed_, widened_;
   std::array<float*, N> val_{};
   std::array<float*, graph::max_outputs> outputs_{};
   executor_stats stats_{};

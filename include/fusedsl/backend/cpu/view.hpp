@@ -96,6 +96,11 @@ constexpr strided_view read_view(const graph::graph<N>& g, const plan::fusion_pl
   if (n.op == op_kind::reshape) return reshape_view(read_view(g, f, gi, n.in[0]), n.shape);
   if (n.op == op_kind::transpose) return permute_view(read_view(g, f, gi, n.in[0]), n.perm);
   if (n.op == op_kind::broadcast) return broadcast_view(read_view(g, f, gi, n.in[0]), n.shape);
+  if (n.op == op_kind::cast && n.type == dtype::f32 && is_floating(g[n.in[0]].type)) {
+    strided_view v = read_view(g, f, gi, n.in[0]);
+    // Only a parameter is widened ahead of time (when bound); other narrow values are not views.
+    return (v.ok && g[v.base].op == op_kind::param) ? v : strided_view{};
+  }
   if (n.op == op_kind::slice) {
     strided_view v = read_view(g, f, gi, n.in[0]);
     if (!v.ok) return v;

@@ -1,0 +1,72 @@
+#pragma once
+// Shared by the executor tests: random bindings, and a comparison with the Eigen reference.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "fusedsl/backend/cpu/executor.hpp"
+#include "fusedsl/backend/reference/evaluate.hpp"
+
+namespace fusedsl::test {
+
+struct bound_program {
+  std::vector<std::string> names;  // the reference's bindings view these
+  std::vector<dynamic_tensor> storage;
+  std::vector<reference::binding> refs;
+};
+
+// Random data for every binding; gammas near 1, inputs larger than weights.
+template <class Exec>
+bound_program bind_random(Exec& ex, unsigned seed) {
+  bound_program b;
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 0.1f);
+  const auto infos = ex.bindings();
+  b.storage.reserve(infos.size());
+  b.names.reserve(infos.size());
+  for (const auto& info : infos) {
+    b.storage.emplace_back(info.type, info.shape);
+    dynamic_tensor& t = b.storage.back();
+    for (std::int64_t i = 0; i < info.shape.size(); ++i) {
+      float v = nd(rng) * (info.kind == graph::op_kind::input ? 10.0f : 1.0f);
+      if (info.name.find("gamma") != std::string::npos) v += 1.0f;
+      if (info.type == dtype::bf16) t.data<bf16>()[i] = bf16(v);
+      else t.data<float>()[i] = v;
+    }
+    ex.bind(info.name, t.ref());
+    b.names.push_back(info.name);
+    b.refs.push_back({b.names.back(), t.ref()});
+  }
+  return b;
+}
+
+// Max |cpu - reference| / max(1, |reference|) over all outputs.
+template <class Program>
+double max_relative_error(cpu::executor<Program>& ex, const bound_program& b) {
+  std::vector<dynamic_tensor> outs;
+  for (int o = 0; o < Program::graph.n_outputs; ++o) {
+    const graph::node& n = Program::graph[Program::graph.outputs[std::size_t(o)]];
+    outs.emplace_back(n.type, n.shape);
+    ex.bind_output(o, outs.back().ref());
+  }
+  ex.run();
+  const auto expected = reference::run(graph::graph_view(Program::graph), std::span<const reference::binding>(b.refs));
+  double worst = 0;
+  for (std::size_t o = 0; o < outs.size(); ++o) {
+    REQUIRE(expected[o].shape() == outs[o].shape());
+    for (std::int64_t i = 0; i < outs[o].shape().size(); ++i) {
+      const double want = expected[o].data<float>()[i], got = outs[o].data<float>()[i];
+      if (std::isnan(want)) {
+        CHECK(std::isnan(got));
+        continue;
+      }
+      const double err = std::fabs(got - want) / std::max(1.0, std::fabs(want));
+      if (!(err <= worst)) worst = err;  // NaN in got counts as the worst error
+    }
+  }
+  return worst;
+}
+
+}  // namespace fusedsl::test

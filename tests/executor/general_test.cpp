@@ -1,0 +1,65 @@
+// Programs outside the specialised kernels' shapes still run, through the interpreter, and match
+// the reference; edge values propagate as the reference defines them.
+#include <limits>
+
+#include "check.hpp"
+
+namespace fd = fusedsl;
+
+TEST_CASE("loop, reduce and layout groups of a hand-written program match the reference") {
+  constexpr auto x = fd::input<"x", float, 7, 13>();
+  constexpr auto y = fd::input<"y", float, 13>();
+  constexpr auto w = fd::param<"w", float, 13, 5>();
+  constexpr auto h = fd::tanh(x * y - fd::lit<0.25>);
+  constexpr auto r = fd::mean<0, true>(fd::exp(h));               // reduce with a prologue
+  constexpr auto s = fd::softmax<0>(fd::transpose(h));            // softmax over a non-last axis
+  constexpr auto c = fd::concat<1>(fd::slice<1, 2, 9>(h), fd::matmul(h, w));  // layout + matmul
+  constexpr auto m = fd::max(fd::matmul(h, w) / fd::lit<3.0>, fd::lit<0.0>);  // epilogue the GEMM lacks
+  constexpr auto p = fd::compile(r, s, c, m);
+  fd::cpu::executor ex(p);
+  auto b = fd::test::bind_random(ex, 4);
+  CHECK(fd::test::max_relative_error(ex, b) < 1e-5);
+  CHECK(ex.stats().interpreted_groups > 0);
+}
+
+TEST_CASE("a fully masked softmax row is zeros and NaN propagates, as in the reference") {
+  constexpr auto x = fd::input<"x", float, 4, 16>();
+  constexpr auto keep = fd::input<"keep", float, 4, 16>();
+  constexpr auto masked = fd::where(keep > fd::lit<0.5>, x, fd::neg_inf);
+  constexpr auto p = fd::compile(fd::softmax(masked), fd::log_softmax(x) + fd::lit<1.0>);
+  fd::cpu::executor ex(p);
+  fd::tensor<float, 4, 16> xv, kv;
+  for (int i = 0; i < 64; ++i) {
+    xv[i] = float(i % 7) - 3.0f;
+    kv[i] = (i / 16 == 1) ? 0.0f : 1.0f;  // row 1 entirely masked
+  }
+  xv[3 * 16 + 5] = std::numeric_limits<float>::quiet_NaN();  // row 3 has a NaN
+  xv[2 * 16 + 1] = std::numeric_limits<float>::infinity() * -1.0f;
+  ex.bind("x", xv);
+  ex.bind("keep", kv);
+  fd::tensor<float, 4, 16> sm, ls;
+  ex.bind_output(0, sm);
+  ex.bind_output(1, ls);
+  ex.run();
+  for (int j = 0; j < 16; ++j) {
+    CHECK(sm(1, j) == 0.0f);
+    CHECK(std::isnan(sm(3, j)));
+  }
+  CHECK(sm(2, 1) == 0.0f);
+  CHECK(ls(2, 1) == -std::numeric_limits<float>::infinity());
+  const auto expected = fd::reference::run(fd::graph::graph_view(p.graph), {{"x", xv}, {"keep", kv}});
+  for (int i = 0; i < 64; ++i) {
+    const float e = expected[0].data<float>()[i];
+    if (std::isnan(e)) CHECK(std::isnan(sm[i]));
+    else CHECK(sm[i] == doctest::Approx(e).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("bf16 weights are widened once when bound and match the reference") {
+  constexpr auto x = fd::input<"x", float, 33, 40>();
+  constexpr auto w = fd::param<"w", fd::bf16, 40, 17>();
+  constexpr auto p = fd::compile(fd::gelu(fd::matmul(x, fd::cast<float>(w))));
+  fd::cpu::executor ex(p);
+  auto b = fd::test::bind_random(ex, 5);
+  CHECK(fd::test::max_relative_error(ex, b) < 1e-5);
+}

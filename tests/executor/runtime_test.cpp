@@ -1,0 +1,82 @@
+// Run-time behaviour of the executor: no allocation per call, reproducible results, bindings
+// checked with errors that name the binding.
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "check.hpp"
+#include "fusedsl/models/transformer.hpp"
+
+// Count every allocation; the replacements pair malloc with free, which GCC cannot see.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+namespace {
+std::atomic<long> allocations{0};
+}
+void* operator new(std::size_t n) {
+  allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void* operator new(std::size_t n, std::align_val_t a) {
+  allocations.fetch_add(1, std::memory_order_relaxed);
+  const std::size_t al = std::size_t(a);
+  if (void* p = std::aligned_alloc(al, (n + al - 1) / al * al)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+
+namespace fd = fusedsl;
+using M = fd::models::seed;
+
+TEST_CASE("a call allocates nothing: the arena and workspaces come from construction") {
+  fd::cpu::executor ex(M::program, fd::cpu::threads{2});
+  auto b = fd::test::bind_random(ex, 7);
+  fd::tensor<float, 128, 128> out;
+  ex.bind_output(0, out);
+  ex.run();  // warm-up
+  const long before = allocations.load();
+  for (int i = 0; i < 5; ++i) ex.run();
+  CHECK(allocations.load() == before);
+}
+
+TEST_CASE("results are bitwise identical from run to run and across thread counts") {
+  fd::cpu::executor one(M::program, fd::cpu::threads{1});
+  fd::cpu::executor two(M::program, fd::cpu::threads{2});
+  auto b1 = fd::test::bind_random(one, 8);
+  auto b2 = fd::test::bind_random(two, 8);
+  fd::tensor<float, 128, 128> a, a2, c;
+  one.bind_output(0, a);
+  one.run();
+  one.bind_output(0, a2);
+  one.run();
+  two.bind_output(0, c);
+  two.run();
+  CHECK(std::memcmp(a.data(), a2.data(), sizeof(float) * 128 * 128) == 0);
+  CHECK(std::memcmp(a.data(), c.data(), sizeof(float) * 128 * 128) == 0);
+}
+
+TEST_CASE("bindings are checked by name, shape and dtype") {
+  fd::cpu::executor ex(M::program);
+  fd::tensor<float, 128, 64> wrong_shape;
+  fd::tensor<fd::bf16, 128, 128> wrong_dtype;
+  fd::tensor<float, 128, 128> x;
+  CHECK_THROWS_WITH_AS(ex.bind("layers.0.attn.q.w", wrong_shape),
+                       "binding \"layers.0.attn.q.w\": expected f32[128,128], got f32[128,64]", fd::binding_error);
+  CHECK_THROWS_WITH_AS(ex.bind("x", wrong_dtype), "binding \"x\": expected f32[128,128], got bf16[128,128]",
+                       fd::binding_error);
+  CHECK_THROWS_WITH_AS(ex.bind("layers.2.attn.q.w", x),
+                       "binding \"layers.2.attn.q.w\": the program has no input or param of that name", fd::binding_error);
+  ex.bind("x", x);
+  fd::tensor<float, 128, 128> out;
+  ex.bind_output(0, out);
+  CHECK_THROWS_WITH_AS(ex.run(), "binding \"layers.0.attn.q.w\": not bound", fd::binding_error);
+  // Every per-layer name is listed.
+  int layer1 = 0;
+  for (const auto& info : ex.bindings()) layer1 += info.name.rfind("layers.1.", 0) == 0;
+  CHECK(layer1 == 16);
+}
