@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <random>
 
 namespace fc = fusedsl::cuda;
 namespace fb = fusedsl::cuda::bench;
@@ -64,8 +65,30 @@ void loop_and_rows(fb::report& rep) {
     cudaFree(x);
 }
 
-template <int M, int N, int K, class Epi>
-void gemm_bf16(fb::report& rep, const char* name, const fb::cublas_api& cublas, bool verify = false) {
+// Spot check of C = A B at 512 random entries against double dot products on the CPU.
+template <int M, int N, int K>
+double spot_check(const fc::bf16* a, const fc::bf16* b, const fc::bf16* c) {
+  std::vector<fc::bf16> ha(static_cast<std::size_t>(M) * K), hb(static_cast<std::size_t>(K) * N), hc(static_cast<std::size_t>(M) * N);
+  fc::check(cudaDeviceSynchronize(), "sync");
+  fc::check(cudaMemcpy(ha.data(), a, ha.size() * 2, cudaMemcpyDeviceToHost), "download");
+  fc::check(cudaMemcpy(hb.data(), b, hb.size() * 2, cudaMemcpyDeviceToHost), "download");
+  fc::check(cudaMemcpy(hc.data(), c, hc.size() * 2, cudaMemcpyDeviceToHost), "download");
+  std::vector<double> got, want;
+  std::uniform_int_distribution<int> rm(0, M - 1), cn(0, N - 1);
+  for (int s = 0; s < 512; ++s) {
+    const int i = rm(ft::rng()), j = cn(ft::rng());
+    double acc = 0.0;
+    for (int k = 0; k < K; ++k)
+      acc += static_cast<double>(fc::to_f32(ha[static_cast<std::size_t>(i) * K + k])) * fc::to_f32(hb[static_cast<std::size_t>(k) * N + j]);
+    want.push_back(acc);
+    got.push_back(fc::to_f32(hc[static_cast<std::size_t>(i) * N + j]));
+  }
+  return ft::rel_l2(got, want);
+}
+
+template <int M, int N, int K, class Epi, fc::gemm_math Math = fc::gemm_math::tensor_core,
+          class Tile = fc::default_tile_for<M, N, Math, fc::bf16>>
+void gemm_bf16(fb::report& rep, const char* name, const fb::cublas_api& cublas, bool verify = false, bool with_cublas = true) {
   auto* a = make<static_cast<long>(M) * K, fc::bf16>(11, -1.0f, 1.0f);
   auto* b = make<static_cast<long>(K) * N, fc::bf16>(12, -1.0f, 1.0f);
   auto* bias = make<N, fc::bf16>(13);
@@ -74,9 +97,16 @@ void gemm_bf16(fb::report& rep, const char* name, const fb::cublas_api& cublas, 
   Epi epi;
   epi.bias = bias, epi.residual = res;
   const double flops = 2.0 * M * N * K;
-  const double ms = fb::median_ms(g_stream, [&] { fc::gemm<M, N, K, fc::bf16, Epi>(g_stream, a, b, c, epi); });
-  rep.add(std::string("gemm bf16 ") + name, ms, flops, 0, "fusedsl WMMA");
-  if (cublas.ok()) {
+  const double ms = fb::median_ms(g_stream, [&] { fc::gemm<M, N, K, fc::bf16, Epi, Math, Tile>(g_stream, a, b, c, epi); });
+  const std::string path = std::string(Math == fc::gemm_math::wmma ? "WMMA " : "mma.sync ") + std::to_string(Tile::BM) + "x" +
+                           std::to_string(Tile::BN) + " w" + std::to_string(Tile::WM) + "x" + std::to_string(Tile::WN) +
+                           " s" + std::to_string(Tile::stages);
+  rep.add(std::string("gemm bf16 ") + name + " [" + path + "]", ms, flops, 0, path);
+  if (verify) {
+    fc::gemm<M, N, K, fc::bf16, fc::epilogue<fc::bf16>, Math, Tile>(g_stream, a, b, c, {});
+    rep.check_line(std::string("gemm bf16 ") + name + " [" + path + "] vs CPU at 512 entries", spot_check<M, N, K>(a, b, c), 1e-2);
+  }
+  if (cublas.ok() && with_cublas) {
     auto* c2 = make<static_cast<long>(M) * N, fc::bf16>(16);
     const double ms2 = fb::median_ms(g_stream, [&] { cublas.gemm_bf16(M, N, K, a, K, b, N, c2, N); });
     rep.add(std::string("gemm bf16 ") + name + " (cuBLAS, no epilogue)", ms2, flops, 0, "cuBLAS");
@@ -86,7 +116,12 @@ void gemm_bf16(fb::report& rep, const char* name, const fb::cublas_api& cublas, 
       std::vector<fc::bf16> h1(static_cast<std::size_t>(M) * N), h2(h1.size());
       fc::check(cudaMemcpy(h1.data(), c, h1.size() * 2, cudaMemcpyDeviceToHost), "download");
       fc::check(cudaMemcpy(h2.data(), c2, h2.size() * 2, cudaMemcpyDeviceToHost), "download");
-      rep.check_line(std::string("gemm bf16 ") + name + " vs cuBLAS", ft::rel_l2(ft::widen(h1), ft::widen(h2)), 1e-2);
+      const auto w1 = ft::widen(h1), w2 = ft::widen(h2);
+      std::size_t same = 0;
+      for (std::size_t i = 0; i < w1.size(); ++i) same += w1[i] == w2[i];
+      rep.check_line(std::string("gemm bf16 ") + name + " vs cuBLAS (" + std::to_string(100.0 * same / w1.size()) +
+                         "% bitwise equal)", ft::rel_l2(w1, w2), 1e-2);
+      rep.check_line(std::string("cuBLAS ") + name + " vs CPU at 512 entries", spot_check<M, N, K>(a, b, c2), 1e-2);
     }
     cudaFree(c2);
   }
@@ -108,16 +143,16 @@ void gemm_f32(fb::report& rep, const char* name) {
   cudaFree(a), cudaFree(b), cudaFree(c);
 }
 
-template <int D, int B, int H, int S, bool Causal>
+template <int D, int B, int H, int S, bool Causal, int BlockM>
 void attention(fb::report& rep) {
   constexpr long n = static_cast<long>(B) * S * H * D;
   auto* q = make<n, fc::bf16>(31, -2.0f, 2.0f), *k = make<n, fc::bf16>(32, -2.0f, 2.0f), *v = make<n, fc::bf16>(33);
   auto* o = make<n, fc::bf16>(34);
   const auto args = fc::dense_attention_args<fc::bf16, D, H, H, S, S>(q, k, v, o);
-  const double ms = fb::median_ms(g_stream, [&] { fc::flash_attention<fc::bf16, D, B, H, H, S, S, Causal>(g_stream, args); }, 10);
+  const double ms = fb::median_ms(g_stream, [&] { fc::flash_attention<fc::bf16, D, B, H, H, S, S, Causal, true, BlockM>(g_stream, args); }, 10);
   char name[128];
-  std::snprintf(name, sizeof name, "attention bf16 seq %d batch %d heads %d dim %d %s", S, B, H, D,
-                Causal ? "causal" : "full");
+  std::snprintf(name, sizeof name, "attention bf16 seq %d batch %d heads %d dim %d %s [block_m %d]", S, B, H, D,
+                Causal ? "causal" : "full", BlockM);
   rep.add(name, ms, fc::attention_flops(B, H, S, S, D, Causal), 0);
   cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(o);
 }
@@ -145,21 +180,44 @@ int main(int argc, char** argv) {
     using bias_gelu = fc::epilogue<fc::bf16, fc::activation::gelu, true>;
     using bias_res = fc::epilogue<fc::bf16, fc::activation::none, true, true>;
     gemm_bf16<8192, 8192, 8192, plain>(rep, "8192^3", cublas, true);
-    gemm_bf16<2048, 3072, 1024, bias_only>(rep, "large qkv 2048x3072x1024 +bias", cublas);
-    gemm_bf16<2048, 1024, 1024, bias_res>(rep, "large out-proj 2048x1024x1024 +bias+res", cublas);
-    gemm_bf16<2048, 4096, 1024, bias_gelu>(rep, "large ffn1 2048x4096x1024 +bias+gelu", cublas);
-    gemm_bf16<2048, 1024, 4096, bias_res>(rep, "large ffn2 2048x1024x4096 +bias+res", cublas);
+    gemm_bf16<8192, 8192, 8192, plain, fc::gemm_math::wmma>(rep, "8192^3", cublas, true, false);
+    // Tile variants of the mma.sync path, each spot-checked.
+    using t128x256 = fc::gemm_tile<128, 256, 32, 64, 64, 3>;
+    using t256x128 = fc::gemm_tile<256, 128, 32, 64, 64, 3>;
+    using t128x128w8 = fc::gemm_tile<128, 128, 32, 64, 32, 4>;
+    using t128x128s3 = fc::gemm_tile<128, 128, 32, 64, 64, 3>;
+    constexpr auto tc = fc::gemm_math::tensor_core;
+    gemm_bf16<8192, 8192, 8192, plain, tc, t128x256>(rep, "8192^3", cublas, true, false);
+    gemm_bf16<8192, 8192, 8192, plain, tc, t256x128>(rep, "8192^3", cublas, true, false);
+    gemm_bf16<8192, 8192, 8192, plain, tc, t128x128w8>(rep, "8192^3", cublas, true, false);
+    gemm_bf16<8192, 8192, 8192, plain, tc, t128x128s3>(rep, "8192^3", cublas, true, false);
+    gemm_bf16<2048, 3072, 1024, bias_only, tc, t128x256>(rep, "large qkv 2048x3072x1024 +bias", cublas, true, false);
+    gemm_bf16<2048, 3072, 1024, bias_only, tc, t128x128w8>(rep, "large qkv 2048x3072x1024 +bias", cublas, true, false);
+    gemm_bf16<2048, 1024, 4096, bias_res, tc, t128x128w8>(rep, "large ffn2 2048x1024x4096 +bias+res", cublas, true, false);
+    gemm_bf16<2048, 1024, 4096, bias_res, tc, fc::gemm_tile<64, 128, 32, 32, 64, 4>>(rep, "large ffn2 2048x1024x4096 +bias+res", cublas, true, false);
+    gemm_bf16<2048, 3072, 1024, bias_only>(rep, "large qkv 2048x3072x1024 +bias", cublas, true);
+    gemm_bf16<2048, 1024, 1024, bias_res>(rep, "large out-proj 2048x1024x1024 +bias+res", cublas, true);
+    gemm_bf16<2048, 4096, 1024, bias_gelu>(rep, "large ffn1 2048x4096x1024 +bias+gelu", cublas, true);
+    gemm_bf16<2048, 1024, 4096, bias_res>(rep, "large ffn2 2048x1024x4096 +bias+res", cublas, true);
     gemm_f32<4096, 4096, 4096, fc::gemm_math::tf32>(rep, "gemm f32 as TF32 4096^3");
     gemm_f32<4096, 4096, 4096, fc::gemm_math::cuda_core>(rep, "gemm f32 CUDA cores 4096^3");
 
-    attention<64, 8, 16, 2048, false>(rep);
-    attention<64, 8, 16, 2048, true>(rep);
-    attention<128, 8, 16, 2048, false>(rep);
-    attention<128, 8, 16, 2048, true>(rep);
-    attention<64, 2, 16, 8192, false>(rep);
-    attention<64, 2, 16, 8192, true>(rep);
-    attention<128, 2, 16, 8192, false>(rep);
-    attention<128, 2, 16, 8192, true>(rep);
+    attention<64, 8, 16, 2048, false, 64>(rep);
+    attention<64, 8, 16, 2048, false, 128>(rep);
+    attention<64, 8, 16, 2048, true, 64>(rep);
+    attention<64, 8, 16, 2048, true, 128>(rep);
+    attention<128, 8, 16, 2048, false, 64>(rep);
+    attention<128, 8, 16, 2048, false, 128>(rep);
+    attention<128, 8, 16, 2048, true, 64>(rep);
+    attention<128, 8, 16, 2048, true, 128>(rep);
+    attention<64, 2, 16, 8192, false, 64>(rep);
+    attention<64, 2, 16, 8192, false, 128>(rep);
+    attention<64, 2, 16, 8192, true, 64>(rep);
+    attention<64, 2, 16, 8192, true, 128>(rep);
+    attention<128, 2, 16, 8192, false, 64>(rep);
+    attention<128, 2, 16, 8192, false, 128>(rep);
+    attention<128, 2, 16, 8192, true, 64>(rep);
+    attention<128, 2, 16, 8192, true, 128>(rep);
     fc::check(cudaStreamSynchronize(g_stream), "final sync");
     return rep.failures() == 0 ? 0 : 1;
   } catch (const std::exception& e) {

@@ -14,10 +14,10 @@ namespace ft = fusedsl::cuda::testing;
 
 namespace {
 
-template <int L, int D, int H, int F, int Layers>
+template <int L, int D, int H, int F, int Layers, int AttnBlockM = 64>
 void run_model(const char* name, fb::report& rep, cudaStream_t stream, const fb::cublas_api& cublas, bool cpu_check,
                int iters) {
-  using model_t = fb::transformer<L, D, H, F, Layers>;
+  using model_t = fb::transformer<L, D, H, F, Layers, AttnBlockM>;
   auto model = std::make_unique<model_t>(stream, 1234u);
   fc::graph_runner fused(stream), unfused(stream);
   model->add_fused(fused);
@@ -78,6 +78,7 @@ int main(int argc, char** argv) {
     std::printf("cuBLAS: %s\n", cublas.ok() ? "loaded" : cublas.why_not.c_str());
     run_model<128, 128, 4, 512, 2>("seed 2-layer d128 h4 ffn512 seq128", rep, stream, cublas, true, 200);
     run_model<2048, 1024, 16, 4096, 1>("large layer d1024 h16 ffn4096 seq2048", rep, stream, cublas, false, 20);
+    run_model<2048, 1024, 16, 4096, 1, 128>("large layer (attention block_m 128)", rep, stream, cublas, false, 20);
     return rep.failures() == 0 ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

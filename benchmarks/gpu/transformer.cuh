@@ -1,6 +1,7 @@
 #pragma once
 // A post-LN transformer encoder stack in bf16, composed two ways from the same weights:
-//  fused:   7 launches per layer (GEMMs with fused epilogues, flash attention, layernorm);
+//  fused:   GEMMs with fused epilogues, flash attention, layernorm: 7 launches per layer, 5 when
+//           d_model <= 256 lets the layernorms join the GEMM epilogues;
 //  unfused: cuBLAS GEMMs and separate bias / activation / residual / softmax kernels (15 per layer),
 //           the way a framework without fusion runs it.
 // Each way is a list of launches in a graph_runner, so it runs eagerly or as one CUDA graph.
@@ -34,7 +35,7 @@ struct gelu_inplace {
   __device__ void operator()(long i) const { y[i] = from_f32<bf16>(activate<activation::gelu>(to_f32(y[i]))); }
 };
 
-template <int L, int D, int H, int F, int Layers>
+template <int L, int D, int H, int F, int Layers, int AttnBlockM = 64>
 class transformer {
 public:
   static constexpr int DH = D / H;
@@ -96,33 +97,51 @@ public:
         args.q_row_stride = args.k_row_stride = args.v_row_stride = 3 * D;
         args.o_row_stride = D;
         args.scale = 1.0f / std::sqrt(static_cast<float>(DH));
-        flash_attention<bf16, DH, 1, H, H, L, L, false>(s, args);
+        flash_attention<bf16, DH, 1, H, H, L, L, false, true, AttnBlockM>(s, args);
       });
-      run.add("out_proj", [=](cudaStream_t s) {
-        epilogue<bf16, activation::none, true, true> e;
-        e.bias = w.bo, e.residual = x;
-        gemm<L, D, D, bf16>(s, a.attn, w.wo, a.h, e);
-      });
-      run.add("ln1", [=](cudaStream_t s) {
-        row_params p;
-        p.gamma = w.g1, p.beta = w.be1;
-        launch_row<row_op::layernorm, L, D>(s, a.h, a.x1, p);
-      });
+      // Rows of at most 256 fit one block: the layernorm joins the GEMM's epilogue.
+      constexpr bool ln_in_gemm = D <= 256;
+      if constexpr (ln_in_gemm) {
+        run.add("out_proj+ln1", [=](cudaStream_t s) {
+          epilogue<bf16, activation::none, true, true> e;
+          e.bias = w.bo, e.residual = x;
+          gemm_layernorm<L, D, D, bf16>(s, a.attn, w.wo, a.x1, e, w.g1, w.be1);
+        });
+      } else {
+        run.add("out_proj", [=](cudaStream_t s) {
+          epilogue<bf16, activation::none, true, true> e;
+          e.bias = w.bo, e.residual = x;
+          gemm<L, D, D, bf16>(s, a.attn, w.wo, a.h, e);
+        });
+        run.add("ln1", [=](cudaStream_t s) {
+          row_params p;
+          p.gamma = w.g1, p.beta = w.be1;
+          launch_row<row_op::layernorm, L, D>(s, a.h, a.x1, p);
+        });
+      }
       run.add("ffn1", [=](cudaStream_t s) {
         epilogue<bf16, activation::gelu, true> e;
         e.bias = w.b1;
         gemm<L, F, D, bf16>(s, a.x1, w.w1, a.f, e);
       });
-      run.add("ffn2", [=](cudaStream_t s) {
-        epilogue<bf16, activation::none, true, true> e;
-        e.bias = w.b2, e.residual = a.x1;
-        gemm<L, D, F, bf16>(s, a.f, w.w2, a.h2, e);
-      });
-      run.add("ln2", [=](cudaStream_t s) {
-        row_params p;
-        p.gamma = w.g2, p.beta = w.be2;
-        launch_row<row_op::layernorm, L, D>(s, a.h2, y, p);
-      });
+      if constexpr (ln_in_gemm) {
+        run.add("ffn2+ln2", [=](cudaStream_t s) {
+          epilogue<bf16, activation::none, true, true> e;
+          e.bias = w.b2, e.residual = a.x1;
+          gemm_layernorm<L, D, F, bf16>(s, a.f, w.w2, y, e, w.g2, w.be2);
+        });
+      } else {
+        run.add("ffn2", [=](cudaStream_t s) {
+          epilogue<bf16, activation::none, true, true> e;
+          e.bias = w.b2, e.residual = a.x1;
+          gemm<L, D, F, bf16>(s, a.f, w.w2, a.h2, e);
+        });
+        run.add("ln2", [=](cudaStream_t s) {
+          row_params p;
+          p.gamma = w.g2, p.beta = w.be2;
+          launch_row<row_op::layernorm, L, D>(s, a.h2, y, p);
+        });
+      }
     }
   }
 

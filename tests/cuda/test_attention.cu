@@ -15,7 +15,7 @@ namespace ref = fusedsl::cuda::reference;
 
 namespace {
 
-template <class T, int D, int B, int H, int KvH, int SQ, int SK, bool Causal, bool LdmatrixV = true>
+template <class T, int D, int B, int H, int KvH, int SQ, int SK, bool Causal, bool Ldmatrix = true, int BlockM = 64>
 double run_dense() {
   std::vector<float> qf, kf, vf;
   auto q = ft::random_values<T>(static_cast<std::size_t>(B) * SQ * H * D, qf, -2.0f, 2.0f);
@@ -24,7 +24,7 @@ double run_dense() {
   ft::device_buffer<T> dq(q), dk(k), dv(v), dout(q.size());
   dout.poison();
   const auto args = fc::dense_attention_args<T, D, H, KvH, SQ, SK>(dq.get(), dk.get(), dv.get(), dout.get());
-  fc::flash_attention<T, D, B, H, KvH, SQ, SK, Causal, LdmatrixV>(nullptr, args);
+  fc::flash_attention<T, D, B, H, KvH, SQ, SK, Causal, Ldmatrix, BlockM>(nullptr, args);
   const auto out = ft::widen(dout.download());
   const auto expect = ref::attention(qf, kf, vf, B, H, KvH, SQ, SK, D, Causal, args.scale, args.q_row_stride,
                                      args.k_row_stride, args.v_row_stride);
@@ -51,8 +51,20 @@ TEST_CASE("f16 causal multi-query attention with seq_k > seq_q aligns the mask t
   CHECK(err < 1e-2);
 }
 
-TEST_CASE("reading V with plain loads instead of ldmatrix.trans gives the same attention") {
+TEST_CASE("reading K and V with plain shared loads instead of ldmatrix gives the same attention") {
   const double err = run_dense<fc::bf16, 64, 1, 2, 2, 192, 192, true, false>();
+  INFO("relative error " << err);
+  CHECK(err < 1e-2);
+}
+
+TEST_CASE("128-query blocks (8 warps sharing each K/V tile) give the same causal grouped-query attention") {
+  const double err = run_dense<fc::bf16, 128, 1, 8, 2, 256, 256, true, true, 128>();
+  INFO("relative error " << err);
+  CHECK(err < 1e-2);
+}
+
+TEST_CASE("128-query blocks at head_dim 64 without a mask match the CPU loop") {
+  const double err = run_dense<fc::bf16, 64, 2, 4, 4, 256, 256, false, true, 128>();
   INFO("relative error " << err);
   CHECK(err < 1e-2);
 }

@@ -32,18 +32,18 @@ struct attention_args {
 };
 
 namespace detail {
-inline constexpr int attn_block_m = 64;  // queries per block: 4 warps x 16 rows
 inline constexpr int attn_block_n = 64;  // keys per tile
-inline constexpr int attn_threads = 128;
 
-template <int HeadDim>
+template <int HeadDim, int BlockM>
 constexpr std::size_t attention_smem_bytes(std::size_t elem) {
-  return elem * static_cast<std::size_t>(attn_block_m + 4 * attn_block_n) * (HeadDim + 8);
+  return elem * static_cast<std::size_t>(BlockM + 4 * attn_block_n) * (HeadDim + 8);
 }
 
-template <half_type T, int HeadDim, int Heads, int KvHeads, int SeqQ, int SeqK, bool Causal, bool LdmatrixV>
-__global__ void __launch_bounds__(attn_threads) flash_attention_kernel(attention_args<T> p) {
-  constexpr int BM = attn_block_m, BN = attn_block_n, LD = HeadDim + 8;
+// One warp per 16 query rows; BlockM / 16 warps share each K/V tile loaded into shared memory.
+template <half_type T, int HeadDim, int Heads, int KvHeads, int SeqQ, int SeqK, bool Causal, bool Ldmatrix, int BlockM>
+__global__ void __launch_bounds__(BlockM * 2) flash_attention_kernel(attention_args<T> p) {
+  constexpr int attn_threads = BlockM * 2;
+  constexpr int BM = BlockM, BN = attn_block_n, LD = HeadDim + 8;
   constexpr int DK = HeadDim / 16;  // k-steps of Q K^T
   constexpr int DN = HeadDim / 8;   // n-tiles of the output
   constexpr int SN = BN / 8;        // n-tiles of the scores
@@ -123,11 +123,21 @@ __global__ void __launch_bounds__(attn_threads) flash_attention_kernel(attention
 #pragma unroll
     for (int kk = 0; kk < DK; ++kk)
 #pragma unroll
-      for (int n = 0; n < SN; ++n) {
-        const T* k0 = kb + (n * 8 + g) * LD + kk * 16 + 2 * t;
-        const std::uint32_t bk[2] = {*reinterpret_cast<const std::uint32_t*>(k0),
-                                     *reinterpret_cast<const std::uint32_t*>(k0 + 8)};
-        ptx::mma_16816<T>(s[n], qf[kk], bk);
+      for (int n = 0; n < SN; n += 2) {
+        std::uint32_t b0[2], b1[2];
+        if constexpr (Ldmatrix) {
+          std::uint32_t r4[4];
+          ptx::ldmatrix_x4(r4, kb + (n * 8 + lane % 8 + 8 * (lane / 16)) * LD + kk * 16 + 8 * ((lane / 8) % 2));
+          b0[0] = r4[0], b0[1] = r4[1], b1[0] = r4[2], b1[1] = r4[3];
+        } else {
+          const T* k0 = kb + (n * 8 + g) * LD + kk * 16 + 2 * t;
+          b0[0] = *reinterpret_cast<const std::uint32_t*>(k0);
+          b0[1] = *reinterpret_cast<const std::uint32_t*>(k0 + 8);
+          b1[0] = *reinterpret_cast<const std::uint32_t*>(k0 + 8 * LD);
+          b1[1] = *reinterpret_cast<const std::uint32_t*>(k0 + 8 * LD + 8);
+        }
+        ptx::mma_16816<T>(s[n], qf[kk], b0);
+        ptx::mma_16816<T>(s[n + 1], qf[kk], b1);
       }
 
     const bool diagonal = Causal && (kt * BN + BN - 1 > qb * BM + offset);
@@ -178,7 +188,7 @@ __global__ void __launch_bounds__(attn_threads) flash_attention_kernel(attention
 #pragma unroll
       for (int d = 0; d < DN; d += 2) {
         std::uint32_t b0[2], b1[2];
-        if constexpr (LdmatrixV) {
+        if constexpr (Ldmatrix) {
           std::uint32_t r4[4];
           const T* row = vb + (kk * 16 + (lane % 8) + 8 * ((lane / 8) % 2)) * LD + d * 8 + 8 * (lane / 16);
           ptx::ldmatrix_x4_trans(r4, row);
@@ -225,13 +235,16 @@ attention_args<T> dense_attention_args(const T* q, const T* k, const T* v, T* o)
   return a;
 }
 
+// Ldmatrix: K and V fragments through ldmatrix (else plain 32/16-bit shared loads).
+// BlockM: queries per block (64 or 128), i.e. 4 or 8 warps sharing each K/V tile.
 template <half_type T, int HeadDim, int Batch, int Heads, int KvHeads, int SeqQ, int SeqK, bool Causal,
-          bool LdmatrixV = true>
+          bool Ldmatrix = true, int BlockM = 64>
 void flash_attention(cudaStream_t stream, const attention_args<T>& a) {
+  static_assert(BlockM == 64 || BlockM == 128, "flash_attention: block_m is 64 or 128 queries");
   static_assert(HeadDim % 16 == 0 && HeadDim >= 16 && HeadDim <= 256,
                 "flash_attention: head_dim must be a multiple of 16 in [16, 256]");
   static_assert(KvHeads > 0 && Heads % KvHeads == 0, "flash_attention: heads must be a multiple of kv_heads");
-  static_assert(SeqQ % detail::attn_block_m == 0, "flash_attention: seq_q must be a multiple of 64");
+  static_assert(SeqQ % BlockM == 0, "flash_attention: seq_q must be a multiple of block_m");
   static_assert(SeqK % detail::attn_block_n == 0, "flash_attention: seq_k must be a multiple of 64");
   static_assert(!Causal || SeqK >= SeqQ, "flash_attention: causal attention needs seq_k >= seq_q");
   if (!a.q || !a.k || !a.v || !a.o) throw std::invalid_argument("flash_attention: q, k, v and o must all be set");
@@ -242,16 +255,16 @@ void flash_attention(cudaStream_t stream, const attention_args<T>& a) {
     throw std::invalid_argument("flash_attention: q/k/v row strides must be multiples of 8 elements (16 bytes)");
   if (!(a.scale > 0.0f)) throw std::invalid_argument("flash_attention: scale must be positive");
 
-  constexpr std::size_t smem = detail::attention_smem_bytes<HeadDim>(sizeof(T));
-  auto* kernel = &detail::flash_attention_kernel<T, HeadDim, Heads, KvHeads, SeqQ, SeqK, Causal, LdmatrixV>;
+  constexpr std::size_t smem = detail::attention_smem_bytes<HeadDim, BlockM>(sizeof(T));
+  auto* kernel = &detail::flash_attention_kernel<T, HeadDim, Heads, KvHeads, SeqQ, SeqK, Causal, Ldmatrix, BlockM>;
   static const bool configured = [&] {
     check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
           "flash_attention: raising the shared-memory limit");
     return true;
   }();
   (void)configured;
-  const dim3 grid(SeqQ / detail::attn_block_m, Heads, Batch);
-  kernel<<<grid, detail::attn_threads, smem, stream>>>(a);
+  const dim3 grid(SeqQ / BlockM, Heads, Batch);
+  kernel<<<grid, BlockM * 2, smem, stream>>>(a);
   check_launch("flash_attention_kernel");
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // C[M,N] = epilogue(A[M,K] * B[K,N]), all row-major, every size a compile-time constant.
-// Tensor-core path (WMMA, f32 accumulation) for bf16/f16, and for f32 as TF32 on request;
-// an exact f32 CUDA-core path for any shape. The epilogue runs on the accumulators before the
+// Tensor-core paths with f32 accumulation: mma.sync + ldmatrix for bf16/f16 (the default), WMMA
+// for bf16/f16 and for f32 as TF32 on request; an exact f32 CUDA-core path for any shape. The epilogue runs on the accumulators before the
 // single store, so bias, scale, activation, residual and the output cast cost no extra pass.
 
 #include <fusedsl/backend/cuda/epilogue.cuh>
@@ -16,7 +16,9 @@
 
 namespace fusedsl::cuda {
 
-enum class gemm_math { tensor_core, tf32, cuda_core };
+// tensor_core: mma.sync m16n8k16 (bf16/f16); wmma: the WMMA API (bf16/f16); tf32: WMMA on f32
+// operands rounded to TF32; cuda_core: exact f32 FMAs.
+enum class gemm_math { tensor_core, wmma, tf32, cuda_core };
 
 // Block tile BM x BN x BK, warp tile WM x WN, Stages deep cp.async pipeline.
 template <int BM_, int BN_, int BK_, int WM_, int WN_, int Stages_>
@@ -150,6 +152,193 @@ __global__ void __launch_bounds__(Tile::threads)
     }
 }
 
+// The mma.sync main loop shared by the GEMM kernels: a Stages-deep cp.async pipeline of BMxBK A
+// and BKxBN B tiles, ldmatrix operand loads, m16n8k16 products into this warp's WMxWN accumulators.
+template <half_type In, int N, int K, class Tile>
+__device__ inline void mma_mainloop(const In* __restrict__ a, const In* __restrict__ b, int row0, int col0,
+                                    unsigned char* smem, float (&acc)[Tile::WM / 16][Tile::WN / 8][4]) {
+  constexpr int LDA = Tile::BK + 8, LDB = Tile::BN + 8;  // +16 bytes: ldmatrix rows hit distinct banks
+  constexpr int MT = Tile::WM / 16, NT = Tile::WN / 8;
+  constexpr int KT = K / Tile::BK;
+  constexpr int vec = 8;
+  In* as = reinterpret_cast<In*>(smem);
+  In* bs = as + Tile::stages * Tile::BM * LDA;
+  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
+  const int wm = warp / (Tile::BN / Tile::WN), wn = warp % (Tile::BN / Tile::WN);
+
+  auto load_stage = [&](int stage, int kt) {
+    const int k0 = kt * Tile::BK;
+    In* sa = as + stage * Tile::BM * LDA;
+    In* sb = bs + stage * Tile::BK * LDB;
+    for (int i = tid; i < Tile::BM * Tile::BK / vec; i += Tile::threads) {
+      const int r = i / (Tile::BK / vec), k = (i % (Tile::BK / vec)) * vec;
+      ptx::cp_async_16(sa + r * LDA + k, a + static_cast<long>(row0 + r) * K + k0 + k);
+    }
+    for (int i = tid; i < Tile::BK * Tile::BN / vec; i += Tile::threads) {
+      const int r = i / (Tile::BN / vec), n = (i % (Tile::BN / vec)) * vec;
+      ptx::cp_async_16(sb + r * LDB + n, b + static_cast<long>(k0 + r) * N + col0 + n);
+    }
+  };
+
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+
+#pragma unroll
+  for (int s = 0; s < Tile::stages - 1; ++s) {
+    if (s < KT) load_stage(s, s);
+    ptx::cp_async_commit();
+  }
+
+  for (int kt = 0; kt < KT; ++kt) {
+    ptx::cp_async_wait<Tile::stages - 2>();
+    __syncthreads();  // stage kt landed for every thread; stage kt-1 is free to overwrite
+    if (kt + Tile::stages - 1 < KT) load_stage((kt + Tile::stages - 1) % Tile::stages, kt + Tile::stages - 1);
+    ptx::cp_async_commit();
+
+    const In* sa = as + (kt % Tile::stages) * Tile::BM * LDA;
+    const In* sb = bs + (kt % Tile::stages) * Tile::BK * LDB;
+#pragma unroll
+    for (int kk = 0; kk < Tile::BK; kk += 16) {
+      std::uint32_t af[MT][4], bf[NT][2];
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+        ptx::ldmatrix_x4(af[i], sa + (wm * Tile::WM + i * 16 + lane % 16) * LDA + kk + (lane / 16) * 8);
+#pragma unroll
+      for (int j = 0; j < NT; j += 2) {
+        std::uint32_t r[4];
+        ptx::ldmatrix_x4_trans(r, sb + (kk + lane % 8 + 8 * ((lane / 8) % 2)) * LDB + wn * Tile::WN + j * 8 + 8 * (lane / 16));
+        bf[j][0] = r[0], bf[j][1] = r[1], bf[j + 1][0] = r[2], bf[j + 1][1] = r[3];
+      }
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j) ptx::mma_16816<In>(acc[i][j], af[i], bf[j]);
+    }
+  }
+  ptx::cp_async_wait<0>();
+}
+
+template <storage_type Out>
+__device__ inline void store_pair(Out* dst, float v0, float v1) {
+  if constexpr (std::same_as<Out, float>) *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
+  else *reinterpret_cast<std::uint32_t*>(dst) = pack2<Out>(v0, v1);
+}
+
+template <class Tile>
+constexpr std::size_t mma_smem_bytes(std::size_t elem) {
+  return elem * Tile::stages * (Tile::BM * (Tile::BK + 8) + Tile::BK * (Tile::BN + 8));
+}
+
+// mma.sync GEMM; blocks are visited in groups of 8 block-rows so that the B panels they share stay
+// in L2 (the grouped order of Triton's matmul tutorial).
+template <half_type In, class Epi, int M, int N, int K, class Tile>
+__global__ void __launch_bounds__(Tile::threads)
+    gemm_mma_kernel(const In* __restrict__ a, const In* __restrict__ b, typename Epi::out_type* __restrict__ c,
+                    Epi epi) {
+  constexpr int MT = Tile::WM / 16, NT = Tile::WN / 8;
+  constexpr int grid_m = M / Tile::BM, grid_n = N / Tile::BN, group_rows = 8;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int g = lane / 4, t = lane % 4;
+  const int wm = warp / (Tile::BN / Tile::WN), wn = warp % (Tile::BN / Tile::WN);
+  const int pid = static_cast<int>(blockIdx.x);
+  const int first_m = pid / (group_rows * grid_n) * group_rows;
+  const int rows_here = grid_m - first_m < group_rows ? grid_m - first_m : group_rows;
+  const int bm = first_m + (pid % (group_rows * grid_n)) % rows_here;
+  const int bn = (pid % (group_rows * grid_n)) / rows_here;
+  const int row0 = bm * Tile::BM, col0 = bn * Tile::BN;
+
+  float acc[MT][NT][4];
+  mma_mainloop<In, N, K, Tile>(a, b, row0, col0, smem_raw, acc);
+
+  // Epilogue straight from the accumulators: lane holds columns 2t, 2t+1 of rows g and g+8.
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = row0 + wm * Tile::WM + i * 16 + g + 8 * h;
+        const int col = col0 + wn * Tile::WN + j * 8 + 2 * t;
+        store_pair(c + static_cast<long>(row) * N + col, epi.apply(acc[i][j][2 * h], row, col, N),
+                   epi.apply(acc[i][j][2 * h + 1], row, col + 1, N));
+      }
+}
+
+// GEMM whose block owns whole rows (16 x N), so the epilogue can finish with a layernorm over
+// each row: out = layernorm(epilogue(A B)) * gamma + beta, and the pre-norm sum never reaches memory.
+template <half_type In, class Epi, int M, int N, int K, class Tile>
+__global__ void __launch_bounds__(Tile::threads)
+    gemm_mma_layernorm_kernel(const In* __restrict__ a, const In* __restrict__ b,
+                              typename Epi::out_type* __restrict__ c, Epi epi,
+                              const typename Epi::out_type* __restrict__ gamma,
+                              const typename Epi::out_type* __restrict__ beta, float eps) {
+  constexpr int NT = Tile::WN / 8, warps = Tile::warps;
+  static_assert(Tile::BM == 16 && Tile::WM == 16 && Tile::BN == N, "gemm_layernorm: a block owns 16 whole rows");
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  __shared__ float partial[2][warps][16];
+
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int g = lane / 4, t = lane % 4;
+  const int row0 = static_cast<int>(blockIdx.x) * 16;
+
+  float acc[1][NT][4];
+  mma_mainloop<In, N, K, Tile>(a, b, row0, 0, smem_raw, acc);
+
+  float v[NT][4];
+  float sum[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int j = 0; j < NT; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int row = row0 + g + 8 * (e / 2), col = warp * Tile::WN + j * 8 + 2 * t + (e % 2);
+      v[j][e] = epi.apply(acc[0][j][e], row, col, N);
+      sum[e / 2] += v[j][e];
+    }
+  // Row sums: the quad's four lanes, then the warps through shared memory; twice (mean, variance).
+  float mean[2], rstd[2];
+#pragma unroll
+  for (int pass = 0; pass < 2; ++pass) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      sum[h] += __shfl_xor_sync(0xffffffffu, sum[h], 1);
+      sum[h] += __shfl_xor_sync(0xffffffffu, sum[h], 2);
+      if (t == 0) partial[pass][warp][g + 8 * h] = sum[h];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float total = 0.0f;
+#pragma unroll
+      for (int w = 0; w < warps; ++w) total += partial[pass][w][g + 8 * h];
+      if (pass == 0) mean[h] = total / N;
+      else rstd[h] = rsqrtf(total / N + eps);
+    }
+    if (pass == 0) {
+      sum[0] = sum[1] = 0.0f;
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float d = v[j][e] - mean[e / 2];
+          sum[e / 2] += d * d;
+        }
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < NT; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + g + 8 * h, col = warp * Tile::WN + j * 8 + 2 * t;
+      const float y0 = (v[j][2 * h] - mean[h]) * rstd[h] * to_f32(gamma[col]) + to_f32(beta[col]);
+      const float y1 = (v[j][2 * h + 1] - mean[h]) * rstd[h] * to_f32(gamma[col + 1]) + to_f32(beta[col + 1]);
+      store_pair(c + static_cast<long>(row) * N + col, y0, y1);
+    }
+}
+
 // Exact f32 on CUDA cores: 64x64 block tile, 4x4 outputs per thread, bounds-checked for any shape.
 template <class Epi, int M, int N, int K>
 __global__ void __launch_bounds__(256)
@@ -204,11 +393,23 @@ using default_gemm_tile = std::conditional_t<
     gemm_tile<128, 128, std::same_as<In, float> ? 16 : 32, 64, 32, 3>,
     gemm_tile<64, 64, std::same_as<In, float> ? 16 : 32, 32, 32, 3>>;
 
+// mma.sync tiles: 128x128 (4 warps of 64x64) when there is a wave of such blocks, 64x64 for mid
+// sizes, 32x32 (4 warps of 16x16) for small problems, where the number of blocks sets the latency.
+template <int M, int N>
+using default_mma_tile = std::conditional_t<
+    (M % 128 == 0 && N % 128 == 0 && (M / 128) * (N / 128) >= 96), gemm_tile<128, 128, 32, 64, 64, 4>,
+    std::conditional_t<(M % 64 == 0 && N % 64 == 0 && (M / 64) * (N / 64) >= 66), gemm_tile<64, 64, 32, 32, 32, 4>,
+                       gemm_tile<32, 32, 32, 16, 16, 4>>>;
+
+template <int M, int N, gemm_math Math, storage_type In>
+using default_tile_for = std::conditional_t<Math == gemm_math::tensor_core, default_mma_tile<M, N>,
+                                            default_gemm_tile<In, M, N>>;
+
 template <storage_type In>
 inline constexpr gemm_math default_gemm_math = std::same_as<In, float> ? gemm_math::cuda_core : gemm_math::tensor_core;
 
 template <int M, int N, int K, storage_type In, class Epi, gemm_math Math = default_gemm_math<In>,
-          class Tile = default_gemm_tile<In, M, N>>
+          class Tile = default_tile_for<M, N, Math, In>>
 void gemm(cudaStream_t stream, const In* a, const In* b, typename Epi::out_type* c, Epi epi) {
   static_assert(M > 0 && N > 0 && K > 0, "gemm: sizes must be positive");
   if constexpr (Math == gemm_math::cuda_core) {
@@ -216,8 +417,23 @@ void gemm(cudaStream_t stream, const In* a, const In* b, typename Epi::out_type*
     const dim3 grid((N + 63) / 64, (M + 63) / 64);
     detail::gemm_f32_kernel<Epi, M, N, K><<<grid, 256, 0, stream>>>(a, b, c, epi);
     check_launch("gemm_f32_kernel");
+  } else if constexpr (Math == gemm_math::tensor_core) {
+    static_assert(!std::same_as<In, float>, "gemm: f32 operands on tensor cores need gemm_math::tf32");
+    static_assert(M % Tile::BM == 0 && N % Tile::BN == 0 && K % Tile::BK == 0,
+                  "gemm: the tensor-core path needs M, N, K to be multiples of the block tile");
+    static_assert(Tile::WN % 16 == 0 && Tile::WM % 16 == 0, "gemm: mma warp tiles are multiples of 16");
+    constexpr std::size_t smem = detail::mma_smem_bytes<Tile>(sizeof(In));
+    auto* kernel = &detail::gemm_mma_kernel<In, Epi, M, N, K, Tile>;
+    static const bool configured = [&] {
+      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+            "gemm: raising the shared-memory limit");
+      return true;
+    }();
+    (void)configured;
+    kernel<<<(M / Tile::BM) * (N / Tile::BN), Tile::threads, smem, stream>>>(a, b, c, epi);
+    check_launch("gemm_mma_kernel");
   } else {
-    static_assert(Math == gemm_math::tensor_core || std::same_as<In, float>,
+    static_assert(Math == gemm_math::wmma || std::same_as<In, float>,
                   "gemm: TF32 is an option for f32 operands only");
     static_assert(Math == gemm_math::tf32 || !std::same_as<In, float>,
                   "gemm: f32 operands on tensor cores need gemm_math::tf32");
@@ -236,6 +452,28 @@ void gemm(cudaStream_t stream, const In* a, const In* b, typename Epi::out_type*
     kernel<<<grid, Tile::threads, L::bytes, stream>>>(a, b, c, epi);
     check_launch("gemm_tc_kernel");
   }
+}
+
+// out[M,N] = layernorm_rows(epilogue(A[M,K] B[K,N])) * gamma + beta in one launch (bf16/f16 on
+// tensor cores). Each block owns 16 whole rows, so N is limited to what one block's registers hold.
+template <int M, int N, int K, half_type In, class Epi>
+void gemm_layernorm(cudaStream_t stream, const In* a, const In* b, typename Epi::out_type* c, Epi epi,
+                    const typename Epi::out_type* gamma, const typename Epi::out_type* beta, float eps = 1e-5f) {
+  static_assert(M % 16 == 0, "gemm_layernorm: M must be a multiple of 16");
+  static_assert(N % 64 == 0 && N <= 256, "gemm_layernorm: N must be a multiple of 64, at most 256");
+  static_assert(K % 32 == 0, "gemm_layernorm: K must be a multiple of 32");
+  if (gamma == nullptr || beta == nullptr) throw std::invalid_argument("gemm_layernorm: gamma and beta must be set");
+  using Tile = gemm_tile<16, N, 32, 16, N / 4, 4>;
+  constexpr std::size_t smem = detail::mma_smem_bytes<Tile>(sizeof(In));
+  auto* kernel = &detail::gemm_mma_layernorm_kernel<In, Epi, M, N, K, Tile>;
+  static const bool configured = [&] {
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+          "gemm_layernorm: raising the shared-memory limit");
+    return true;
+  }();
+  (void)configured;
+  kernel<<<M / 16, Tile::threads, smem, stream>>>(a, b, c, epi, gamma, beta, eps);
+  check_launch("gemm_mma_layernorm_kernel");
 }
 
 }  // namespace fusedsl::cuda

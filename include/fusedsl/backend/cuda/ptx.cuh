@@ -25,6 +25,14 @@ __device__ inline void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
 }
 
+// Four 8x8 16-bit matrices: lane l gives the row address of matrix l/8; lane l receives row l/4,
+// columns 2(l%4) and 2(l%4)+1 of each.
+__device__ inline void ldmatrix_x4(std::uint32_t (&r)[4], const void* smem_row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_address(smem_row)));
+}
+
 // Four 8x8 16-bit matrices, transposed on load: lane l gives the row address of matrix l/8.
 __device__ inline void ldmatrix_x4_trans(std::uint32_t (&r)[4], const void* smem_row) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"

@@ -1,0 +1,69 @@
+// The parts of the CUDA backend that need no device, so they run on every machine with nvcc:
+// tile choices, flop counts, the epilogue and activation arithmetic, and the graph runner's
+// refusals.
+#include <doctest/doctest.h>
+
+#include <fusedsl/backend/cuda/attention.cuh>
+#include <fusedsl/backend/cuda/gemm.cuh>
+#include <fusedsl/backend/cuda/graph_runner.hpp>
+
+#include "reference.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace fc = fusedsl::cuda;
+namespace ref = fusedsl::cuda::reference;
+
+TEST_CASE("the mma.sync tile is 128x128 when it yields a wave of blocks, 64x64 for mid sizes, 32x32 for small ones") {
+  CHECK(fc::default_mma_tile<8192, 8192>::BM == 128);
+  CHECK(fc::default_mma_tile<2048, 1024>::BN == 128);  // 128 blocks
+  CHECK(fc::default_mma_tile<512, 640>::BM == 64);     // 80 blocks of 64x64, 20 of 128x128
+  CHECK(fc::default_mma_tile<128, 128>::BM == 32);     // the seed model: 16 blocks
+  CHECK(fc::default_mma_tile<128, 512>::BN == 32);
+  CHECK(fc::default_mma_tile<2048, 1024>::threads == 128);
+}
+
+TEST_CASE("16-bit operands default to the mma.sync path, f32 to exact CUDA-core FMAs") {
+  CHECK(fc::default_gemm_math<fc::bf16> == fc::gemm_math::tensor_core);
+  CHECK(fc::default_gemm_math<fc::f16> == fc::gemm_math::tensor_core);
+  CHECK(fc::default_gemm_math<float> == fc::gemm_math::cuda_core);
+}
+
+TEST_CASE("attention flops count 4 * b * h * sq * sk * d, half of it when causal") {
+  CHECK(fc::attention_flops(1, 1, 2, 3, 4, false) == doctest::Approx(96.0));
+  CHECK(fc::attention_flops(2, 16, 2048, 2048, 64, true) == doctest::Approx(2.0 * 16 * 2048.0 * 2048 * 64 * 2));
+}
+
+TEST_CASE("the epilogue computes act(scale * acc + bias) + residual in that order") {
+  const float bias[3] = {0.5f, -1.0f, 2.0f};
+  const float residual[6] = {1, 2, 3, 4, 5, 6};
+  fc::epilogue<float, fc::activation::relu, true, true> e;
+  e.scale = 2.0f, e.bias = bias, e.residual = residual;
+  CHECK(e.apply(1.0f, 1, 1, 3) == doctest::Approx(std::max(0.0, 2.0 - 1.0) + 5.0));
+  CHECK(e.apply(-3.0f, 0, 2, 3) == doctest::Approx(0.0 + 3.0));  // relu(-6 + 2) = 0, then + residual
+}
+
+TEST_CASE("activations match their definitions: exact-erf gelu, silu, relu") {
+  for (float x : {-3.0f, -0.5f, 0.0f, 0.7f, 4.0f}) {
+    CHECK(fc::activate<fc::activation::gelu>(x) == doctest::Approx(ref::gelu(x)).epsilon(1e-6));
+    CHECK(fc::activate<fc::activation::silu>(x) == doctest::Approx(ref::silu(x)).epsilon(1e-6));
+    CHECK(fc::activate<fc::activation::relu>(x) == doctest::Approx(ref::relu(x)));
+  }
+}
+
+TEST_CASE("bf16 and f16 conversions round to nearest and keep exactly representable values") {
+  CHECK(fc::to_f32(fc::from_f32<fc::bf16>(1.5f)) == 1.5f);
+  CHECK(fc::to_f32(fc::from_f32<fc::f16>(-0.25f)) == -0.25f);
+  CHECK(fc::to_f32(fc::from_f32<fc::bf16>(1.0f + 1.0f / 256.0f)) == 1.0f);  // tie rounds to even
+}
+
+TEST_CASE("the graph runner refuses an empty step, an empty capture and a replay before capture") {
+  fc::graph_runner run(nullptr);
+  CHECK_THROWS_AS(run.add("nothing", {}), std::invalid_argument);
+  CHECK_THROWS_AS(run.capture(), std::logic_error);
+  CHECK_THROWS_AS(run.replay(), std::logic_error);
+  run.add("noop", [](cudaStream_t) {});
+  CHECK(run.size() == 1);
+  CHECK_FALSE(run.captured());
+}
