@@ -11,13 +11,6 @@
 
 namespace fusedsl::tpu {
 
-// What a fused epilogue adds to each output tile: VPU work per element and operand blocks read.
-struct epilogue_work {
-  double vpu_ops_per_element = 0;  // weighted op count (see vpu_op_weight in schedule.hpp)
-  int full_operand_bytes = 0;      // sum of bytes/element of operands shaped like the output
-  int column_operand_bytes = 0;    // operands broadcast along m (one value per column, e.g. bias)
-  int row_operand_bytes = 0;       // operands broadcast along n (one value per row)
-};
 
 // VPU cycles to touch `rows x cols` values once, with the last two dims padded to the layout tile.
 inline double vpu_tile_cycles(std::int64_t rows, std::int64_t cols, int bytes_per_element,
@@ -40,9 +33,10 @@ inline kernel_plan plan_matmul(std::string name, const matmul_problem& p, const 
   kp.mm = p;
   kp.blocks = b;
   const auto g = grid_of(p, b);
-  kp.vmem_bytes = vmem_footprint(p, b) +
-                  2 * b.bm * b.bn * epi.full_operand_bytes + 2 * b.bn * epi.column_operand_bytes +
-                  2 * b.bm * epi.row_operand_bytes;
+  kp.vmem_bytes = vmem_footprint(p, b, epi);
+  const double step_prologue =
+      vpu_tile_cycles(b.bm, b.bk, p.lhs_bytes, chip) * epi.lhs_prologue_ops +
+      vpu_tile_cycles(b.bk, b.bn, p.rhs_bytes, chip) * epi.rhs_prologue_ops;
   const double step_mxu = double(b.bm) * b.bk * b.bn * p.mxu_passes / chip.mxu_macs_per_cycle();
   const double step_acc = vpu_tile_cycles(b.bm, b.bn, 4, chip);
   kp.steps.reserve(std::size_t(p.batch * g.gm * g.gn * g.gk));
@@ -63,7 +57,7 @@ inline kernel_plan plan_matmul(std::string name, const matmul_problem& p, const 
           prev_lhs[0] = bi, prev_lhs[1] = i, prev_lhs[2] = kk;
           prev_rhs[0] = bi, prev_rhs[1] = kk, prev_rhs[2] = j;
           w.mxu_cycles = step_mxu;
-          w.vpu_cycles = step_acc;
+          w.vpu_cycles = step_acc + step_prologue;
           if (kk + 1 == g.gk) {
             w.in_bytes += rows * cols * epi.full_operand_bytes + cols * epi.column_operand_bytes +
                           rows * epi.row_operand_bytes;

@@ -206,10 +206,35 @@ inline std::vector<kernel_group> group_nodes(const flat_graph& g) {
       }
     }
     groups.push_back({{id}, std::nullopt, id, {}, -1});
-    if (op == hlo::opcode::dot) groups.back().dot = id;
     open.push_back(op == hlo::opcode::dot || hlo::is_elementwise(op) ||
                    op == hlo::opcode::reduce);
     group_of[id] = int(groups.size() - 1);
+    if (op == hlo::opcode::dot) {
+      auto& dg = groups.back();
+      dg.dot = id;
+      // Prologue: a convert feeding only this dot runs on each operand block in VMEM, so the
+      // dot reads the convert's source from HBM (as XLA fuses operand converts into the dot).
+      std::vector<std::size_t> prologue;
+      for (auto o : node.operands) {
+        const int go = group_of[o];
+        if (go < 0 || users[o] != 1 || g.op(o) != hlo::opcode::convert) continue;
+        auto& pg = groups[std::size_t(go)];
+        if (pg.hlo_fusion >= 0 || pg.nodes.size() != 1 || pg.nodes[0] != o) continue;
+        pg.nodes.clear();
+        prologue.push_back(o);
+        group_of[o] = int(groups.size() - 1);
+      }
+      dg.nodes.insert(dg.nodes.begin(), prologue.begin(), prologue.end());
+    }
+  }
+  // Drop the groups emptied by prologue fusion and renumber.
+  {
+    std::vector<kernel_group> kept;
+    for (auto& grp : groups)
+      if (!grp.nodes.empty()) kept.push_back(std::move(grp));
+    groups = std::move(kept);
+    for (std::size_t gi = 0; gi < groups.size(); ++gi)
+      for (auto id : groups[gi].nodes) group_of[id] = int(gi);
   }
   // External inputs of each kernel, seen through layout ops.
   for (std::size_t gi = 0; gi < groups.size(); ++gi) {
@@ -266,8 +291,15 @@ inline schedule make_schedule(const hlo::module& m, const chip_spec& chip,
       epilogue_work epi;
       const double tile_elems = double(p.batch * p.m * p.n);
       double other_cycles = 0;
-      for (auto id : grp.nodes)
-        if (id != dot) other_cycles += detail::node_vpu_cycles(g, id, chip);
+      for (auto id : grp.nodes) {
+        if (id == dot) continue;
+        const auto& ops = g.nodes[dot].operands;
+        if (grp.hlo_fusion < 0 && (id == ops[0] || id == ops[1])) {  // prologue convert
+          (id == ops[0] ? epi.lhs_prologue_ops : epi.rhs_prologue_ops) += vpu_op_weight(g.op(id));
+          continue;
+        }
+        other_cycles += detail::node_vpu_cycles(g, id, chip);
+      }
       auto [r, c] = detail::rows_cols(g.shape(dot));
       const double out_cycles = vpu_tile_cycles(r, c, 4, chip);
       epi.vpu_ops_per_element = out_cycles > 0 ? other_cycles / out_cycles : 0;
@@ -289,12 +321,12 @@ inline schedule make_schedule(const hlo::module& m, const chip_spec& chip,
       if (options.blocks) {
         try {
           check_blocks(p, *options.blocks, chip);
-          forced = vmem_footprint(p, *options.blocks) <= budget;
+          forced = vmem_footprint(p, *options.blocks, epi) <= budget;
         } catch (const tpu_error&) {
           forced = false;
         }
       }
-      b = forced ? *options.blocks : choose_blocks(p, chip, budget);
+      b = forced ? *options.blocks : choose_blocks(p, chip, budget, epi);
       kp = plan_matmul(name, p, b, chip, epi);
     } else {
       std::int64_t in_bytes = 0;

@@ -33,6 +33,17 @@ struct matmul_problem {
   int mxu_passes = 1;  // bf16 passes per product: 1 for bf16 operands, more for f32 (see docs)
 };
 
+// What a fused epilogue adds to each output tile: VPU work per element and operand blocks read.
+struct epilogue_work {
+  double vpu_ops_per_element = 0;  // weighted op count (see vpu_op_weight in schedule.hpp)
+  int full_operand_bytes = 0;      // sum of bytes/element of operands shaped like the output
+  int column_operand_bytes = 0;    // operands broadcast along m (one value per column, e.g. bias)
+  int row_operand_bytes = 0;       // operands broadcast along n (one value per row)
+  // Fused operand prologues (a convert of each fetched block): weighted ops per element.
+  double lhs_prologue_ops = 0;
+  double rhs_prologue_ops = 0;
+};
+
 struct matmul_blocks {
   std::int64_t bm = 0, bk = 0, bn = 0;
 };
@@ -58,11 +69,17 @@ inline matmul_grid grid_of(const matmul_problem& p, const matmul_blocks& b) {
   return {ceil_div(p.m, b.bm), ceil_div(p.n, b.bn), ceil_div(p.k, b.bk)};
 }
 
-// VMEM bytes the kernel holds: two buffers per operand block and for the output block,
-// plus the f32 accumulator.
-inline std::int64_t vmem_footprint(const matmul_problem& p, const matmul_blocks& b) {
-  return 2 * (b.bm * b.bk * p.lhs_bytes + b.bk * b.bn * p.rhs_bytes) + 2 * b.bm * b.bn * p.out_bytes +
-         b.bm * b.bn * 4;
+// VMEM bytes the kernel holds: two buffers per operand block and for the output block, the f32
+// accumulator, two buffers per fused epilogue operand, and one bf16 block per fused convert.
+inline std::int64_t vmem_footprint(const matmul_problem& p, const matmul_blocks& b,
+                                   const epilogue_work& epi = {}) {
+  std::int64_t bytes = 2 * (b.bm * b.bk * p.lhs_bytes + b.bk * b.bn * p.rhs_bytes) +
+                       2 * b.bm * b.bn * p.out_bytes + b.bm * b.bn * 4;
+  bytes += 2 * b.bm * b.bn * epi.full_operand_bytes + 2 * b.bn * epi.column_operand_bytes +
+           2 * b.bm * epi.row_operand_bytes;
+  if (epi.lhs_prologue_ops > 0) bytes += b.bm * b.bk * 2;
+  if (epi.rhs_prologue_ops > 0) bytes += b.bk * b.bn * 2;
+  return bytes;
 }
 
 // HBM bytes moved with grid order (b, i, j, k), k innermost: lhs fetched once per j, rhs once per
@@ -116,7 +133,7 @@ inline std::vector<std::int64_t> block_candidates(std::int64_t extent, std::int6
 
 // Picks (bm, bk, bn) with the least estimated time whose VMEM footprint fits `vmem_budget`.
 inline matmul_blocks choose_blocks(const matmul_problem& p, const chip_spec& chip,
-                                   std::int64_t vmem_budget) {
+                                   std::int64_t vmem_budget, const epilogue_work& epi = {}) {
   const auto lt = layout_tile_for(std::min(p.lhs_bytes, p.out_bytes));
   matmul_blocks best{};
   double best_t = std::numeric_limits<double>::infinity();
@@ -124,7 +141,7 @@ inline matmul_blocks choose_blocks(const matmul_problem& p, const chip_spec& chi
     for (auto bk : block_candidates(p.k, chip.mxu_dim, 4096))
       for (auto bn : block_candidates(p.n, chip.mxu_dim, 4096)) {
         matmul_blocks b{bm, bk, bn};
-        if (vmem_footprint(p, b) > vmem_budget) continue;
+        if (vmem_footprint(p, b, epi) > vmem_budget) continue;
         const double t = estimate_seconds(p, b, chip);
         if (t < best_t) best_t = t, best = b;
       }
