@@ -253,7 +253,8 @@ template <class Arch, activation Act, class OutT>
     for (int v = 0; v < mk::NV; ++v)
       bias[v] = ep.bias ? simd<Arch>::load(ep.bias + j0 + v * W) : V(0.0f);
     const V scale(ep.scale);
-    for (int i = 0; i < mk::MR; ++i) {
+#pragma GCC unroll 16
+    for (int i = 0; i < mk::MR; ++i) {  // unrolled: acc[i] must name a register, not memory
       if (i >= rows) break;
       OutT* crow = c + (i0 + i) * ldc + j0;
       const float* rrow = ep.residual ? ep.residual + (i0 + i) * ep.ld_residual + j0 : nullptr;
