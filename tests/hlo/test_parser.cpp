@@ -1,7 +1,9 @@
 // The HLO text parser: our printer's output, jax's output, syntax it ignores, and its errors.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 
@@ -176,4 +178,26 @@ TEST_CASE("special float values and escaped strings read back exactly") {
   CHECK(std::signbit(c.literal->values[3]));
   CHECK(c.literal->values[4] == static_cast<double>(1e-45f));
   CHECK(c.op_name == std::string("a\"b\\c\001A"));
+}
+
+TEST_CASE("sizes that would overflow, and nesting that would exhaust the stack, are parse errors") {
+  CHECK_THROWS_WITH_AS(parse_shape("f32[99999999999,99999999999]"), "1:28: shape: more than 2^48 elements", parse_error);
+  std::string deep(100, '(');
+  CHECK_THROWS_WITH_AS(parse_shape(deep + "f32[]"), "1:66: tuple shapes nested deeper than 64", parse_error);
+  CHECK_THROWS_AS(parse_shape("f32[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]"),
+                  parse_error);
+  CHECK(parse_failure(header + "  x = f32[2]{0} parameter(0), sharding={devices=[65536,65536]<=[65536,65536]}\n}\n") ==
+        "4:41: sharding: device counts must be positive and below 2^31");
+  CHECK(parse_failure(header + "  x = f32[2]{0} parameter(99999999999)\n}\n") ==
+        "3:7: computation main: parameter numbers are not 0..0");
+}
+
+TEST_CASE("constants beyond a type's range read as infinity, as IEEE rounding gives") {
+  module m = parse_module(header + "  ROOT c = f32[3]{0} constant({1e39, -1e300, 3.4028235e38})\n}\n");
+  const auto& v = m.entry_computation().root_instruction().literal->values;
+  CHECK(v[0] == INFINITY);
+  CHECK(v[1] == -INFINITY);
+  CHECK(v[2] == static_cast<double>(std::numeric_limits<float>::max()));
+  CHECK(literal::scalar(element_type::bf16, 1e39).values[0] == INFINITY);
+  CHECK_THROWS_AS(literal::array(shape::array(element_type::s64, {1}), {1e300}), ir_error);
 }

@@ -224,7 +224,7 @@ class computation_builder {
         fail("slice", "range [" + std::to_string(r.start) + ":" + std::to_string(r.limit) + ":" +
                           std::to_string(r.stride) + "] invalid for dim " + std::to_string(d) + " of " +
                           to_short_string(s));
-      dims.push_back((r.limit - r.start + r.stride - 1) / r.stride);
+      dims.push_back(r.limit == r.start ? 0 : (r.limit - r.start - 1) / r.stride + 1);
     }
     instruction in = make(opcode::slice, hlo::shape::array(s.type, dims), {x});
     in.slice = std::move(ranges);

@@ -34,6 +34,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "fusedsl/graph/builder.hpp"
@@ -89,8 +90,9 @@ constexpr int first_unmapped(const graph::graph<N>& g) {
 // A compile-time error, naming the op, when a node of Program's graph has no HLO mapping.
 template <class Program, class Mapping = hlo_mapping>
 constexpr bool check_exportable() {
-  constexpr int bad = first_unmapped<Mapping>(Program::graph);
-  if constexpr (bad >= 0) (void)diag::no_hlo_mapping<Program::graph[bad].op, false>{};
+  using P = std::remove_cvref_t<Program>;
+  constexpr int bad = first_unmapped<Mapping>(P::graph);
+  if constexpr (bad >= 0) (void)diag::no_hlo_mapping<P::graph[bad].op, false>{};
   return true;  // the diagnostic above is the one error; nothing else fails after it
 }
 
@@ -189,11 +191,15 @@ class node_emitter {
       case op_kind::input: case op_kind::param: case op_kind::placeholder: case op_kind::repeat:
         throw graph::graph_error("hlo::export: a leaf or repeat reached the node emitter");
       case op_kind::cast: return b_.add_convert(value(n.in[0]), et);
-      case op_kind::select:
-        return b_.add_select(arg(0, element_type::pred, out), arg(1, et, out), arg(2, et, out));
+      case op_kind::select: {
+        const instruction_id p = arg(0, element_type::pred, out);
+        const instruction_id a = arg(1, et, out);
+        return b_.add_select(p, a, arg(2, et, out));
+      }
       case op_kind::eq: case op_kind::ne: case op_kind::lt: case op_kind::le: case op_kind::gt: case op_kind::ge: {
         const element_type t = operand_type(n);
-        return b_.add_compare(arg(0, t, out), arg(1, t, out), direction_of(n.op));
+        const instruction_id a = arg(0, t, out);
+        return b_.add_compare(a, arg(1, t, out), direction_of(n.op));
       }
       case op_kind::reduce_sum: case op_kind::reduce_mean: case op_kind::reduce_max: case op_kind::reduce_min:
         return emit_reduce(n, value);
@@ -218,14 +224,16 @@ class node_emitter {
         return narrow(emit_softmax(arg(0, ct, out), n.axis, n.op == op_kind::log_softmax), et);
       case op_kind::layernorm: case op_kind::rmsnorm: {
         const instruction_id x = arg(0, ct, out), gamma = arg(1, ct, out);
-        const std::optional<instruction_id> beta =
-            n.n_in > 2 ? std::optional<instruction_id>(arg(2, ct, out)) : std::nullopt;
+        const long beta = n.n_in > 2 ? long(arg(2, ct, out)) : -1;
         return narrow(emit_norm(n.op, x, gamma, beta, n.value), et);
       }
       default: break;
     }
     if (graph::is_unary(n.op)) return narrow(emit_unary(n.op, arg(0, ct, out)), et);
-    if (graph::is_binary(n.op)) return narrow(b_.add_binary(binary_opcode(n.op), arg(0, ct, out), arg(1, ct, out)), et);
+    if (graph::is_binary(n.op)) {
+      const instruction_id a = arg(0, ct, out);
+      return narrow(b_.add_binary(binary_opcode(n.op), a, arg(1, ct, out)), et);
+    }
     throw graph::graph_error("hlo::export: no HLO mapping for op " + std::string(graph::name_of(n.op)));
   }
 
@@ -393,15 +401,19 @@ class node_emitter {
       case op_kind::relu: return b_.add_binary(opcode::maximum, x, full(0.0, t, s));
       case op_kind::silu: return mul(x, b_.add_unary(opcode::logistic, x));
       case op_kind::gelu_erf: {
-        // 0.5 x (1 + erf(x / sqrt 2))
+        // 0.5 x (1 + erf(x / sqrt 2)); one instruction per statement, so the text is the same
+        // whatever order a compiler evaluates arguments in.
         const instruction_id e = b_.add_unary(opcode::erf, mul(x, full(0.70710678118654752, t, s)));
-        return mul(mul(full(0.5, t, s), x), add(full(1.0, t, s), e));
+        const instruction_id half_x = mul(full(0.5, t, s), x);
+        return mul(half_x, add(full(1.0, t, s), e));
       }
       case op_kind::gelu_tanh: {
         // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
         const instruction_id x3 = mul(mul(x, x), x);
-        const instruction_id inner = mul(full(0.7978845608028654, t, s), add(x, mul(full(0.044715, t, s), x3)));
-        return mul(mul(full(0.5, t, s), x), add(full(1.0, t, s), b_.add_unary(opcode::tanh, inner)));
+        const instruction_id cubic = add(x, mul(full(0.044715, t, s), x3));
+        const instruction_id th = b_.add_unary(opcode::tanh, mul(full(0.7978845608028654, t, s), cubic));
+        const instruction_id half_x = mul(full(0.5, t, s), x);
+        return mul(half_x, add(full(1.0, t, s), th));
       }
       default: break;
     }
@@ -437,8 +449,8 @@ class node_emitter {
     return b_.add_broadcast(mean, s, all_but(s.size(), last));
   }
 
-  instruction_id emit_norm(op_kind k, instruction_id x, instruction_id gamma, std::optional<instruction_id> beta,
-                           double eps) {
+  // beta < 0: none (rmsnorm).
+  instruction_id emit_norm(op_kind k, instruction_id x, instruction_id gamma, long beta, double eps) {
     const element_type t = type_of(x);
     const std::vector<std::int64_t> s = dims_of(x);
     auto mul = [&](instruction_id p, instruction_id q) { return b_.add_binary(opcode::multiply, p, q); };
@@ -446,7 +458,7 @@ class node_emitter {
     const instruction_id var = row_mean(mul(xc, xc));
     const instruction_id r = b_.add_unary(opcode::rsqrt, b_.add_binary(opcode::add, var, full(eps, t, s)));
     const instruction_id y = mul(mul(xc, r), gamma);
-    return beta ? b_.add_binary(opcode::add, y, *beta) : y;
+    return beta >= 0 ? b_.add_binary(opcode::add, y, instruction_id(beta)) : y;
   }
 
   module& m_;

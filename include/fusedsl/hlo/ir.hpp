@@ -145,7 +145,8 @@ inline void verify(const module& m) {
       for (instruction_id op : in.operands)
         if (op >= i) throw ir_error(where(in) + "operand " + std::to_string(op) + " is not defined before use");
       if (in.opcode == opcode::parameter) {
-        if (in.parameter_number < 0) throw ir_error(where(in) + "parameter without a number");
+        if (in.parameter_number < 0 || in.parameter_number >= static_cast<std::int64_t>(c.instructions.size()))
+          throw ir_error(where(in) + "parameter number " + std::to_string(in.parameter_number) + " out of range");
         auto n = static_cast<std::size_t>(in.parameter_number);
         if (seen_param.size() <= n) seen_param.resize(n + 1, false);
         if (seen_param[n]) throw ir_error(where(in) + "duplicate parameter number " + std::to_string(n));

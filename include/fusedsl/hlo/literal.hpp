@@ -14,13 +14,25 @@ namespace fusedsl::hlo {
 
 // Rounds a double to the nearest value of a floating type (round to nearest even), so a literal
 // only ever holds values its type can represent and print/parse round-trips exactly.
+// Doubles beyond float's range round to +-inf (or to +-FLT_MAX below the halfway point), as
+// IEEE rounding does; a plain cast would be undefined behaviour there.
+inline float to_float(double v) {
+  constexpr double max = std::numeric_limits<float>::max();
+  constexpr double halfway = max + 0x1p103;  // FLT_MAX + half an ulp (2^104 / 2)
+  if (v >= halfway) return std::numeric_limits<float>::infinity();
+  if (v <= -halfway) return -std::numeric_limits<float>::infinity();
+  if (v > max) return std::numeric_limits<float>::max();
+  if (v < -max) return -std::numeric_limits<float>::max();
+  return static_cast<float>(v);
+}
+
 inline double round_to(element_type t, double v) {
   if (std::isnan(v)) return std::numeric_limits<double>::quiet_NaN();
   switch (t) {
     case element_type::f64: return v;
-    case element_type::f32: return static_cast<double>(static_cast<float>(v));
+    case element_type::f32: return static_cast<double>(to_float(v));
     case element_type::bf16: {
-      float f = static_cast<float>(v);
+      float f = to_float(v);
       std::uint32_t bits = std::bit_cast<std::uint32_t>(f);
       if (std::isinf(f)) return f;
       bits += 0x7fffu + ((bits >> 16) & 1u);  // round to nearest even on the dropped 16 bits
@@ -63,7 +75,10 @@ struct literal {
                      to_short_string(s));
     literal l;
     if (is_integral(s.type)) {
-      for (double x : v) l.ints.push_back(static_cast<std::int64_t>(x));
+      for (double x : v) {
+        if (!(x >= -0x1p63 && x < 0x1p63)) throw ir_error("literal: " + std::to_string(x) + " is not an s64 value");
+        l.ints.push_back(static_cast<std::int64_t>(x));
+      }
     } else {
       for (double& x : v) x = round_to(s.type, x);
       l.values = std::move(v);

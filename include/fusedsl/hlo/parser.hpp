@@ -240,11 +240,12 @@ class parser {
     return m;
   }
 
-  shape parse_shape() {
+  shape parse_shape(int depth = 0) {
+    if (depth > max_tuple_depth) fail(peek(), "tuple shapes nested deeper than " + std::to_string(max_tuple_depth));
     if (accept(tok::lparen)) {
       std::vector<shape> es;
       if (!accept(tok::rparen)) {
-        do es.push_back(parse_shape());
+        do es.push_back(parse_shape(depth + 1));
         while (accept(tok::comma));
         expect(tok::rparen, "')' closing a tuple shape");
       }
@@ -262,6 +263,11 @@ class parser {
       do s.dims.push_back(expect_int("a dimension size", 0));
       while (accept(tok::comma));
       expect(tok::rbracket, "']' or ','");
+    }
+    try {
+      shape::check_dims(s.dims);
+    } catch (const ir_error& e) {
+      fail(prev(), e.what());
     }
     // A layout follows: '{' then a dimension, '}' or ':' (a '{' before a name opens a body).
     std::int64_t ignored = 0;
@@ -656,12 +662,13 @@ class parser {
     return *in.dot;
   }
 
-  sharding parse_sharding() {
+  sharding parse_sharding(int depth = 0) {
+    if (depth > max_tuple_depth) fail(peek(), "tuple shardings nested deeper than " + std::to_string(max_tuple_depth));
     expect(tok::lbrace, "'{' opening the sharding");
     if (peek().kind == tok::lbrace || peek().kind == tok::rbrace) {  // tuple sharding
       std::vector<sharding> es;
       if (!accept(tok::rbrace)) {
-        do es.push_back(parse_sharding());
+        do es.push_back(parse_sharding(depth + 1));
         while (accept(tok::comma));
         expect(tok::rbrace, "'}' closing the tuple sharding");
       }
@@ -701,9 +708,14 @@ class parser {
         do s.devices.push_back(expect_int("a device number", 0));
         while (accept(tok::comma));
       }
-      std::int64_t n = s.device_count(), m = 1;
-      for (std::int64_t d : s.iota_dims) m *= d;
-      if (s.devices.empty() ? m != n : static_cast<std::int64_t>(s.devices.size()) != n)
+      std::int64_t n = 0, m = 0;
+      try {
+        n = s.device_count();
+        m = s.devices.empty() ? sharding::product(s.iota_dims) : static_cast<std::int64_t>(s.devices.size());
+      } catch (const ir_error& e) {
+        fail(t, e.what());
+      }
+      if (m != n)
         fail(t, "sharding lists a different number of devices than its " + std::to_string(n) + " tiles");
       if (accept_word("last_tile_dim_replicate")) s.last_tile_dim_replicate = true;
     } else {

@@ -18,6 +18,11 @@ class ir_error : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// Limits that keep every size computation in range (and the parser's recursion shallow).
+inline constexpr std::int64_t max_rank = 64;
+inline constexpr std::int64_t max_element_count = std::int64_t{1} << 48;
+inline constexpr int max_tuple_depth = 64;
+
 enum class element_type : std::uint8_t { pred, s32, s64, f16, bf16, f32, f64 };
 
 inline constexpr element_type all_element_types[] = {
@@ -78,8 +83,7 @@ struct shape {
     shape s;
     s.type = t;
     s.dims = std::move(dims);
-    for (std::int64_t d : s.dims)
-      if (d < 0) throw ir_error("shape: negative dimension " + std::to_string(d));
+    check_dims(s.dims);
     return s;
   }
   static shape scalar(element_type t) { return array(t, {}); }
@@ -122,6 +126,19 @@ struct shape {
       return true;
     }
     return type == o.type && dims == o.dims;
+  }
+
+  // Throws ir_error unless 0 <= dim, rank <= max_rank and element count <= max_element_count.
+  static void check_dims(const std::vector<std::int64_t>& dims) {
+    if (static_cast<std::int64_t>(dims.size()) > max_rank)
+      throw ir_error("shape: rank " + std::to_string(dims.size()) + " exceeds " + std::to_string(max_rank));
+    std::int64_t n = 1;
+    for (std::int64_t d : dims) {
+      if (d < 0) throw ir_error("shape: negative dimension " + std::to_string(d));
+      if (d > 0 && n > max_element_count / d)
+        throw ir_error("shape: more than 2^48 elements");
+      n *= d;
+    }
   }
 
   static std::vector<std::int64_t> layout_of_rank(std::int64_t rank) {

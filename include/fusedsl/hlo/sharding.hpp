@@ -38,11 +38,7 @@ struct sharding {
   static sharding tiled(std::vector<std::int64_t> tile_dims, bool last_tile_dim_replicate = false) {
     sharding s;
     s.k = kind::tiled;
-    std::int64_t n = 1;
-    for (std::int64_t d : tile_dims) {
-      if (d <= 0) throw ir_error("sharding: tile dimension " + std::to_string(d) + " is not positive");
-      n *= d;
-    }
+    const std::int64_t n = product(tile_dims);
     s.tile_dims = std::move(tile_dims);
     s.iota_dims = {n};
     s.last_tile_dim_replicate = last_tile_dim_replicate;
@@ -54,8 +50,7 @@ struct sharding {
                                 bool last_tile_dim_replicate = false) {
     sharding s;
     s.k = kind::tiled;
-    std::int64_t n = 1;
-    for (std::int64_t d : tile_dims) n *= d;
+    const std::int64_t n = product(tile_dims);
     if (n != static_cast<std::int64_t>(devices.size()))
       throw ir_error("sharding: " + std::to_string(devices.size()) + " devices for " +
                      std::to_string(n) + " tiles");
@@ -72,9 +67,15 @@ struct sharding {
   }
 
   // Number of devices a tiled sharding spans.
-  std::int64_t device_count() const {
+  std::int64_t device_count() const { return product(tile_dims); }
+
+  // Product of positive counts; throws ir_error past 2^31 (no device mesh is that large).
+  static std::int64_t product(const std::vector<std::int64_t>& v) {
     std::int64_t n = 1;
-    for (std::int64_t d : tile_dims) n *= d;
+    for (std::int64_t d : v) {
+      if (d <= 0 || d > (std::int64_t{1} << 31) / n) throw ir_error("sharding: device counts must be positive and below 2^31");
+      n *= d;
+    }
     return n;
   }
 
