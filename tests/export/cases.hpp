@@ -1,6 +1,7 @@
 #pragma once
 // Small programs that together read every fusedsl op, plus the transformers, for the exporter's
 // tests and for the real-XLA interop data (write_interop_cases.cpp).
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -60,12 +61,11 @@ constexpr auto empty_row = fd::where(fd::iota<std::int32_t, 0, 4, 8>() > fd::lit
 constexpr auto rows = fd::compile(fd::softmax(x), fd::softmax<0>(x), fd::log_softmax(x), fd::softmax(masked),
                                   fd::softmax(empty_row), fd::layernorm(x, row, fd::param<"beta", float, 8>()),
                                   fd::rmsnorm(x, row));
-// bf16 and f16 arithmetic (computed in f32, rounded to the type).
+// bf16 and f16 arithmetic (computed in f32, rounded to the type); bf16 and f16 results.
 constexpr auto xb = fd::input<"xb", fd::bf16, 4, 8>();
 constexpr auto wb = fd::param<"wb", fd::bf16, 8, 8>();
 constexpr auto xh = fd::input<"xh", fd::f16, 4, 8>();
-constexpr auto low_precision = fd::compile(fd::cast<float>(fd::softmax(fd::matmul(xb, wb))),
-                                           fd::cast<float>(fd::gelu(xh) + fd::sum<1, true>(xh)));
+constexpr auto low_precision = fd::compile(fd::softmax(fd::matmul(xb, wb)), fd::gelu(xh) + fd::sum<1, true>(xh));
 
 // A stack of a hand-written block, and the transformers.
 constexpr auto h = fd::input<"h", float, 8, 16>();
@@ -77,13 +77,16 @@ constexpr auto& seed = fd::models::seed::program;
 using gpt_small = fd::models::transformer<32, 64, 4, 128, 2, fd::nn::pre_ln, true>;
 constexpr auto& gpt = gpt_small::program;
 
-// Random bindings for a program's entry parameters: [-1, 1], or [0.5, 2] for "pos".
+// Random bindings for a program's entry parameters: [-1, 1], or [0.5, 2] for "pos"; a rank-2
+// param (a weight [in, out]) is scaled by 1/sqrt(in), the usual initialisation, so that activations
+// stay O(1) through the layers as in a trained model.
 inline std::vector<fd::dynamic_tensor> random_bindings(const std::vector<fd::hlo::export_binding>& bs, unsigned seed_value) {
   std::mt19937 rng(seed_value);
   std::vector<fd::dynamic_tensor> out;
   for (const auto& b : bs) {
     const bool positive = b.name == "pos";
-    std::uniform_real_distribution<float> u(positive ? 0.5f : -1.0f, positive ? 2.0f : 1.0f);
+    const float scale = b.kind == fd::graph::op_kind::param && b.shape.rank == 2 ? 1.0f / std::sqrt(float(b.shape[0])) : 1.0f;
+    std::uniform_real_distribution<float> u(positive ? 0.5f : -scale, positive ? 2.0f : scale);
     fd::dynamic_tensor t(b.type, b.shape);
     for (std::int64_t i = 0; i < b.shape.size(); ++i) {
       const float v = u(rng);

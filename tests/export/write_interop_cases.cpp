@@ -1,15 +1,20 @@
-// Writes, into the directory given as argv[1], the data the real-XLA interop check reads
-// (run_exported.py): for each case its exported modules (unfused; fused with each group a `call`,
-// which XLA's CPU backend compiles; fused with the plan's fusion kinds, which XLA parses and converts;
-// Megatron-sharded over 8 devices for the transformers), random inputs as .npy (f32 values; the
-// manifest names the dtype to convert them to), the reference backend's outputs as .npy, and
-// manifest.json listing every run with its tolerance and our arena bytes.
+// Writes, into the directory given as argv[1], the cases the HLO helper's real-XLA harness
+// (tests/interop/run_hlo.py --cases DIR) runs: one folder <case>.<form> per exported module, with
+// module.hlo and the same module as StableHLO by the HLO helper's printer (module.mlir, run with
+// --format mlir), input_<k>.npy (f32 values; the harness converts each to its parameter's type),
+// expected_<k>.npy (the reference backend's outputs) and, for sharded modules, `partitions`.
+// Forms: unfused; fused with each group a `call` (XLA's CPU backend compiles it); sharded
+// (Megatron layout over 8 devices, transformers only). The fused form with the plan's fusion
+// kinds (kLoop/kInput/kOutput), which XLA's CPU backend does not compile, goes to
+// plan_forms/<case>.hlo for check_plan_forms.py (XLA parses it and converts it to StableHLO).
+// Each folder also gets `arena_bytes`: the compiled program's arena, printed next to XLA's.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 
 #include "cases.hpp"
 #include "fusedsl/hlo/export_sharding.hpp"
+#include "fusedsl/hlo/stablehlo.hpp"
 #include "fusedsl/io/npy.hpp"
 
 namespace fd = fusedsl;
@@ -44,57 +49,40 @@ void write_text(const fs::path& p, const std::string& s) {
   if (!f) throw std::runtime_error("cannot write " + p.string());
 }
 
-std::string json_list(const std::vector<std::string>& xs) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < xs.size(); ++i) s += (i ? ", \"" : "\"") + xs[i] + "\"";
-  return s + "]";
-}
-
 struct writer {
   fs::path dir;
-  std::vector<std::string> runs;
+  int count = 0;
 
   template <class Program>
-  void add(const std::string& name, const Program& p, double rtol, bool sharded = false) {
+  void add(const std::string& name, const Program& p, bool sharded = false) {
     const fd::graph::graph_view g(Program::graph);
     const auto bs = fd::hlo::export_bindings(g);
     auto inputs = ec::random_bindings(bs, 1234);
     const auto outputs = ec::reference_outputs(g, bs, inputs);
-    std::vector<std::string> in_files, in_types, out_files;
-    for (std::size_t i = 0; i < bs.size(); ++i) {
-      in_files.push_back(name + ".in" + std::to_string(i) + ".npy");
-      in_types.push_back(std::string(fd::name_of(bs[i].type)));
-      write_npy(dir / in_files.back(), inputs[i]);
-    }
-    for (std::size_t k = 0; k < outputs.size(); ++k) {
-      out_files.push_back(name + ".out" + std::to_string(k) + ".npy");
-      write_npy(dir / out_files.back(), outputs[k]);
-    }
-    auto run = [&](const std::string& form, const fd::hlo::export_options& o, int partitions, bool execute) {
-      const std::string file = name + "." + form + ".hlo";
-      write_text(dir / file, fd::hlo::to_text(p, o));
-      runs.push_back("{\"case\": \"" + name + "\", \"form\": \"" + form + "\", \"hlo\": \"" + file +
-                     "\", \"inputs\": " + json_list(in_files) + ", \"input_types\": " + json_list(in_types) +
-                     ", \"expected\": " + json_list(out_files) + ", \"rtol\": " + std::to_string(rtol) +
-                     ", \"partitions\": " + std::to_string(partitions) + ", \"execute\": " +
-                     (execute ? "true" : "false") + ", \"arena_bytes\": " + std::to_string(Program::arena_bytes()) + "}");
+    auto write_case = [&](const std::string& form, const fd::hlo::export_options& o, int partitions) {
+      const fs::path d = dir / (name + "." + form);
+      fs::create_directories(d);
+      const fd::hlo::module m = fd::hlo::to_module(p, o);
+      write_text(d / "module.hlo", fd::hlo::to_text(m));
+      write_text(d / "module.mlir", fd::hlo::to_stablehlo(m));
+      for (std::size_t i = 0; i < inputs.size(); ++i) write_npy(d / ("input_" + std::to_string(i) + ".npy"), inputs[i]);
+      for (std::size_t k = 0; k < outputs.size(); ++k)
+        write_npy(d / ("expected_" + std::to_string(k) + ".npy"), outputs[k]);
+      if (partitions > 1) write_text(d / "partitions", std::to_string(partitions) + "\n");
+      write_text(d / "arena_bytes", std::to_string(Program::arena_bytes()) + "\n");
+      ++count;
     };
-    fd::hlo::export_options unfused;
     fd::hlo::export_options fused;
     fused.form = fd::hlo::export_form::fused;
     fused.groups = fd::hlo::group_calls::call;
-    fd::hlo::export_options fused_plan;
-    fused_plan.form = fd::hlo::export_form::fused;
-    run("unfused", unfused, 1, true);
-    run("fused", fused, 1, true);
-    run("fused_plan", fused_plan, 1, false);
-    if (sharded) run("sharded", fd::hlo::megatron_sharding(8).options(), 8, true);
-  }
-
-  void finish() const {
-    std::string s = "{\"runs\": [\n";
-    for (std::size_t i = 0; i < runs.size(); ++i) s += "  " + runs[i] + (i + 1 < runs.size() ? ",\n" : "\n");
-    write_text(dir / "manifest.json", s + "]}\n");
+    write_case("unfused", {}, 1);
+    write_case("fused", fused, 1);
+    if (sharded) write_case("sharded", fd::hlo::megatron_sharding(8).options(), 8);
+    fd::hlo::export_options plan_form;
+    plan_form.form = fd::hlo::export_form::fused;
+    fs::create_directories(dir / "plan_forms");
+    write_text(dir / "plan_forms" / (name + ".hlo"), fd::hlo::to_text(p, plan_form));
+    std::cout << name << ": arena_bytes " << Program::arena_bytes() << "\n";
   }
 };
 
@@ -106,23 +94,22 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    writer w{fs::path(argv[1]), {}};
+    writer w{fs::path(argv[1])};
     fs::create_directories(w.dir);
-    w.add("unary_a", ec::unary_a, 1e-5);
-    w.add("unary_b", ec::unary_b, 1e-5);
-    w.add("binary", ec::binary, 1e-5);
-    w.add("compare", ec::compare, 1e-5);
-    w.add("casts", ec::casts, 1e-2);
-    w.add("reduce", ec::reduce, 1e-5);
-    w.add("matmul", ec::matmul, 1e-5);
-    w.add("structure", ec::structure, 1e-5);
-    w.add("rows", ec::rows, 1e-5);
-    w.add("low_precision", ec::low_precision, 2e-2);
-    w.add("stack", ec::stack, 1e-5);
-    w.add("seed_transformer", ec::seed, 1e-5, true);
-    w.add("gpt_small", ec::gpt, 1e-5, true);
-    w.finish();
-    std::cout << "wrote " << w.runs.size() << " runs to " << w.dir.string() << "\n";
+    w.add("unary_a", ec::unary_a);
+    w.add("unary_b", ec::unary_b);
+    w.add("binary", ec::binary);
+    w.add("compare", ec::compare);
+    w.add("casts", ec::casts);
+    w.add("reduce", ec::reduce);
+    w.add("matmul", ec::matmul);
+    w.add("structure", ec::structure);
+    w.add("rows", ec::rows);
+    w.add("low_precision", ec::low_precision);
+    w.add("stack", ec::stack);
+    w.add("seed_transformer", ec::seed, true);
+    w.add("gpt_small", ec::gpt, true);
+    std::cout << "wrote " << w.count << " cases to " << w.dir.string() << "\n";
   } catch (const std::exception& e) {
     std::cerr << "write_interop_cases: " << e.what() << "\n";
     return 1;

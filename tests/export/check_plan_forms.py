@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Checks that XLA reads the fused exports that mirror fusedsl's plan (kLoop/kInput/kOutput fusions).
+
+  check_plan_forms.py DIR      every DIR/*.hlo: parsed by XLA's HLO parser
+                               (jaxlib._hlo.hlo_module_from_text) and converted to StableHLO
+                               (jax.extend.mlir.hlo_to_stablehlo), where each fusion must survive
+                               as an mhlo.fusion of its kind.
+
+XLA's CPU backend does not compile kInput/kOutput fusions handed to it, so these modules are not
+run here (their numbers are checked through the `call` form of the same computations).
+Exit 0: all read; 1: XLA rejected one; 77: jax is not importable (CTest: skipped).
+"""
+import glob
+import os
+import re
+import sys
+
+try:
+    from jaxlib import _hlo
+    import jax.extend.mlir as jex_mlir
+    from jax._src.interpreters import mlir as jax_mlir
+    from jax._src.lib.mlir import ir
+except Exception as e:  # noqa: BLE001 - any import failure means "cannot run", reported as skipped
+    print(f"SKIP: cannot import jax/jaxlib ({type(e).__name__}: {e}); run scripts/setup-venv")
+    sys.exit(77)
+
+
+def main():
+    files = sorted(glob.glob(os.path.join(sys.argv[1], "*.hlo")))
+    if not files:
+        print(f"no .hlo files under {sys.argv[1]}")
+        return 1
+    failed = 0
+    for f in files:
+        text = open(f).read()
+        want = {k: len(re.findall(r"kind=" + k + r"\b", text)) for k in ("kLoop", "kInput", "kOutput")}
+        try:
+            module = _hlo.hlo_module_from_text(text)
+            bytecode = jex_mlir.hlo_to_stablehlo(module.as_serialized_hlo_module_proto())
+            mlir = str(ir.Module.parse(bytecode, context=jax_mlir.make_ir_context()))
+            got = {k: mlir.count("fusion_kind " + k) for k in want}
+            ok = got == want
+            failed += not ok
+            print(f"{'PASS' if ok else 'FAIL'} {os.path.basename(f)}: fusions "
+                  + ", ".join(f"{k} {want[k]}" for k in want) + " parsed; StableHLO holds "
+                  + ", ".join(f"{k} {got[k]}" for k in got))
+        except Exception as e:  # noqa: BLE001 - report XLA's error and go on
+            failed += 1
+            print(f"FAIL {os.path.basename(f)}: {type(e).__name__}: {e}")
+    print(f"{len(files) - failed}/{len(files)} plan-form modules read by XLA")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,342 @@
+// hlo::export: the text of small programs (golden), every op through XLA's syntax and our parser,
+// the binding order, the fused form's structure, names, errors, and exported modules evaluated by
+// the TPU-style backend's HLO executor against the reference backend.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <string>
+
+#include "cases.hpp"
+#include "fusedsl/hlo/export.hpp"
+#include "fusedsl/hlo/parser.hpp"
+#include "fusedsl/hlo/printer.hpp"
+#include "fusedsl/tpu/execute.hpp"
+
+namespace fd = fusedsl;
+namespace hlo = fusedsl::hlo;
+namespace ec = export_cases;
+using fd::graph::op_kind;
+
+namespace golden {
+constexpr auto x = fd::input<"x", float, 2, 3>();
+constexpr auto w = fd::param<"w", float, 3, 4>();
+constexpr auto b = fd::param<"b", float, 4>();
+constexpr auto linear_relu = fd::compile(fd::relu(fd::matmul(x, w) + b));
+constexpr auto xb = fd::input<"x", fd::bf16, 2, 2>();
+constexpr auto two_outputs = fd::compile(fd::where(fd::iota<std::int32_t, 0, 2, 2>() >= fd::iota<std::int32_t, 1, 2, 2>(), xb,
+                                                   fd::lit<-std::numeric_limits<double>::infinity()>),
+                                         fd::max<1>(xb));
+constexpr auto t = fd::input<"t", float, 2, 4>();
+constexpr auto blk = fd::nn::block([](auto v) { return v * fd::param<"s", float, 4>() + v; });
+constexpr auto stacked = fd::compile(fd::nn::stack<"layers", 2>(blk, t));
+
+const char* const golden_linear_relu = R"hlo(HloModule fusedsl
+
+ENTRY %main {
+  %x = f32[2,3]{1,0} parameter(0), metadata={op_name="x"}
+  %w = f32[3,4]{1,0} parameter(1), metadata={op_name="w"}
+  %b = f32[4]{0} parameter(2), metadata={op_name="b"}
+  %dot = f32[2,4]{1,0} dot(f32[2,3]{1,0} %x, f32[3,4]{1,0} %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %broadcast = f32[2,4]{1,0} broadcast(f32[4]{0} %b), dimensions={1}
+  %add = f32[2,4]{1,0} add(f32[2,4]{1,0} %dot, f32[2,4]{1,0} %broadcast)
+  %constant = f32[] constant(0)
+  %broadcast.1 = f32[2,4]{1,0} broadcast(f32[] %constant), dimensions={}
+  ROOT %maximum = f32[2,4]{1,0} maximum(f32[2,4]{1,0} %add, f32[2,4]{1,0} %broadcast.1)
+}
+)hlo";
+
+const char* const golden_linear_relu_fused = R"hlo(HloModule fusedsl
+
+%fused_matmul_0 {
+  %x = f32[2,3]{1,0} parameter(0)
+  %w = f32[3,4]{1,0} parameter(1)
+  %b = f32[4]{0} parameter(2)
+  %dot = f32[2,4]{1,0} dot(f32[2,3]{1,0} %x, f32[3,4]{1,0} %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %broadcast = f32[2,4]{1,0} broadcast(f32[4]{0} %b), dimensions={1}
+  %add = f32[2,4]{1,0} add(f32[2,4]{1,0} %dot, f32[2,4]{1,0} %broadcast)
+  %constant = f32[] constant(0)
+  %broadcast.1 = f32[2,4]{1,0} broadcast(f32[] %constant), dimensions={}
+  ROOT %maximum = f32[2,4]{1,0} maximum(f32[2,4]{1,0} %add, f32[2,4]{1,0} %broadcast.1)
+}
+
+ENTRY %main {
+  %x = f32[2,3]{1,0} parameter(0), metadata={op_name="x"}
+  %w = f32[3,4]{1,0} parameter(1), metadata={op_name="w"}
+  %b = f32[4]{0} parameter(2), metadata={op_name="b"}
+  ROOT %fusion = f32[2,4]{1,0} fusion(f32[2,3]{1,0} %x, f32[3,4]{1,0} %w, f32[4]{0} %b), kind=kOutput, calls=%fused_matmul_0
+}
+)hlo";
+
+const char* const golden_two_outputs = R"hlo(HloModule fusedsl
+
+%max_f32 {
+  %lhs = f32[] parameter(0)
+  %rhs = f32[] parameter(1)
+  ROOT %maximum = f32[] maximum(f32[] %lhs, f32[] %rhs)
+}
+
+ENTRY %main {
+  %x = bf16[2,2]{1,0} parameter(0), metadata={op_name="x"}
+  %iota = s32[2,2]{1,0} iota(), iota_dimension=0
+  %iota.1 = s32[2,2]{1,0} iota(), iota_dimension=1
+  %compare = pred[2,2]{1,0} compare(s32[2,2]{1,0} %iota, s32[2,2]{1,0} %iota.1), direction=GE
+  %constant = bf16[] constant(-inf)
+  %broadcast = bf16[2,2]{1,0} broadcast(bf16[] %constant), dimensions={}
+  %select = bf16[2,2]{1,0} select(pred[2,2]{1,0} %compare, bf16[2,2]{1,0} %x, bf16[2,2]{1,0} %broadcast)
+  %convert = f32[2,2]{1,0} convert(bf16[2,2]{1,0} %x)
+  %constant.1 = f32[] constant(-inf)
+  %reduce = f32[2]{0} reduce(f32[2,2]{1,0} %convert, f32[] %constant.1), dimensions={1}, to_apply=%max_f32
+  %convert.1 = bf16[2]{0} convert(f32[2]{0} %reduce)
+  ROOT %tuple = (bf16[2,2]{1,0}, bf16[2]{0}) tuple(bf16[2,2]{1,0} %select, bf16[2]{0} %convert.1)
+}
+)hlo";
+
+const char* const golden_stack = R"hlo(HloModule fusedsl
+
+ENTRY %main {
+  %t = f32[2,4]{1,0} parameter(0), metadata={op_name="t"}
+  %layers.0.s = f32[4]{0} parameter(1), metadata={op_name="layers.0.s"}
+  %layers.1.s = f32[4]{0} parameter(2), metadata={op_name="layers.1.s"}
+  %broadcast = f32[2,4]{1,0} broadcast(f32[4]{0} %layers.0.s), dimensions={1}
+  %multiply = f32[2,4]{1,0} multiply(f32[2,4]{1,0} %t, f32[2,4]{1,0} %broadcast)
+  %add = f32[2,4]{1,0} add(f32[2,4]{1,0} %multiply, f32[2,4]{1,0} %t)
+  %broadcast.1 = f32[2,4]{1,0} broadcast(f32[4]{0} %layers.1.s), dimensions={1}
+  %multiply.1 = f32[2,4]{1,0} multiply(f32[2,4]{1,0} %add, f32[2,4]{1,0} %broadcast.1)
+  ROOT %add.1 = f32[2,4]{1,0} add(f32[2,4]{1,0} %multiply.1, f32[2,4]{1,0} %add)
+}
+)hlo";
+
+const char* const golden_stack_fused = R"hlo(HloModule fusedsl
+
+%fused_loop_1 {
+  %p0 = f32[2,4]{1,0} parameter(0)
+  %s = f32[4]{0} parameter(1)
+  %broadcast = f32[2,4]{1,0} broadcast(f32[4]{0} %s), dimensions={1}
+  %multiply = f32[2,4]{1,0} multiply(f32[2,4]{1,0} %p0, f32[2,4]{1,0} %broadcast)
+  ROOT %add = f32[2,4]{1,0} add(f32[2,4]{1,0} %multiply, f32[2,4]{1,0} %p0)
+}
+
+ENTRY %main {
+  %t = f32[2,4]{1,0} parameter(0), metadata={op_name="t"}
+  %layers.0.s = f32[4]{0} parameter(1), metadata={op_name="layers.0.s"}
+  %layers.1.s = f32[4]{0} parameter(2), metadata={op_name="layers.1.s"}
+  %fusion = f32[2,4]{1,0} fusion(f32[2,4]{1,0} %t, f32[4]{0} %layers.0.s), kind=kLoop, calls=%fused_loop_1
+  ROOT %fusion.1 = f32[2,4]{1,0} fusion(f32[2,4]{1,0} %fusion, f32[4]{0} %layers.1.s), kind=kLoop, calls=%fused_loop_1
+}
+)hlo";
+
+}  // namespace golden
+
+namespace {
+
+hlo::export_options fused_options(hlo::group_calls groups = hlo::group_calls::fusion) {
+  hlo::export_options o;
+  o.form = hlo::export_form::fused;
+  o.groups = groups;
+  return o;
+}
+
+template <class F>
+void for_each_case(F&& f) {
+  f("unary_a", ec::unary_a);
+  f("unary_b", ec::unary_b);
+  f("binary", ec::binary);
+  f("compare", ec::compare);
+  f("casts", ec::casts);
+  f("reduce", ec::reduce);
+  f("matmul", ec::matmul);
+  f("structure", ec::structure);
+  f("rows", ec::rows);
+  f("low_precision", ec::low_precision);
+  f("stack", ec::stack);
+  f("seed_transformer", ec::seed);
+  f("gpt_small", ec::gpt);
+}
+
+std::size_t count_opcode(const hlo::computation& c, hlo::opcode op) {
+  return std::size_t(std::count_if(c.instructions.begin(), c.instructions.end(),
+                                   [&](const hlo::instruction& in) { return in.opcode == op; }));
+}
+
+}  // namespace
+
+TEST_CASE("the unfused export of x @ w + b, relu is dot, broadcast with dimensions, add and maximum") {
+  CHECK(hlo::to_text(golden::linear_relu) == golden::golden_linear_relu);
+}
+
+TEST_CASE("the fused export of a matmul group is one kOutput fusion calling the group's computation") {
+  CHECK(hlo::to_text(golden::linear_relu, fused_options()) == golden::golden_linear_relu_fused);
+}
+
+TEST_CASE("two outputs give a tuple root; a bf16 mask uses a bf16 -inf constant; bf16 reduces in f32") {
+  CHECK(hlo::to_text(golden::two_outputs) == golden::golden_two_outputs);
+}
+
+TEST_CASE("a stack is unrolled with per-layer parameters; fused, every layer calls the same computation") {
+  CHECK(hlo::to_text(golden::stacked) == golden::golden_stack);
+  CHECK(hlo::to_text(golden::stacked, fused_options()) == golden::golden_stack_fused);
+}
+
+TEST_CASE("the printed text is stable: exporting twice gives the same bytes") {
+  CHECK(hlo::to_text(ec::seed) == hlo::to_text(ec::seed));
+  CHECK(hlo::to_text(ec::seed, fused_options()) == hlo::to_text(ec::seed, fused_options()));
+}
+
+TEST_CASE("the cases read every fusedsl op, and every export parses back to the same module") {
+  std::set<op_kind> seen;
+  for_each_case([&](const char* name, const auto& p) {
+    using P = std::remove_cvref_t<decltype(p)>;
+    for (const auto& n : P::graph.nodes) seen.insert(n.op);
+    for (const hlo::export_options& o : {hlo::export_options{}, fused_options(), fused_options(hlo::group_calls::call)}) {
+      const std::string case_name = name;
+      CAPTURE(case_name);
+      const hlo::module m = hlo::to_module(p, o);
+      const std::string text = hlo::to_text(m);
+      CHECK(hlo::parse_module(text) == m);
+    }
+  });
+  for (int k = 0; k <= int(op_kind::repeat); ++k) {
+    CAPTURE(fd::graph::name_of(op_kind(k)));
+    CHECK(seen.count(op_kind(k)) == 1);
+  }
+}
+
+TEST_CASE("entry parameters follow the reference backend's binding order and keep their names") {
+  for_each_case([](const char* name, const auto& p) {
+    using P = std::remove_cvref_t<decltype(p)>;
+    const std::string case_name = name;
+    CAPTURE(case_name);
+    const fd::graph::graph_view g(P::graph);
+    const auto want = fd::reference::required_bindings(g);
+    const hlo::module m = hlo::to_module(p);
+    const hlo::computation& entry = m.entry_computation();
+    const auto params = entry.parameters();
+    REQUIRE(params.size() == want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      const hlo::instruction& in = entry.instructions[params[i]];
+      CHECK(in.op_name == want[i].name);
+      CHECK(in.shape.dims == std::vector<std::int64_t>(want[i].shape.d.begin(), want[i].shape.d.begin() + want[i].shape.rank));
+    }
+  });
+}
+
+TEST_CASE("the seed transformer's fused form has one fusion per group and layer, with the plan's kinds") {
+  using P = fd::models::seed::program_type;
+  const hlo::module m = hlo::to_module(ec::seed, fused_options());
+  const hlo::computation& entry = m.entry_computation();
+  int body_groups = 0, main_groups = 0;
+  for (int gi = 0; gi < P::fusion.n_groups; ++gi) {
+    const auto& gr = P::fusion.groups[std::size_t(gi)];
+    if (gr.kind == fd::plan::group_kind::repeat) continue;
+    (gr.region == 0 ? main_groups : body_groups) += 1;
+  }
+  CHECK(count_opcode(entry, hlo::opcode::fusion) == std::size_t(main_groups + 2 * body_groups));
+  // one computation per group, shared by both layers
+  int fused_computations = 0;
+  for (const auto& c : m.computations) fused_computations += c.name.rfind("fused_", 0) == 0;
+  CHECK(fused_computations == main_groups + body_groups);
+  std::set<hlo::fusion_kind> kinds;
+  for (const auto& in : entry.instructions)
+    if (in.fusion_kind) kinds.insert(*in.fusion_kind);
+  CHECK(kinds.count(hlo::fusion_kind::output) == 1);  // matmuls, attention
+  CHECK(kinds.count(hlo::fusion_kind::input) == 1);   // layer norms
+  // The call form calls the same computations.
+  const hlo::module mc = hlo::to_module(ec::seed, fused_options(hlo::group_calls::call));
+  CHECK(count_opcode(mc.entry_computation(), hlo::opcode::call) == std::size_t(main_groups + 2 * body_groups));
+  CHECK(count_opcode(mc.entry_computation(), hlo::opcode::fusion) == 0);
+}
+
+TEST_CASE("names that are not HLO identifiers are escaped, and the binding name is kept in op_name") {
+  constexpr auto x = fd::input<"in put/0", float, 2, 2>();
+  constexpr auto p = fd::compile(fd::exp(x));
+  const hlo::module m = hlo::to_module(p);
+  const hlo::instruction& param = m.entry_computation().instructions[m.entry_computation().parameters()[0]];
+  CHECK(param.name == "in_put_0");
+  CHECK(param.op_name == "in put/0");
+  CHECK(hlo::to_text(p).find("metadata={op_name=\"in put/0\"}") != std::string::npos);
+}
+
+TEST_CASE("the fused form of a bare graph needs its fusion plan") {
+  const fd::graph::graph_view g(decltype(ec::binary)::graph);
+  CHECK_THROWS_AS(hlo::to_module(g, nullptr, fused_options()), fd::graph::graph_error);
+  CHECK_NOTHROW(hlo::to_module(g, nullptr, {}));
+}
+
+TEST_CASE("every op can be exported: the mapping covers each op_kind") {
+  for (int k = 0; k <= int(op_kind::repeat); ++k) {
+    CAPTURE(fd::graph::name_of(op_kind(k)));
+    CHECK(hlo::hlo_mapping::has(op_kind(k)));
+  }
+  static_assert(hlo::check_exportable<decltype(ec::seed)>());
+}
+
+namespace {
+// Runs an exported module with the TPU-style backend's HLO executor on the reference's inputs.
+template <class Program>
+void check_evaluated(const std::string& name, const Program& p, const hlo::export_options& o, double tol) {
+  CAPTURE(name);
+  const fd::graph::graph_view g(Program::graph);
+  const auto bs = hlo::export_bindings(g);
+  auto inputs = ec::random_bindings(bs, 7);
+  const auto want = ec::reference_outputs(g, bs, inputs);
+  const hlo::module m = hlo::to_module(p, o);
+  const fd::tpu::schedule s = fd::tpu::make_schedule(m, fd::tpu::chip_by_name("v5e"));
+  std::vector<fd::tpu::value> args;
+  const hlo::computation& entry = m.entry_computation();
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    fd::tpu::value v;
+    v.shape = entry.instructions[entry.parameters()[i]].shape;
+    const fd::dynamic_tensor& t = inputs[i];
+    for (std::int64_t k = 0; k < t.shape().size(); ++k) {
+      switch (t.type()) {
+        case fd::dtype::f32: v.data.push_back(t.data<float>()[k]); break;
+        case fd::dtype::bf16: v.data.push_back(float(t.data<fd::bf16>()[k])); break;
+        case fd::dtype::f16: v.data.push_back(float(t.data<fd::f16>()[k])); break;
+        case fd::dtype::i32: v.data.push_back(t.data<std::int32_t>()[k]); break;
+        case fd::dtype::boolean: v.data.push_back(t.data<bool>()[k]); break;
+      }
+    }
+    args.push_back(std::move(v));
+  }
+  const fd::tpu::value got = fd::tpu::execute(s, args);
+  const std::vector<fd::tpu::value> outs = got.shape.is_tuple() ? got.elements : std::vector<fd::tpu::value>{got};
+  REQUIRE(outs.size() == want.size());
+  for (std::size_t k = 0; k < outs.size(); ++k) {
+    CAPTURE(k);
+    const fd::dynamic_tensor& w = want[k];
+    REQUIRE(std::int64_t(outs[k].data.size()) == w.shape().size());
+    double max_ref = 0, max_err = 0;
+    for (std::int64_t i = 0; i < w.shape().size(); ++i) {
+      double r = 0;
+      switch (w.type()) {
+        case fd::dtype::f32: r = w.data<float>()[i]; break;
+        case fd::dtype::bf16: r = float(w.data<fd::bf16>()[i]); break;
+        case fd::dtype::f16: r = float(w.data<fd::f16>()[i]); break;
+        case fd::dtype::i32: r = w.data<std::int32_t>()[i]; break;
+        case fd::dtype::boolean: r = w.data<bool>()[i]; break;
+      }
+      const double v = outs[k].data[std::size_t(i)];
+      if (std::isinf(r) || std::isnan(r)) {
+        CHECK((std::isnan(r) ? std::isnan(v) : v == r));
+        continue;
+      }
+      max_ref = std::max(max_ref, std::abs(r));
+      max_err = std::max(max_err, std::abs(v - r));
+    }
+    CHECK(max_err <= tol * std::max(max_ref, 1.0));
+  }
+}
+}  // namespace
+
+// The fused form is evaluated in its call form: the executor runs one MXU matmul per fusion, and
+// a horizontal (Q, K, V) matmul group holds three.
+TEST_CASE("exported modules, unfused and fused, evaluate to the reference backend's numbers") {
+  for_each_case([](const char* name, const auto& p) {
+    const bool low = std::string(name) == "low_precision" || std::string(name) == "casts";
+    check_evaluated(name, p, {}, low ? 2e-2 : 1e-5);
+    check_evaluated(name, p, fused_options(hlo::group_calls::call), low ? 2e-2 : 1e-5);
+  });
+}
