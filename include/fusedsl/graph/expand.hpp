@@ -30,38 +30,59 @@
 
 namespace fusedsl::graph {
 
+// Every builder call below is its own statement: the order of evaluation of function arguments is
+// unspecified (GCC orders them differently in constant evaluation and at run time), and the node
+// table must be the same in both.
+
 // Stable softmax (or log_softmax) of x along axis, written with primitives; returns the result id.
 constexpr int emit_softmax_primitives(builder& b, int x, int axis, bool log) {
   const int m = b.reduce(op_kind::reduce_max, x, axis, true);
-  const int m_is_ninf = b.binary(op_kind::eq, m, b.constant(-std::numeric_limits<double>::infinity()));
-  const int m_safe = b.select(m_is_ninf, b.constant(0.0), m);
+  const int ninf = b.constant(-std::numeric_limits<double>::infinity());
+  const int m_is_ninf = b.binary(op_kind::eq, m, ninf);
+  const int zero = b.constant(0.0);
+  const int m_safe = b.select(m_is_ninf, zero, m);
   const int shifted = b.binary(op_kind::sub, x, m_safe);
   const int e = b.unary(op_kind::exp, shifted);
   const int s = b.reduce(op_kind::reduce_sum, e, axis, true);
-  const int s_safe = b.select(b.binary(op_kind::eq, s, b.constant(0.0)), b.constant(1.0), s);
-  if (log) return b.binary(op_kind::sub, shifted, b.unary(op_kind::log, s_safe));
+  const int s_is_zero = b.binary(op_kind::eq, s, zero);
+  const int one = b.constant(1.0);
+  const int s_safe = b.select(s_is_zero, one, s);
+  if (log) {
+    const int log_s = b.unary(op_kind::log, s_safe);
+    return b.binary(op_kind::sub, shifted, log_s);
+  }
   return b.binary(op_kind::div, e, s_safe);
 }
 
-// layernorm (beta >= 0) or rmsnorm (beta < 0 and rms) over the last axis, written with primitives.
+// layernorm (with beta; beta < 0: none) or rmsnorm over the last axis, written with primitives.
 constexpr int emit_norm_primitives(builder& b, op_kind k, int x, int gamma, int beta, double eps) {
   const int last = b.at(x).shape.rank - 1;
   if (k == op_kind::rmsnorm) {
-    const int ms = b.reduce(op_kind::reduce_mean, b.binary(op_kind::mul, x, x), last, true);
-    const int r = b.unary(op_kind::rsqrt, b.binary(op_kind::add, ms, b.constant(eps)));
-    return b.binary(op_kind::mul, b.binary(op_kind::mul, x, r), gamma);
+    const int sq = b.binary(op_kind::mul, x, x);
+    const int ms = b.reduce(op_kind::reduce_mean, sq, last, true);
+    const int eps_c = b.constant(eps);
+    const int ms_eps = b.binary(op_kind::add, ms, eps_c);
+    const int r = b.unary(op_kind::rsqrt, ms_eps);
+    const int xr = b.binary(op_kind::mul, x, r);
+    return b.binary(op_kind::mul, xr, gamma);
   }
   const int mu = b.reduce(op_kind::reduce_mean, x, last, true);
   const int xc = b.binary(op_kind::sub, x, mu);
-  const int var = b.reduce(op_kind::reduce_mean, b.binary(op_kind::mul, xc, xc), last, true);
-  const int r = b.unary(op_kind::rsqrt, b.binary(op_kind::add, var, b.constant(eps)));
-  const int y = b.binary(op_kind::mul, b.binary(op_kind::mul, xc, r), gamma);
+  const int sq = b.binary(op_kind::mul, xc, xc);
+  const int var = b.reduce(op_kind::reduce_mean, sq, last, true);
+  const int eps_c = b.constant(eps);
+  const int var_eps = b.binary(op_kind::add, var, eps_c);
+  const int r = b.unary(op_kind::rsqrt, var_eps);
+  const int xr = b.binary(op_kind::mul, xc, r);
+  const int y = b.binary(op_kind::mul, xr, gamma);
   return beta >= 0 ? b.binary(op_kind::add, y, beta) : y;
 }
 
 // The graph g with every row composite replaced by its primitives; merged, pruned, in topological
 // order. Regions keep their numbers; outputs keep their order.
 constexpr builder expand(const graph_view& g) {
+  if (g.n_regions < 1 || g.n_regions > max_regions || g.n_outputs < 0 || g.n_outputs > max_outputs || g.size < 0)
+    fail("expand: a malformed graph (region, output or node count)");
   builder b;
   b.regions.assign(g.regions, g.regions + g.n_regions);
   std::vector<int> id(std::size_t(g.size), -1);
@@ -74,6 +95,9 @@ constexpr builder expand(const graph_view& g) {
       n.in[std::size_t(k)] = id[std::size_t(o)];
     }
     if (n.region < 0 || n.region >= g.n_regions) fail("expand: a node lies in no region");
+    if (n.op == op_kind::layernorm && n.n_in != 3) fail("expand: layernorm needs x, gamma and beta");
+    if (n.op == op_kind::rmsnorm && n.n_in != 2) fail("expand: rmsnorm needs x and gamma");
+    if ((n.op == op_kind::softmax || n.op == op_kind::log_softmax) && n.n_in != 1) fail("expand: softmax takes one operand");
     b.region = n.region;
     switch (n.op) {
       case op_kind::softmax:
@@ -88,11 +112,15 @@ constexpr builder expand(const graph_view& g) {
     }
   }
   b.region = 0;
-  for (region_info& r : b.regions) {
-    if (r.placeholder >= 0) r.placeholder = id[std::size_t(r.placeholder)];
-    if (r.result >= 0) r.result = id[std::size_t(r.result)];
+  auto remap = [&](int old) {
+    if (old < 0 || old >= g.size) fail("expand: a region or output names no node");
+    return id[std::size_t(old)];
+  };
+  for (std::size_t r = 1; r < b.regions.size(); ++r) {
+    b.regions[r].placeholder = remap(b.regions[r].placeholder);
+    b.regions[r].result = remap(b.regions[r].result);
   }
-  for (int o = 0; o < g.n_outputs; ++o) b.mark_output(id[std::size_t(g.outputs[o])]);
+  for (int o = 0; o < g.n_outputs; ++o) b.mark_output(remap(g.outputs[o]));
   prune(b);
   return b;
 }
