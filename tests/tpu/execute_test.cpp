@@ -93,7 +93,8 @@ TEST_CASE("dot + bias + tanh runs as one MXU kernel with a fused epilogue and ma
   }
 }
 
-TEST_CASE("a bf16 dot multiplies bf16 operands and accumulates in f32, as the MXU does") {
+TEST_CASE("a bf16 dot multiplies bf16 operands and accumulates in f32, as the MXU does; its "
+          "operand converts are fused into it") {
   hlo::computation_builder b("main");
   const auto x = b.add_parameter(hlo::shape::array(element_type::f32, {48, 300}), "x");
   const auto w = b.add_parameter(hlo::shape::array(element_type::f32, {300, 40}), "w");
@@ -121,12 +122,20 @@ TEST_CASE("a bf16 dot multiplies bf16 operands and accumulates in f32, as the MX
     }
   CHECK(worst_bf16 < 1e-4);  // f32 accumulation of exact bf16 products
   CHECK(worst_f32 > 1e-2);   // the operands really were rounded to bf16
+  std::size_t matmuls = 0;
   for (const auto& k : s.kernels)
     if (k.kind == tpu::kernel_kind::matmul) {
+      ++matmuls;
       CHECK(k.mm.mxu_passes == 1);
       CHECK(k.blocks.bk == 128);
       CHECK(k.steps.size() == 3u * 1u * 1u * 3u);
+      // The converts run on each block in VMEM: HBM sees the f32 sources, once per use.
+      CHECK(k.ops == std::vector<std::string>{"xb", "wb", "dot"});
+      CHECK(k.hbm_bytes == (48 * 300 * 4 * 1 + 300 * 40 * 4 * 3 + 48 * 40 * 4));
+    } else {
+      CHECK(k.kind == tpu::kernel_kind::layout);
     }
+  CHECK(matmuls == 1);
 }
 
 TEST_CASE("a dot whose result has two users is not fused; each user runs as a vector kernel") {

@@ -278,14 +278,15 @@ inline schedule make_schedule(const hlo::module& m, const chip_spec& chip,
       const std::size_t dot = *grp.dot;
       auto p = detail::dot_problem(g, dot, options.f32_dot_passes);
       p.out_bytes = int(byte_size(g.shape(grp.output).type));
-      // Operands produced inside the kernel (an HLO fusion's converts) are read at their
-      // source's element size.
+      // Operands produced inside the kernel (fused converts) are read at their source's size.
+      std::size_t operand_src[2];
       for (int side = 0; side < 2; ++side) {
         std::size_t o = g.nodes[dot].operands[std::size_t(side)];
         while (std::find(grp.nodes.begin(), grp.nodes.end(), o) != grp.nodes.end() &&
                !g.nodes[o].operands.empty())
           o = g.nodes[o].operands[0];
-        const int bytes = int(byte_size(g.shape(detail::materialized_source(g, o)).type));
+        operand_src[side] = detail::materialized_source(g, o);
+        const int bytes = int(byte_size(g.shape(operand_src[side]).type));
         (side == 0 ? p.lhs_bytes : p.rhs_bytes) = bytes;
       }
       epilogue_work epi;
@@ -303,8 +304,7 @@ inline schedule make_schedule(const hlo::module& m, const chip_spec& chip,
       auto [r, c] = detail::rows_cols(g.shape(dot));
       const double out_cycles = vpu_tile_cycles(r, c, 4, chip);
       epi.vpu_ops_per_element = out_cycles > 0 ? other_cycles / out_cycles : 0;
-      const auto lhs_src = detail::materialized_source(g, g.nodes[dot].operands[0]);
-      const auto rhs_src = detail::materialized_source(g, g.nodes[dot].operands[1]);
+      const auto lhs_src = operand_src[0], rhs_src = operand_src[1];
       for (auto in : grp.inputs) {
         if (in == lhs_src || in == rhs_src) continue;
         const auto bytes = detail::source_bytes(g, in);
