@@ -14,6 +14,18 @@ namespace ft = fusedsl::cuda::testing;
 
 namespace {
 
+// Median time of each step launched alone: where the time of a program goes.
+void step_breakdown(const char* name, const char* variant, const fc::graph_runner& run, cudaStream_t stream, int iters) {
+  std::printf("%s, %s: per-step times\n", name, variant);
+  double total = 0.0;
+  for (std::size_t i = 0; i < run.size(); ++i) {
+    const double ms = fb::median_ms(stream, [&] { run.run_step(i); }, iters, 3);
+    total += ms;
+    std::printf("    %2zu %-14s %8.2f us\n", i, run.step_name(i).c_str(), ms * 1e3);
+  }
+  std::printf("    sum of steps alone: %.2f us\n", total * 1e3);
+}
+
 template <int L, int D, int H, int F, int Layers, int AttnBlockM = 64>
 void run_model(const char* name, fb::report& rep, cudaStream_t stream, const fb::cublas_api& cublas, bool cpu_check,
                int iters) {
@@ -41,6 +53,7 @@ void run_model(const char* name, fb::report& rep, cudaStream_t stream, const fb:
   const double t_fused_graph = fb::median_ms(stream, [&] { fused.replay(); }, iters);
   rep.add(std::string(name) + " fused, eager launches", t_fused_eager, flops, 0, std::to_string(fused.size()) + " launches");
   rep.add(std::string(name) + " fused, one CUDA graph", t_fused_graph, flops, 0, "1 graph launch");
+  step_breakdown(name, "fused", fused, stream, iters);
 
   if (!cublas.ok()) {
     std::printf("%s: cuBLAS baseline skipped: %s\n", name, cublas.why_not.c_str());
@@ -54,6 +67,7 @@ void run_model(const char* name, fb::report& rep, cudaStream_t stream, const fb:
   const double t_unfused_eager = fb::median_ms(stream, [&] { unfused.run_eager(); }, iters);
   rep.add(std::string(name) + " cuBLAS + unfused kernels, eager", t_unfused_eager, flops, 0,
           std::to_string(unfused.size()) + " launches");
+  step_breakdown(name, "cuBLAS + unfused", unfused, stream, iters);
   unfused.capture();
   const double t_unfused_graph = fb::median_ms(stream, [&] { unfused.replay(); }, iters);
   rep.add(std::string(name) + " cuBLAS + unfused kernels, one CUDA graph", t_unfused_graph, flops, 0, "");

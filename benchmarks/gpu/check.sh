@@ -34,7 +34,7 @@ fi
 
 status=0
 say "== correctness: every kernel against CPU loops"
-for t in cuda_elementwise cuda_row_kernels cuda_gemm cuda_attention cuda_graph_runner; do
+for t in cuda_host_logic cuda_elementwise cuda_row_kernels cuda_gemm cuda_attention cuda_graph_runner; do
   timeout 60 "$BIN/$t" 2>&1 | tee -a "$OUT_DIR/tests.log" | tail -4 | tee -a "$LOG"
   rc=${PIPESTATUS[0]}
   say "$t: exit $rc"
@@ -55,8 +55,12 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
   say "memcheck cuda_attention: exit $? ($(grep -c 'ERROR SUMMARY: 0 errors' "$OUT_DIR/sanitizer.log") clean summaries)"
   timeout 45 compute-sanitizer --tool racecheck --print-limit 5 "$BIN/cuda_attention" >> "$OUT_DIR/sanitizer.log" 2>&1
   say "racecheck cuda_attention: exit $?"
-  timeout 30 compute-sanitizer --tool memcheck --print-limit 5 "$BIN/cuda_row_kernels" >> "$OUT_DIR/sanitizer.log" 2>&1
-  say "memcheck cuda_row_kernels: exit $?"
+  for t in cuda_row_kernels cuda_gemm cuda_elementwise; do
+    timeout 40 compute-sanitizer --tool memcheck --print-limit 5 "$BIN/$t" >> "$OUT_DIR/sanitizer.log" 2>&1
+    say "memcheck $t: exit $?"
+  done
+  timeout 40 compute-sanitizer --tool racecheck --print-limit 5 "$BIN/cuda_gemm" -tc='*64x64*,*layernorm into one*' >> "$OUT_DIR/sanitizer.log" 2>&1
+  say "racecheck cuda_gemm: exit $?"
   grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT_DIR/sanitizer.log" | tee -a "$LOG"
 fi
 

@@ -44,7 +44,7 @@ TEST_CASE("a fused gelu(a * b + c) group over 2^20 + 3 f32 elements matches with
   CHECK(err < ft::tolerance<float>);
 }
 
-TEST_CASE("a silu(a + b) group reads bf16 and writes bf16 within 1e-2") {
+TEST_CASE("a silu(a + b) group reads bf16 and writes bf16 within 1e-2 (scalar path: N is no multiple of 8)") {
   constexpr long N = 3 * 4096 + 17;
   std::vector<float> af, bf;
   auto a = ft::random_values<fc::bf16>(N, af, -4.0f, 4.0f), b = ft::random_values<fc::bf16>(N, bf);
@@ -87,5 +87,33 @@ TEST_CASE("an index loop body broadcasts a row bias: relu(x + bias[col]) over [3
   const auto out = ft::widen(dout.download());
   std::vector<double> expect(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) expect[i] = ref::relu(static_cast<double>(xf[i]) + bf[i % C]);
+  CHECK(ft::rel_l2(out, expect) < ft::tolerance<float>);
+}
+
+TEST_CASE("the 16-byte vectorised path (N a multiple of 8, aligned pointers) mixes bf16 and f32 inputs into f32") {
+  constexpr long N = 8 * 12345;
+  std::vector<float> af, bf;
+  auto a = ft::random_values<fc::bf16>(N, af);
+  auto b = ft::random_values<float>(N, bf);
+  ft::device_buffer<fc::bf16> da(a);
+  ft::device_buffer<float> db(b), dout(N);
+  dout.poison();
+  fc::launch_map<N>(nullptr, fc::ops::mul{}, dout.get(), da.get(), db.get());
+  const auto out = ft::widen(dout.download());
+  std::vector<double> expect(N);
+  for (long i = 0; i < N; ++i) expect[i] = static_cast<double>(af[i]) * bf[i];
+  CHECK(ft::rel_l2(out, expect) < ft::tolerance<float>);
+}
+
+TEST_CASE("a misaligned pointer falls back to the scalar path and still computes every element") {
+  constexpr long N = 4096;
+  std::vector<float> af;
+  auto a = ft::random_values<float>(N + 1, af);
+  ft::device_buffer<float> da(a), dout(N);
+  dout.poison();
+  fc::launch_map<N>(nullptr, fc::ops::scale{3.0f}, dout.get(), static_cast<const float*>(da.get() + 1));
+  const auto out = ft::widen(dout.download());
+  std::vector<double> expect(N);
+  for (long i = 0; i < N; ++i) expect[i] = 3.0 * af[i + 1];
   CHECK(ft::rel_l2(out, expect) < ft::tolerance<float>);
 }

@@ -8,6 +8,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
+
 namespace fusedsl::cuda {
 
 namespace detail {
@@ -29,13 +31,46 @@ __global__ void __launch_bounds__(detail::loop_threads) loop_kernel(Body body) {
     body(i);
 }
 
-// out[i] = Out(f(float(in[i])...)): the common shape of a fused elementwise group.
+// out[i] = Out(f(float(in[i])...)): the common shape of a fused elementwise group. launch_map uses
+// the 16-byte vectorised form below when N is a multiple of 8 and every pointer is aligned.
 template <long N, class F, storage_type Out, storage_type... In>
 __global__ void __launch_bounds__(detail::loop_threads)
     map_kernel(F f, Out* __restrict__ out, const In* __restrict__... in) {
   for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < N;
        i += static_cast<long>(gridDim.x) * blockDim.x)
     out[i] = from_f32<Out>(f(to_f32(in[i])...));
+}
+
+namespace detail {
+template <storage_type T>
+struct vec8 {
+  alignas(16) T v[8];
+};
+template <storage_type T>
+__device__ inline vec8<T> load8(const T* p) {
+  vec8<T> r;
+#pragma unroll
+  for (int q = 0; q < static_cast<int>(sizeof(T)) / 2; ++q) reinterpret_cast<uint4*>(r.v)[q] = reinterpret_cast<const uint4*>(p)[q];
+  return r;
+}
+}  // namespace detail
+
+// The same group, 8 elements per step with 16-byte loads and stores (every pointer 16-byte aligned).
+template <long N, class F, storage_type Out, storage_type... In>
+__global__ void __launch_bounds__(detail::loop_threads)
+    map_kernel_vec8(F f, Out* __restrict__ out, const In* __restrict__... in) {
+  static_assert(N % 8 == 0, "map_kernel_vec8: N must be a multiple of 8");
+  for (long c = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; c < N / 8;
+       c += static_cast<long>(gridDim.x) * blockDim.x) {
+    detail::vec8<Out> o;
+    [&](const auto&... x) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) o.v[e] = from_f32<Out>(f(to_f32(x.v[e])...));
+    }(detail::load8(in + c * 8)...);
+#pragma unroll
+    for (int q = 0; q < static_cast<int>(sizeof(Out)) / 2; ++q)
+      reinterpret_cast<uint4*>(out + c * 8)[q] = reinterpret_cast<const uint4*>(o.v)[q];
+  }
 }
 
 template <long N, class Body>
@@ -49,6 +84,14 @@ template <long N, class F, storage_type Out, storage_type... In>
 void launch_map(cudaStream_t stream, F f, Out* out, const In*... in) {
   static_assert(N > 0, "launch_map: the element count must be positive");
   static_assert(sizeof...(In) > 0, "launch_map: needs at least one input");
+  auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  if constexpr (N % 8 == 0) {
+    if ((aligned(out) && ... && aligned(in))) {
+      map_kernel_vec8<N, F, Out, In...><<<detail::loop_blocks<N / 8>(), detail::loop_threads, 0, stream>>>(f, out, in...);
+      check_launch("map_kernel_vec8");
+      return;
+    }
+  }
   map_kernel<N, F, Out, In...><<<detail::loop_blocks<N>(), detail::loop_threads, 0, stream>>>(f, out, in...);
   check_launch("map_kernel");
 }

@@ -58,6 +58,13 @@ public:
     check(cudaGraphLaunch(exec_, stream_), "graph_runner: graph launch");
   }
 
+  // Launches step i alone (for per-step timing).
+  void run_step(std::size_t i) const {
+    if (i >= steps_.size()) throw std::out_of_range("graph_runner: no step " + std::to_string(i));
+    run_step(steps_[i]);
+  }
+  [[nodiscard]] const std::string& step_name(std::size_t i) const { return steps_.at(i).name; }
+
   [[nodiscard]] std::size_t kernel_nodes() const {
     if (!graph_) return 0;
     std::size_t n = 0;
