@@ -236,9 +236,10 @@ attention_args<T> dense_attention_args(const T* q, const T* k, const T* v, T* o)
 }
 
 // Ldmatrix: K and V fragments through ldmatrix (else plain 32/16-bit shared loads).
-// BlockM: queries per block (64 or 128), i.e. 4 or 8 warps sharing each K/V tile.
+// BlockM: queries per block (64 or 128), i.e. 4 or 8 warps sharing each K/V tile. The default is
+// what measured faster on an H200 (performance-gpu.md): 128 at head_dim 128, 64 below.
 template <half_type T, int HeadDim, int Batch, int Heads, int KvHeads, int SeqQ, int SeqK, bool Causal,
-          bool Ldmatrix = true, int BlockM = 64>
+          bool Ldmatrix = true, int BlockM = (HeadDim >= 128 ? 128 : 64)>
 void flash_attention(cudaStream_t stream, const attention_args<T>& a) {
   static_assert(BlockM == 64 || BlockM == 128, "flash_attention: block_m is 64 or 128 queries");
   static_assert(HeadDim % 16 == 0 && HeadDim >= 16 && HeadDim <= 256,
