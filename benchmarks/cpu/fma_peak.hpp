@@ -72,4 +72,29 @@ inline double measure_fma_peak(int samples = 25) {
   return best;
 }
 
+// The fraction of peak of `call` (which performs `call_flops`), with the peak measured at the same
+// moments: `rounds` times, one call then an FMA-chain run of about the same length, both in thread
+// CPU time. On a shared machine (another tenant on the sibling hyperthread, cache pollution) the
+// call and its paired peak see the same conditions, so the ratio is steadier than one taken
+// against a peak measured once.
+template <class F>
+double paired_peak_fraction(F&& call, double call_flops, double peak_estimate, int rounds = 50) {
+  call();  // warm caches
+  double t = thread_seconds();
+  call();
+  const double one_call = thread_seconds() - t;
+  const long iters = std::max(1L, long(one_call * peak_estimate / fma_chain_flops_per_iter()));
+  volatile float sink = 0;
+  double t_call = 0, t_peak = 0;
+  for (int r = 0; r < rounds; ++r) {
+    t = thread_seconds();
+    call();
+    const double t1 = thread_seconds();
+    sink = sink + fma_chains(iters);
+    const double t2 = thread_seconds();
+    t_call += t1 - t, t_peak += t2 - t1;
+  }
+  return (call_flops / t_call) / (fma_chain_flops_per_iter() * double(iters) / t_peak);
+}
+
 }  // namespace fusedsl_bench
