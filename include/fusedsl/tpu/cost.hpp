@@ -76,12 +76,13 @@ inline cost_summary summarize(const schedule& s) {
       // Tiny kernels: the fixed per-step cost outweighs every unit's busy time.
       if (kc.overhead_s > std::max({kc.mxu_s, kc.vpu_s, kc.dma_s})) kc.bound = "overhead";
     }
-    const double mxu_flops = kp.kind == kernel_kind::matmul ? kp.flops : 0.0;
+    const bool on_mxu = kp.kind == kernel_kind::matmul || kp.kind == kernel_kind::fused;
+    const double mxu_flops = on_mxu ? kp.flops : 0.0;
     kc.roofline_s = std::max(mxu_flops / s.chip.peak_bf16_flops,
                              double(kp.hbm_bytes) / s.chip.hbm_bytes_per_s);
-    if (kp.kind == kernel_kind::matmul && kc.time_s > 0)
+    if (on_mxu && kc.time_s > 0)
       kc.mxu_utilization = kp.flops / (kc.time_s * s.chip.peak_bf16_flops);
-    (kp.kind == kernel_kind::matmul ? c.matmul_flops : c.vector_flops) += kp.flops;
+    (on_mxu ? c.matmul_flops : c.vector_flops) += kp.flops;
     c.hbm_bytes += kp.hbm_bytes;
     c.roofline_time_s += kc.roofline_s;
     c.kernels.push_back(std::move(kc));

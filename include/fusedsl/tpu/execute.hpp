@@ -346,6 +346,10 @@ class executor {
   void run_kernel(std::size_t k) {
     const auto& grp = s_.groups[k];
     const auto& kp = s_.kernels[k];
+    if (kp.kind == kernel_kind::fused) {
+      run_fused(grp, kp);
+      return;
+    }
     if (grp.dot) {
       run_matmul(grp, kp);
       return;
@@ -389,7 +393,27 @@ class executor {
   }
 
   void run_matmul(const kernel_group& grp, const kernel_plan& kp) {
-    const std::size_t dot = *grp.dot;
+    run_dot(*grp.dot, grp.nodes, kp.mm, kp.blocks);
+  }
+
+  // A fused kernel: its ops in order, each dot tiled in its own blocks.
+  void run_fused(const kernel_group& grp, const kernel_plan& kp) {
+    for (auto id : grp.nodes) {
+      if (done_[id]) continue;
+      const auto it = std::find(kp.dot_nodes.begin(), kp.dot_nodes.end(), id);
+      if (it != kp.dot_nodes.end()) {
+        const auto i = std::size_t(it - kp.dot_nodes.begin());
+        run_dot(id, {id}, kp.dot_problems[i], kp.dot_blocks[i]);
+      } else {
+        eval_whole(id);
+      }
+    }
+  }
+
+  // Computes `dot` tile by tile in grid order (batch, i, j, k), k innermost, applying the
+  // elementwise ops of `nodes` that follow it to each finished tile.
+  void run_dot(std::size_t dot, const std::vector<std::size_t>& nodes, const matmul_problem& p,
+               const matmul_blocks& blk) {
     const auto& in = *g_.nodes[dot].inst;
     const auto& dn = *in.dot;
     // Nodes before the dot's tiles: those that do not depend on it (prologue, broadcasts).
@@ -397,7 +421,7 @@ class executor {
     dep[dot] = true;
     std::vector<std::size_t> pre, tile_epi, post;
     const auto& dot_dims = g_.shape(dot).dims;
-    for (auto id : grp.nodes) {
+    for (auto id : nodes) {
       if (id == dot) continue;
       bool d = false;
       for (auto o : g_.nodes[id].operands) d = d || dep[o];
@@ -424,8 +448,6 @@ class executor {
       if (!ub[d]) b_free.push_back(std::int64_t(d));
     const auto A = canonical(a, dn.lhs_batch, a_free, dn.lhs_contracting);
     const auto B = canonical(b, dn.rhs_batch, dn.rhs_contracting, b_free);
-    const auto& p = kp.mm;
-    const auto& blk = kp.blocks;
     const auto grid = grid_of(p, blk);
     using mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     using cmap = Eigen::Map<const mat, 0, Eigen::OuterStride<>>;
@@ -433,8 +455,10 @@ class executor {
     for (auto id : tile_epi) env_[id] = value::zeros(g_.shape(id));
     const auto out_t = g_.shape(dot).type;
     mat acc;
-    for (const auto& st : kp.steps) {
-      const auto [bi, i, j, kk] = st.tile;
+    for (std::int64_t bi = 0; bi < p.batch; ++bi)
+    for (std::int64_t i = 0; i < grid.gm; ++i)
+    for (std::int64_t j = 0; j < grid.gn; ++j)
+    for (std::int64_t kk = 0; kk < grid.gk; ++kk) {
       const std::int64_t r0 = i * blk.bm, c0 = j * blk.bn, k0 = kk * blk.bk;
       const std::int64_t rows = std::min(blk.bm, p.m - r0), cols = std::min(blk.bn, p.n - c0);
       const std::int64_t depth = std::min(blk.bk, p.k - k0);

@@ -58,6 +58,7 @@ inline double vpu_op_weight(hlo::opcode op) {
 struct kernel_group {
   std::vector<std::size_t> nodes;     // in topological order
   std::optional<std::size_t> dot;     // matmul kernels
+  std::vector<std::size_t> dots;      // every dot in the kernel (several in a fused kernel)
   std::size_t output = 0;             // the node whose value leaves the kernel
   std::vector<std::size_t> inputs;    // external nodes read (through layout ops)
   int hlo_fusion = -1;
@@ -164,16 +165,14 @@ inline std::vector<kernel_group> group_nodes(const flat_graph& g) {
       auto& grp = groups[std::size_t(fg)];
       grp.nodes.push_back(id);
       if (op == hlo::opcode::dot) {
-        if (grp.dot)
-          throw tpu_error("fusion " + g.fusions[std::size_t(node.hlo_fusion)].name +
-                          " holds more than one dot; one MXU matmul per kernel is supported");
-        grp.dot = id;
+        grp.dots.push_back(id);
+        grp.dot = grp.dots.size() == 1 ? std::optional<std::size_t>(id) : std::nullopt;
       }
       group_of[id] = fg;
       continue;
     }
     if (is_layout_op(op)) {  // its own zero-cost kernel
-      groups.push_back({{id}, std::nullopt, id, {}, -1});
+      groups.push_back({{id}, std::nullopt, {}, id, {}, -1});
       open.push_back(false);
       group_of[id] = int(groups.size() - 1);
       continue;
@@ -205,13 +204,14 @@ inline std::vector<kernel_group> group_nodes(const flat_graph& g) {
         continue;
       }
     }
-    groups.push_back({{id}, std::nullopt, id, {}, -1});
+    groups.push_back({{id}, std::nullopt, {}, id, {}, -1});
     open.push_back(op == hlo::opcode::dot || hlo::is_elementwise(op) ||
                    op == hlo::opcode::reduce);
     group_of[id] = int(groups.size() - 1);
     if (op == hlo::opcode::dot) {
       auto& dg = groups.back();
       dg.dot = id;
+      dg.dots = {id};
       // Prologue: a convert feeding only this dot runs on each operand block in VMEM, so the
       // dot reads the convert's source from HBM (as XLA fuses operand converts into the dot).
       std::vector<std::size_t> prologue;
@@ -274,6 +274,38 @@ inline schedule make_schedule(const hlo::module& m, const chip_spec& chip,
       kp.name = name;
       kp.kind = kernel_kind::layout;
       kp.steps.push_back({});
+    } else if (grp.dots.size() > 1) {
+      // Several dots in one HLO fusion: HBM sees only the fusion's inputs and output; each dot
+      // runs on the MXU in its own blocks, sized to half the budget (the rest streams the data).
+      std::int64_t in_bytes = 0;
+      for (auto in : grp.inputs) in_bytes += detail::source_bytes(g, in);
+      const auto out_bytes = g.shape(grp.output).byte_count();
+      double vpu = 0, mxu = 0, mm_flops = 0;
+      std::int64_t dot_vmem = 0;
+      std::vector<matmul_problem> probs;
+      std::vector<matmul_blocks> blks;
+      for (auto id : grp.nodes) {
+        if (g.op(id) != hlo::opcode::dot) {
+          vpu += detail::node_vpu_cycles(g, id, chip);
+          continue;
+        }
+        const auto p = detail::dot_problem(g, id, options.f32_dot_passes);
+        const auto b = choose_blocks(p, chip, budget / 2);
+        const auto gr = grid_of(p, b);
+        mxu += padded_macs(p, b) / chip.mxu_macs_per_cycle();
+        vpu += double(p.batch * gr.gm * gr.gn * gr.gk) * vpu_tile_cycles(b.bm, b.bn, 4, chip);
+        mm_flops += 2.0 * useful_macs(p);
+        dot_vmem = std::max(dot_vmem, vmem_footprint(p, b));
+        probs.push_back(p);
+        blks.push_back(b);
+      }
+      kp = plan_vector(name, in_bytes, out_bytes, vpu, mm_flops, chip, budget / 2);
+      kp.kind = kernel_kind::fused;
+      for (auto& st : kp.steps) st.mxu_cycles = mxu / double(kp.steps.size());
+      kp.vmem_bytes += dot_vmem;
+      kp.dot_nodes = grp.dots;
+      kp.dot_problems = std::move(probs);
+      kp.dot_blocks = std::move(blks);
     } else if (grp.dot) {
       const std::size_t dot = *grp.dot;
       auto p = detail::dot_problem(g, dot, options.f32_dot_passes);
