@@ -67,6 +67,36 @@ void BM_fma_peak(benchmark::State& state) {
 }
 BENCHMARK(BM_fma_peak);
 
+// The micro-kernel alone on L1-resident operands (one mr x k A panel, one k x nr B panel, k =
+// arg): the ceiling the full GEMM approaches; the gap to it is packing, tails, C write-back.
+void BM_gemm_microkernel_l1(benchmark::State& state) {
+  using mk = k::detail::micro_kernel<k::native_arch>;
+  const std::ptrdiff_t kk = state.range(0);
+  auto a = random_vector(std::size_t(mk::MR * kk), 1), b = random_vector(std::size_t(kk * mk::NR), 2);
+  std::vector<float> c(std::size_t(mk::MR * mk::NR));
+  auto call = [&] {
+    typename mk::tile acc;
+    mk::compute_rows<mk::MR>(kk, a.data(), 1, mk::MR, b.data(), mk::NR, acc);
+    k::detail::store_tile<k::native_arch, k::activation::none>(acc, mk::MR, mk::NR, 0, 0, c.data(),
+                                                               mk::NR, k::gemm_epilogue{});
+    benchmark::DoNotOptimize(c.data());
+  };
+  best_call best;
+  for (auto _ : state) {
+    best.start();
+    call();
+    best.stop();
+  }
+  const double flops = 2.0 * mk::MR * mk::NR * double(kk);
+  set_counters(state, flops, &best);
+  state.counters["peak_fraction_paired"] = fusedsl_bench::paired_peak_fraction(
+      [&] {
+        for (int r = 0; r < 64; ++r) call();
+      },
+      64 * flops, g_peak);
+}
+BENCHMARK(BM_gemm_microkernel_l1)->Arg(128)->Arg(512);
+
 // args: m, n, k
 void BM_gemm_fusedsl(benchmark::State& state) {
   const std::ptrdiff_t m = state.range(0), n = state.range(1), kk = state.range(2);

@@ -4,7 +4,8 @@
 //   C[m x n] = act(scale * A[m x k] . B[k x n] + bias[n]) + residual[m x n]      (f32 or bf16 C)
 //
 // B is packed once into column panels of `nr` columns (`pack_b`, the `packed_b` view) and can be
-// reused across calls (prepacked weights). A is packed on the fly, `mr` rows at a time, into a
+// reused across calls (prepacked weights). A is read in place by the micro-kernel's broadcasts;
+// only when its rows are a multiple of 4 KiB apart is it packed, `mr` rows at a time, into the
 // caller-provided workspace (`gemm_workspace_floats`). The kernels never allocate.
 //
 // Loop order (after the BLIS family of algorithms, Van Zee & van de Geijn, TOMS 2015, with the
