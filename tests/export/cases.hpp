@@ -74,6 +74,9 @@ constexpr auto block = fd::nn::block([](auto t) {
 });
 constexpr auto stack = fd::compile(fd::nn::stack<"blocks", 3>(block, h));
 constexpr auto& seed = fd::models::seed::program;
+// Batched causal grouped-query attention ([B, L, D], 4 query heads sharing 2 key/value heads).
+constexpr auto xs = fd::input<"xs", float, 2, 16, 32>();
+constexpr auto batched_gqa = fd::compile(fd::nn::attention<"attn", 4, 2, true>(xs));
 using gpt_small = fd::models::transformer<32, 64, 4, 128, 2, fd::nn::pre_ln, true>;
 constexpr auto& gpt = gpt_small::program;
 

@@ -152,6 +152,7 @@ void for_each_case(F&& f) {
   f("rows", ec::rows);
   f("low_precision", ec::low_precision);
   f("stack", ec::stack);
+  f("batched_gqa", ec::batched_gqa);
   f("seed_transformer", ec::seed);
   f("gpt_small", ec::gpt);
 }

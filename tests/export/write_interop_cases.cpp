@@ -107,6 +107,7 @@ int main(int argc, char** argv) {
     w.add("rows", ec::rows);
     w.add("low_precision", ec::low_precision);
     w.add("stack", ec::stack);
+    w.add("batched_gqa", ec::batched_gqa);
     w.add("seed_transformer", ec::seed, true);
     w.add("gpt_small", ec::gpt, true);
     std::cout << "wrote " << w.count << " cases to " << w.dir.string() << "\n";
