@@ -1,6 +1,7 @@
 // Reads HLO text with our parser and writes it back with our printer (the interop tests run the
 // original and the reprinted module in XLA and require bitwise-equal outputs).
 // Usage: fusedsl_hlo_reprint <in.hlo> <out.hlo>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -22,7 +23,9 @@ int main(int argc, char** argv) {
   text << in.rdbuf();
   try {
     const fusedsl::hlo::module m = fusedsl::hlo::parse_module(text.str());
-    std::ofstream(argv[2]) << fusedsl::hlo::to_text(m);
+    const std::filesystem::path out = argv[2];
+    if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
+    std::ofstream(out) << fusedsl::hlo::to_text(m);
   } catch (const std::exception& e) {
     std::cerr << argv[1] << ":" << e.what() << "\n";
     return 1;
