@@ -89,6 +89,16 @@ TEST_CASE("binary ops broadcast like NumPy") {
     auto got = eval1(fd::lit<1.0> - x, xv);
     test::check_close(got, want, 0);
   }
+  SUBCASE("a rank-0 input") {
+    constexpr auto s = fd::input<"y", float>();
+    fd::tensor<float> sv;
+    sv[0] = -1.75f;
+    std::vector<double> want(42);
+    for (int i = 0; i < 42; ++i) want[std::size_t(i)] = double(xv[i] + sv[0]);
+    auto got = eval2(x + s, xv, sv);
+    CHECK(got.shape() == fd::make_dims(6, 7));
+    test::check_close(got, want, 0);
+  }
   SUBCASE("a row [7] over [6,7]") {
     constexpr auto r = fd::input<"y", float, 7>();
     auto rv = test::random_tensor<float, 7>(4);

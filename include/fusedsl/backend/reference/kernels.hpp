@@ -30,7 +30,9 @@
 // GCC 12 reports false (maybe-)uninitialized warnings inside Eigen's AVX-512 GEMM kernels, at the
 // point where they are inlined; the suppression must cover both the include and the GEMM calls.
 #pragma GCC diagnostic push
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <Eigen/Core>
 
