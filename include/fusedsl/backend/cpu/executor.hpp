@@ -15,6 +15,7 @@
 // anything else in a group (a general loop group, an unusual epilogue) runs through the
 // interpreter node by node over preallocated scratch, so every plan runs. `stats()` says how many
 // groups took which path.
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <span>
@@ -39,6 +40,14 @@ struct threads {
 // Run every group through the interpreter (a cross-check of the specialised kernels in tests).
 struct interpreter_only {
   bool value = true;
+};
+
+// Time spent in each fusion group, when profiling is on (executor::profile(true)).
+struct group_profile {
+  plan::group_kind kind = plan::group_kind::loop;
+  int region = 0;
+  long calls = 0;
+  double seconds = 0;
 };
 
 struct executor_stats {
@@ -145,6 +154,17 @@ class executor {
   }
 
   executor_stats stats() const { return stats_; }
+
+  // Per-group timing (steady_clock around each group; adds two clock reads per group call).
+  void profile(bool on) {
+    profiling_ = on;
+    for (int gi = 0; gi < fp.n_groups; ++gi) {
+      profile_[std::size_t(gi)] = group_profile{};
+      profile_[std::size_t(gi)].kind = fp.groups[std::size_t(gi)].kind;
+      profile_[std::size_t(gi)].region = fp.groups[std::size_t(gi)].region;
+    }
+  }
+  std::span<const group_profile> profile_results() const { return {profile_.data(), std::size_t(fp.n_groups)}; }
   std::int64_t arena_bytes() const { return mp.arena_bytes; }
 
  private:
@@ -300,6 +320,7 @@ class executor {
       run_repeat(gr.anchor);
       return;
     }
+    const auto t0 = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (!interpreter_only_) switch (gr.kind) {
       case plan::group_kind::matmul: fast = run_matmul_group(gi, it); break;
       case plan::group_kind::attention: fast = run_attention(gi); break;
@@ -307,6 +328,11 @@ class executor {
       default: break;
     }
     if (!fast) interpret_group(gi);
+    if (profiling_) {
+      group_profile& pr = profile_[std::size_t(gi)];
+      pr.calls += 1;
+      pr.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
     if (it == 0 && counted_.size() < counted_.capacity()) {
       bool seen = false;
       for (int c : counted_) seen = seen || c == gi;
@@ -585,6 +611,8 @@ class executor {
 
   kernels::thread_pool pool_;
   bool interpreter_only_ = false;
+  bool profiling_ = false;
+  std::array<group_profile, N> profile_{};
   std::vector<slot> slots_;
   std::map<std::string, std::size_t> by_name_;
   std::vector<packed_ref> packs_;
