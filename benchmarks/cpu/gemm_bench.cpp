@@ -173,8 +173,15 @@ void shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"m", "n", "k"});
   b->Args({128, 512, 128})->Args({128, 128, 512})->Args({512, 512, 512});
 }
+// The medium transformer config (d 512, FFN 2048, seq 512): FFN up and down.
+void medium_shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"m", "n", "k"});
+  b->Args({512, 2048, 512})->Args({512, 512, 2048});
+}
 BENCHMARK(BM_gemm_eigen)->Apply(shapes);  // first: fusedsl's cases report their speedup over it
 BENCHMARK(BM_gemm_fusedsl)->Apply(shapes);
+BENCHMARK(BM_gemm_eigen)->Apply(medium_shapes);
+BENCHMARK(BM_gemm_fusedsl)->Apply(medium_shapes);
 BENCHMARK(BM_gemm_fusedsl_2threads)->Apply(shapes)->UseRealTime();
 
 }  // namespace

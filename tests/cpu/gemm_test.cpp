@@ -156,6 +156,22 @@ TEST_CASE_TEMPLATE("gemm with bf16 weights equals gemm with the same weights wid
       CHECK(c[std::size_t(i * pr.ldc + j)] == want[std::size_t(i * pr.ldc + j)]);
 }
 
+TEST_CASE_TEMPLATE("gemm with long k sums k blocks through C and applies the epilogue once", Arch,
+                   FUSEDSL_CPU_ARCHS) {
+  for (bool ta : {false, true}) {
+    const problem pr(37, 45, 1100, ta, !ta);  // k > 512: three k blocks of 367
+    k::gemm_epilogue ep;
+    ep.act = k::activation::gelu_tanh, ep.scale = 0.5f, ep.bias = pr.bias.data();
+    ep.residual = pr.res.data(), ep.ld_residual = pr.ldc;
+    CAPTURE(ta);
+    check_f32<Arch>(pr, ep);
+    check_f32<Arch>(pr, {});
+    k::thread_pool pool(2);
+    const auto one = run<Arch, float>(pr, ep), two = run<Arch, float>(pr, ep, &pool);
+    CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
+  }
+}
+
 TEST_CASE_TEMPLATE("gemm packs A whose rows are 4 KiB apart and still matches", Arch,
                    FUSEDSL_CPU_ARCHS) {
   problem pr(27, 45, 30, false, false, 1024 - 30);  // lda = 1024 floats

@@ -240,12 +240,14 @@ template <class T>
   else *p = to_bf16(x);
 }
 
-// Applies the epilogue to an accumulator tile and writes rows x cols of it at C(i0, j0).
+// Applies the epilogue to an accumulator tile and writes rows x cols of it at C(i0, j0). With
+// `prior` (f32 C only), the partial sums already in C from earlier k blocks are added first.
 template <class Arch, activation Act, class OutT>
 [[gnu::always_inline]] inline void store_tile(typename micro_kernel<Arch>::tile& acc,
                                               std::ptrdiff_t rows, std::ptrdiff_t cols,
                                               std::ptrdiff_t i0, std::ptrdiff_t j0, OutT* c,
-                                              std::ptrdiff_t ldc, const gemm_epilogue& ep) {
+                                              std::ptrdiff_t ldc, const gemm_epilogue& ep,
+                                              const float* prior = nullptr) {
   using mk = micro_kernel<Arch>;
   using V = typename mk::V;
   constexpr int W = mk::W;
@@ -259,9 +261,12 @@ template <class Arch, activation Act, class OutT>
       if (i >= rows) break;
       OutT* crow = c + (i0 + i) * ldc + j0;
       const float* rrow = ep.residual ? ep.residual + (i0 + i) * ep.ld_residual + j0 : nullptr;
+      const float* prow = prior ? prior + (i0 + i) * ldc + j0 : nullptr;
 #pragma GCC unroll 4
       for (int v = 0; v < mk::NV; ++v) {
-        V x = apply_activation<Act>(fmadd(acc[i][v], scale, bias[v]));
+        V sum = acc[i][v];
+        if (prow) sum = sum + simd<Arch>::load(prow + v * W);
+        V x = apply_activation<Act>(fmadd(sum, scale, bias[v]));
         if (rrow) x = x + simd<Arch>::load(rrow + v * W);
         store_out<Arch>(crow + v * W, x);
       }
@@ -274,11 +279,57 @@ template <class Arch, activation Act, class OutT>
     for (int v = 0; v < mk::NV; ++v) simd<Arch>::store(&t[i][v * W], acc[i][v]);
   for (std::ptrdiff_t i = 0; i < rows; ++i) {
     for (std::ptrdiff_t j = 0; j < cols; ++j) {
-      float x = apply_activation<Act>(
-          std::fma(t[i][j], ep.scale, ep.bias ? ep.bias[j0 + j] : 0.0f));
+      const float sum = prior ? t[i][j] + prior[(i0 + i) * ldc + j0 + j] : t[i][j];
+      float x = apply_activation<Act>(std::fma(sum, ep.scale, ep.bias ? ep.bias[j0 + j] : 0.0f));
       if (ep.residual) x += ep.residual[(i0 + i) * ep.ld_residual + j0 + j];
       store_one(c + (i0 + i) * ldc + j0 + j, x);
     }
+  }
+}
+
+// Long k (f32 C only): k is cut into blocks of <= 256 so one packed mr x kc A panel (12 KiB) stays
+// in L1 and the kc x n slice of B in L2; partial sums go through C, and the epilogue runs with
+// the last block. Each element still sums its k blocks in the same order on any thread count.
+constexpr std::ptrdiff_t k_block_threshold = 512, k_block = 256;
+
+template <class Arch, activation Act>
+void gemm_run_k_blocked(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a,
+                        std::ptrdiff_t lda, bool trans_a, const packed_b<Arch>& b, float* c,
+                        std::ptrdiff_t ldc, const gemm_epilogue& ep, float* workspace,
+                        thread_pool* pool) {
+  using mk = micro_kernel<Arch>;
+  constexpr int MR = mk::MR, NR = mk::NR;
+  const std::ptrdiff_t m_panels = (m + MR - 1) / MR, n_panels = b.panels();
+  const std::ptrdiff_t k_blocks = (k + k_block - 1) / k_block, kc = (k + k_blocks - 1) / k_blocks;
+  constexpr std::ptrdiff_t l2_budget = std::ptrdiff_t(1) << 20;
+  const std::ptrdiff_t max_block = std::max<std::ptrdiff_t>(1, l2_budget / (kc * NR * 4));
+  const std::ptrdiff_t blocks = (n_panels + max_block - 1) / max_block;
+  const std::ptrdiff_t block = (n_panels + blocks - 1) / blocks;
+  const gemm_epilogue partial{};  // earlier k blocks: raw sums
+  for (std::ptrdiff_t pc = 0; pc < k; pc += kc) {
+    const std::ptrdiff_t kb = std::min(kc, k - pc);
+    const bool first = pc == 0, last = pc + kb == k;
+    const float* a_block = trans_a ? a + pc * lda : a + pc;
+    parallel_for(pool, m_panels, [&](std::ptrdiff_t pb, std::ptrdiff_t pe, int t) {
+      float* a_panel = workspace + std::ptrdiff_t(t) * MR * k;
+      for (std::ptrdiff_t jb = 0; jb < n_panels; jb += block) {
+        const std::ptrdiff_t je = std::min(n_panels, jb + block);
+        for (std::ptrdiff_t ip = pb; ip < pe; ++ip) {
+          const std::ptrdiff_t i0 = ip * MR, rows = std::min<std::ptrdiff_t>(MR, m - i0);
+          pack_a_panel<MR>(rows, kb, a_block, lda, trans_a, i0, a_panel);
+          for (std::ptrdiff_t jp = jb; jp < je; ++jp) {
+            const std::ptrdiff_t j0 = jp * NR, cols = std::min<std::ptrdiff_t>(NR, n - j0);
+            const float* bp = b.panel(jp) + pc * NR;
+            typename mk::tile acc;
+            if (rows == MR) mk::template compute_rows<MR>(kb, a_panel, 1, MR, bp, NR, acc);
+            else mk::compute_tail(rows, kb, a_panel, 1, MR, bp, NR, acc);
+            const float* prior = first ? nullptr : c;
+            if (last) store_tile<Arch, Act>(acc, rows, cols, i0, j0, c, ldc, ep, prior);
+            else store_tile<Arch, activation::none>(acc, rows, cols, i0, j0, c, ldc, partial, prior);
+          }
+        }
+      }
+    });
   }
 }
 
@@ -295,6 +346,12 @@ void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float*
   const std::ptrdiff_t max_block = std::max<std::ptrdiff_t>(1, l2_budget / panel_bytes);
   const std::ptrdiff_t blocks = (n_panels + max_block - 1) / max_block;
   const std::ptrdiff_t block = blocks > 0 ? (n_panels + blocks - 1) / blocks : 1;
+  if constexpr (std::is_same_v<OutT, float>) {
+    if (k > k_block_threshold) {
+      gemm_run_k_blocked<Arch, Act>(m, n, k, a, lda, trans_a, b, c, ldc, ep, workspace, pool);
+      return;
+    }
+  }
   // A is read in place (broadcasts need no layout; packing cost up to 20% at n = 128); it is
   // packed only when rows 4 KiB apart would fight for the same L1 sets.
   const bool pack_a = !trans_a && (lda * 4) % 4096 == 0;
