@@ -1,8 +1,6 @@
 #pragma once
 // Timing, result records and an optional cuBLAS (loaded at run time) for the GPU benchmarks.
 
-#include <fusedsl/backend/cuda/error.hpp>
-
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -10,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <fusedsl/backend/cuda/error.hpp>
 #include <string>
 #include <vector>
 
@@ -21,7 +20,8 @@ inline constexpr double h200_tf32_peak_tflops = 494.7;
 
 // Median milliseconds per call of `fn` on `stream`: warm-up first, then `repeats` event-timed runs
 // of `iters` calls each.
-inline double median_ms(cudaStream_t stream, const std::function<void()>& fn, int iters = 20, int repeats = 5) {
+inline double median_ms(cudaStream_t stream, const std::function<void()>& fn, int iters = 20,
+                        int repeats = 5) {
   for (int i = 0; i < 3; ++i) fn();
   check(cudaStreamSynchronize(stream), "bench: warm-up");
   cudaEvent_t start{}, stop{};
@@ -45,7 +45,7 @@ inline double median_ms(cudaStream_t stream, const std::function<void()>& fn, in
 
 // One line of JSON per measurement, also echoed as a table row.
 class report {
-public:
+ public:
   explicit report(const char* path) : f_(path ? std::fopen(path, "w") : nullptr) {}
   ~report() {
     if (f_) std::fclose(f_);
@@ -53,31 +53,38 @@ public:
   report(const report&) = delete;
   report& operator=(const report&) = delete;
 
-  void add(const std::string& name, double ms, double flops, double bytes, const std::string& note = "") {
+  void add(const std::string& name, double ms, double flops, double bytes,
+           const std::string& note = "") {
     const double tflops = flops > 0 ? flops / (ms * 1e-3) / 1e12 : 0.0;
     const double gbs = bytes > 0 ? bytes / (ms * 1e-3) / 1e9 : 0.0;
     std::printf("%-58s %10.4f ms", name.c_str(), ms);
-    if (flops > 0) std::printf(" %8.1f TFLOP/s (%4.1f%% of bf16 peak)", tflops, 100.0 * tflops / h200_bf16_peak_tflops);
+    if (flops > 0)
+      std::printf(" %8.1f TFLOP/s (%4.1f%% of bf16 peak)", tflops,
+                  100.0 * tflops / h200_bf16_peak_tflops);
     if (bytes > 0) std::printf(" %8.1f GB/s", gbs);
     if (!note.empty()) std::printf("  %s", note.c_str());
     std::printf("\n");
     std::fflush(stdout);
     if (f_) {
-      std::fprintf(f_, "{\"name\": \"%s\", \"ms\": %.6f, \"tflops\": %.3f, \"gbps\": %.2f, \"note\": \"%s\"}\n",
-                   name.c_str(), ms, tflops, gbs, note.c_str());
+      std::fprintf(
+          f_,
+          "{\"name\": \"%s\", \"ms\": %.6f, \"tflops\": %.3f, \"gbps\": %.2f, \"note\": \"%s\"}\n",
+          name.c_str(), ms, tflops, gbs, note.c_str());
       std::fflush(f_);
     }
   }
   void check_line(const std::string& name, double rel_err, double tol) {
     const bool ok = rel_err <= tol;
-    std::printf("%-58s rel_err %.3e (tol %.0e) %s\n", name.c_str(), rel_err, tol, ok ? "PASS" : "FAIL");
-    if (f_) std::fprintf(f_, "{\"check\": \"%s\", \"rel_err\": %.6e, \"tol\": %.1e, \"pass\": %s}\n", name.c_str(), rel_err, tol,
-                         ok ? "true" : "false");
+    std::printf("%-58s rel_err %.3e (tol %.0e) %s\n", name.c_str(), rel_err, tol,
+                ok ? "PASS" : "FAIL");
+    if (f_)
+      std::fprintf(f_, "{\"check\": \"%s\", \"rel_err\": %.6e, \"tol\": %.1e, \"pass\": %s}\n",
+                   name.c_str(), rel_err, tol, ok ? "true" : "false");
     failures_ += ok ? 0 : 1;
   }
   [[nodiscard]] int failures() const { return failures_; }
 
-private:
+ private:
   std::FILE* f_;
   int failures_ = 0;
 };
@@ -91,12 +98,14 @@ struct cublas_api {
   decltype(&cublasDestroy_v2) destroy = nullptr;
   decltype(&cublasSetStream_v2) set_stream = nullptr;
   // The C entry points (the header also declares C++ overloads, so decltype cannot name them).
-  using gemm_ex_fn = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
-                                        const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
+  using gemm_ex_fn = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int,
+                                        int, int, const void*, const void*, cudaDataType, int,
+                                        const void*, cudaDataType, int, const void*, void*,
                                         cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
-  using gemm_sb_fn = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
-                                        const void*, cudaDataType, int, long long, const void*, cudaDataType, int,
-                                        long long, const void*, void*, cudaDataType, int, long long, int,
+  using gemm_sb_fn = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int,
+                                        int, int, const void*, const void*, cudaDataType, int,
+                                        long long, const void*, cudaDataType, int, long long,
+                                        const void*, void*, cudaDataType, int, long long, int,
                                         cublasComputeType_t, cublasGemmAlgo_t);
   gemm_ex_fn gemm_ex = nullptr;
   gemm_sb_fn gemm_strided_batched_ex = nullptr;
@@ -115,12 +124,14 @@ struct cublas_api {
     destroy = reinterpret_cast<decltype(destroy)>(dlsym(lib, "cublasDestroy_v2"));
     set_stream = reinterpret_cast<decltype(set_stream)>(dlsym(lib, "cublasSetStream_v2"));
     gemm_ex = reinterpret_cast<decltype(gemm_ex)>(dlsym(lib, "cublasGemmEx"));
-    gemm_strided_batched_ex = reinterpret_cast<decltype(gemm_strided_batched_ex)>(dlsym(lib, "cublasGemmStridedBatchedEx"));
+    gemm_strided_batched_ex = reinterpret_cast<decltype(gemm_strided_batched_ex)>(
+        dlsym(lib, "cublasGemmStridedBatchedEx"));
     if (!create || !destroy || !set_stream || !gemm_ex || !gemm_strided_batched_ex) {
       why_not = "libcublas lacks an expected symbol";
       return;
     }
-    if (create(&handle) != CUBLAS_STATUS_SUCCESS || set_stream(handle, stream) != CUBLAS_STATUS_SUCCESS) {
+    if (create(&handle) != CUBLAS_STATUS_SUCCESS ||
+        set_stream(handle, stream) != CUBLAS_STATUS_SUCCESS) {
       why_not = "cublasCreate failed";
       handle = nullptr;
     }
@@ -132,21 +143,23 @@ struct cublas_api {
   cublas_api& operator=(const cublas_api&) = delete;
   [[nodiscard]] bool ok() const { return handle != nullptr; }
 
-  // Row-major C[m,n] = alpha A[m,k] B[k,n] in bf16 with f32 accumulation (column-major C^T = B^T A^T).
-  void gemm_bf16(int m, int n, int k, const void* a, int lda, const void* b, int ldb, void* c, int ldc,
-                 float alpha = 1.0f) const {
+  // Row-major C[m,n] = alpha A[m,k] B[k,n] in bf16 with f32 accumulation (column-major C^T = B^T
+  // A^T).
+  void gemm_bf16(int m, int n, int k, const void* a, int lda, const void* b, int ldb, void* c,
+                 int ldc, float alpha = 1.0f) const {
     const float beta = 0.0f;
-    if (gemm_ex(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, CUDA_R_16BF, ldb, a, CUDA_R_16BF, lda, &beta, c,
-                CUDA_R_16BF, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
+    if (gemm_ex(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, CUDA_R_16BF, ldb, a,
+                CUDA_R_16BF, lda, &beta, c, CUDA_R_16BF, ldc, CUBLAS_COMPUTE_32F,
+                CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
       throw std::runtime_error("cublasGemmEx failed");
   }
-  void gemm_bf16_batched(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha, const void* a,
-                         int lda, long long sa, const void* b, int ldb, long long sb, void* c, int ldc, long long sc,
-                         int batch) const {
+  void gemm_bf16_batched(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                         float alpha, const void* a, int lda, long long sa, const void* b, int ldb,
+                         long long sb, void* c, int ldc, long long sc, int batch) const {
     const float beta = 0.0f;
-    if (gemm_strided_batched_ex(handle, ta, tb, m, n, k, &alpha, a, CUDA_R_16BF, lda, sa, b, CUDA_R_16BF, ldb, sb, &beta,
-                                c, CUDA_R_16BF, ldc, sc, batch, CUBLAS_COMPUTE_32F,
-                                CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
+    if (gemm_strided_batched_ex(handle, ta, tb, m, n, k, &alpha, a, CUDA_R_16BF, lda, sa, b,
+                                CUDA_R_16BF, ldb, sb, &beta, c, CUDA_R_16BF, ldc, sc, batch,
+                                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
       throw std::runtime_error("cublasGemmStridedBatchedEx failed");
   }
 };
@@ -157,8 +170,10 @@ inline void print_device(std::FILE* out = stdout) {
   int driver = 0, runtime = 0;
   cudaDriverGetVersion(&driver);
   cudaRuntimeGetVersion(&runtime);
-  std::fprintf(out, "device: %s, sm_%d%d, %d SMs, %.1f GiB, L2 %d MiB, driver %d, runtime %d\n", p.name, p.major, p.minor,
-               p.multiProcessorCount, static_cast<double>(p.totalGlobalMem) / (1 << 30), p.l2CacheSize >> 20, driver, runtime);
+  std::fprintf(out, "device: %s, sm_%d%d, %d SMs, %.1f GiB, L2 %d MiB, driver %d, runtime %d\n",
+               p.name, p.major, p.minor, p.multiProcessorCount,
+               static_cast<double>(p.totalGlobalMem) / (1 << 30), p.l2CacheSize >> 20, driver,
+               runtime);
 }
 
 }  // namespace fusedsl::cuda::bench

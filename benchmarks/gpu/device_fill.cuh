@@ -1,9 +1,8 @@
 #pragma once
 // Device-side random fill (a hash of the index and a seed): benchmark data is never zeros.
 
-#include <fusedsl/backend/cuda/elementwise.cuh>
-
 #include <cstdint>
+#include <fusedsl/backend/cuda/elementwise.cuh>
 
 namespace fusedsl::cuda::bench {
 
@@ -13,7 +12,8 @@ struct random_fill {
   std::uint32_t seed;
   float lo, hi;
   __device__ void operator()(long i) const {
-    std::uint32_t h = static_cast<std::uint32_t>(i) * 0x9E3779B1u ^ seed;  // one round of a 32-bit integer hash
+    std::uint32_t h =
+        static_cast<std::uint32_t>(i) * 0x9E3779B1u ^ seed;  // one round of a 32-bit integer hash
     h ^= h >> 16;
     h *= 0x85EBCA6Bu;
     h ^= h >> 13;

@@ -2,19 +2,19 @@
 // A post-LN transformer encoder stack in bf16, composed two ways from the same weights:
 //  fused:   GEMMs with fused epilogues, flash attention, layernorm: 7 launches per layer, 5 when
 //           d_model <= 256 lets the layernorms join the GEMM epilogues;
-//  unfused: cuBLAS GEMMs and separate bias / activation / residual / softmax kernels (15 per layer),
+//  unfused: cuBLAS GEMMs and separate bias / activation / residual / softmax kernels (15 per
+//  layer),
 //           the way a framework without fusion runs it.
 // Each way is a list of launches in a graph_runner, so it runs eagerly or as one CUDA graph.
 
+#include <cmath>
 #include <fusedsl/backend/cuda/cuda.cuh>
+#include <span>
+#include <vector>
 
 #include "bench_util.hpp"
 #include "cuda_test_util.hpp"
 #include "reference.hpp"
-
-#include <cmath>
-#include <span>
-#include <vector>
 
 namespace fusedsl::cuda::bench {
 
@@ -23,7 +23,9 @@ template <int Cols>
 struct add_bias_rows {
   bf16* y;
   const bf16* bias;
-  __device__ void operator()(long i) const { y[i] = from_f32<bf16>(to_f32(y[i]) + to_f32(bias[i % Cols])); }
+  __device__ void operator()(long i) const {
+    y[i] = from_f32<bf16>(to_f32(y[i]) + to_f32(bias[i % Cols]));
+  }
 };
 struct add_inplace {
   bf16* y;
@@ -32,12 +34,14 @@ struct add_inplace {
 };
 struct gelu_inplace {
   bf16* y;
-  __device__ void operator()(long i) const { y[i] = from_f32<bf16>(activate<activation::gelu>(to_f32(y[i]))); }
+  __device__ void operator()(long i) const {
+    y[i] = from_f32<bf16>(activate<activation::gelu>(to_f32(y[i])));
+  }
 };
 
 template <int L, int D, int H, int F, int Layers, int AttnBlockM = 64>
 class transformer {
-public:
+ public:
   static constexpr int DH = D / H;
   static_assert(D % H == 0, "transformer: d_model must be a multiple of heads");
 
@@ -60,7 +64,8 @@ public:
     for (int l = 0; l < Layers; ++l) {
       auto& w = w_[l];
       auto& h = host_w_[l];
-      const float sd = 1.0f / std::sqrt(static_cast<float>(D)), sf = 1.0f / std::sqrt(static_cast<float>(F));
+      const float sd = 1.0f / std::sqrt(static_cast<float>(D)),
+                  sf = 1.0f / std::sqrt(static_cast<float>(F));
       w.wqkv = upload(D * 3 * D, h.wqkv, -sd, sd);
       w.bqkv = upload(3 * D, h.bqkv, -0.1f, 0.1f);
       w.wo = upload(D * D, h.wo, -sd, sd);
@@ -153,33 +158,50 @@ public:
       const weights w = w_[l];
       const bf16* x = l == 0 ? x_ : a.out[l - 1];
       bf16* y = a.out[l];
-      run.add("qkv", [=](cudaStream_t) { c->gemm_bf16(L, 3 * D, D, x, D, w.wqkv, 3 * D, a.qkv, 3 * D); });
-      run.add("qkv_bias", [=](cudaStream_t s) { launch_loop<static_cast<long>(L) * 3 * D>(s, add_bias_rows<3 * D>{a.qkv, w.bqkv}); });
+      run.add("qkv",
+              [=](cudaStream_t) { c->gemm_bf16(L, 3 * D, D, x, D, w.wqkv, 3 * D, a.qkv, 3 * D); });
+      run.add("qkv_bias", [=](cudaStream_t s) {
+        launch_loop<static_cast<long>(L) * 3 * D>(s, add_bias_rows<3 * D>{a.qkv, w.bqkv});
+      });
       // scores_h = scale Q_h K_h^T, row-major [L, L] per head (column-major: K_h^T^T Q_h^T).
       run.add("scores", [=](cudaStream_t) {
-        c->gemm_bf16_batched(CUBLAS_OP_T, CUBLAS_OP_N, L, L, DH, 1.0f / std::sqrt(static_cast<float>(DH)), a.qkv + D, 3 * D,
-                             DH, a.qkv, 3 * D, DH, a.scores, L, static_cast<long long>(L) * L, H);
+        c->gemm_bf16_batched(CUBLAS_OP_T, CUBLAS_OP_N, L, L, DH,
+                             1.0f / std::sqrt(static_cast<float>(DH)), a.qkv + D, 3 * D, DH, a.qkv,
+                             3 * D, DH, a.scores, L, static_cast<long long>(L) * L, H);
       });
-      run.add("softmax", [=](cudaStream_t s) { launch_row<row_op::softmax, H * L, L>(s, a.scores, a.scores); });
+      run.add("softmax", [=](cudaStream_t s) {
+        launch_row<row_op::softmax, H * L, L>(s, a.scores, a.scores);
+      });
       // attn_h = P_h V_h into columns h*DH of attn (column-major: V_h^T P_h^T).
       run.add("pv", [=](cudaStream_t) {
-        c->gemm_bf16_batched(CUBLAS_OP_N, CUBLAS_OP_N, DH, L, L, 1.0f, a.qkv + 2 * D, 3 * D, DH, a.scores, L,
-                             static_cast<long long>(L) * L, a.attn, D, DH, H);
+        c->gemm_bf16_batched(CUBLAS_OP_N, CUBLAS_OP_N, DH, L, L, 1.0f, a.qkv + 2 * D, 3 * D, DH,
+                             a.scores, L, static_cast<long long>(L) * L, a.attn, D, DH, H);
       });
       run.add("out_proj", [=](cudaStream_t) { c->gemm_bf16(L, D, D, a.attn, D, w.wo, D, a.h, D); });
-      run.add("out_bias", [=](cudaStream_t s) { launch_loop<static_cast<long>(L) * D>(s, add_bias_rows<D>{a.h, w.bo}); });
-      run.add("residual1", [=](cudaStream_t s) { launch_loop<static_cast<long>(L) * D>(s, add_inplace{a.h, x}); });
+      run.add("out_bias", [=](cudaStream_t s) {
+        launch_loop<static_cast<long>(L) * D>(s, add_bias_rows<D>{a.h, w.bo});
+      });
+      run.add("residual1", [=](cudaStream_t s) {
+        launch_loop<static_cast<long>(L) * D>(s, add_inplace{a.h, x});
+      });
       run.add("ln1", [=](cudaStream_t s) {
         row_params p;
         p.gamma = w.g1, p.beta = w.be1;
         launch_row<row_op::layernorm, L, D>(s, a.h, a.x1, p);
       });
       run.add("ffn1", [=](cudaStream_t) { c->gemm_bf16(L, F, D, a.x1, D, w.w1, F, a.f, F); });
-      run.add("ffn1_bias", [=](cudaStream_t s) { launch_loop<static_cast<long>(L) * F>(s, add_bias_rows<F>{a.f, w.b1}); });
-      run.add("gelu", [=](cudaStream_t s) { launch_loop<static_cast<long>(L) * F>(s, gelu_inplace{a.f}); });
+      run.add("ffn1_bias", [=](cudaStream_t s) {
+        launch_loop<static_cast<long>(L) * F>(s, add_bias_rows<F>{a.f, w.b1});
+      });
+      run.add("gelu",
+              [=](cudaStream_t s) { launch_loop<static_cast<long>(L) * F>(s, gelu_inplace{a.f}); });
       run.add("ffn2", [=](cudaStream_t) { c->gemm_bf16(L, D, F, a.f, F, w.w2, D, a.h2, D); });
-      run.add("ffn2_bias", [=](cudaStream_t s) { launch_loop<static_cast<long>(L) * D>(s, add_bias_rows<D>{a.h2, w.b2}); });
-      run.add("residual2", [=](cudaStream_t s) { launch_loop<static_cast<long>(L) * D>(s, add_inplace{a.h2, a.x1}); });
+      run.add("ffn2_bias", [=](cudaStream_t s) {
+        launch_loop<static_cast<long>(L) * D>(s, add_bias_rows<D>{a.h2, w.b2});
+      });
+      run.add("residual2", [=](cudaStream_t s) {
+        launch_loop<static_cast<long>(L) * D>(s, add_inplace{a.h2, a.x1});
+      });
       run.add("ln2", [=](cudaStream_t s) {
         row_params p;
         p.gamma = w.g2, p.beta = w.be2;
@@ -188,11 +210,17 @@ public:
     }
   }
 
-  [[nodiscard]] std::vector<double> fused_output() const { return download(fused_act_.out[Layers - 1]); }
-  [[nodiscard]] std::vector<double> unfused_output() const { return download(unfused_act_.out[Layers - 1]); }
+  [[nodiscard]] std::vector<double> fused_output() const {
+    return download(fused_act_.out[Layers - 1]);
+  }
+  [[nodiscard]] std::vector<double> unfused_output() const {
+    return download(unfused_act_.out[Layers - 1]);
+  }
   void poison_outputs() const {
-    check(cudaMemsetAsync(fused_act_.out[Layers - 1], 0xff, sizeof(bf16) * L * D, stream_), "poison");
-    check(cudaMemsetAsync(unfused_act_.out[Layers - 1], 0xff, sizeof(bf16) * L * D, stream_), "poison");
+    check(cudaMemsetAsync(fused_act_.out[Layers - 1], 0xff, sizeof(bf16) * L * D, stream_),
+          "poison");
+    check(cudaMemsetAsync(unfused_act_.out[Layers - 1], 0xff, sizeof(bf16) * L * D, stream_),
+          "poison");
   }
 
   // The same stack in double on the CPU, from the same (bf16-rounded) input and weights.
@@ -204,8 +232,8 @@ public:
       const auto& w = host_w_[l];
       const auto qkv = to_f(reference::gemm(x, w.wqkv, L, 3 * D, D, 1.0, w.bqkv, {}, id));
       std::vector<float> k(qkv.begin() + D, qkv.end()), v(qkv.begin() + 2 * D, qkv.end());
-      const auto attn = to_f(reference::attention(qkv, k, v, 1, H, H, L, L, DH, false, 1.0 / std::sqrt(double(DH)), 3 * D,
-                                                  3 * D, 3 * D));
+      const auto attn = to_f(reference::attention(
+          qkv, k, v, 1, H, H, L, L, DH, false, 1.0 / std::sqrt(double(DH)), 3 * D, 3 * D, 3 * D));
       const auto h = to_f(reference::gemm(attn, w.wo, L, D, D, 1.0, w.bo, x, id));
       const auto x1 = to_f(reference::norm_rows(h, L, D, w.g1, w.be1, 1e-5, true));
       const auto f = to_f(reference::gemm(x1, w.w1, L, F, D, 1.0, w.b1, {}, reference::gelu));
@@ -215,16 +243,19 @@ public:
     return std::vector<double>(x.begin(), x.end());
   }
 
-private:
+ private:
   struct host_weights {
     std::vector<float> wqkv, bqkv, wo, bo, g1, be1, w1, b1, w2, b2, g2, be2;
   };
 
   static constexpr std::size_t arena_bytes() {
-    const std::size_t wts = static_cast<std::size_t>(D) * 3 * D + 3 * D + D * D + D + 4 * D + 2 * static_cast<std::size_t>(D) * F + F + D;
-    const std::size_t act = static_cast<std::size_t>(L) * (3 * D + 4 * D + F) + static_cast<std::size_t>(H) * L * L +
+    const std::size_t wts = static_cast<std::size_t>(D) * 3 * D + 3 * D + D * D + D + 4 * D +
+                            2 * static_cast<std::size_t>(D) * F + F + D;
+    const std::size_t act = static_cast<std::size_t>(L) * (3 * D + 4 * D + F) +
+                            static_cast<std::size_t>(H) * L * L +
                             static_cast<std::size_t>(Layers) * L * D;
-    return sizeof(bf16) * (L * D + Layers * wts + 2 * act) + 256 * (2 + 13 * Layers + 2 * (7 + Layers));
+    return sizeof(bf16) * (L * D + Layers * wts + 2 * act) +
+           256 * (2 + 13 * Layers + 2 * (7 + Layers));
   }
 
   bf16* upload(std::size_t n, std::vector<float>& exact, float lo, float hi) {
@@ -242,13 +273,15 @@ private:
     a.f = arena_.carve<bf16>(static_cast<std::size_t>(L) * F, "f");
     a.h2 = arena_.carve<bf16>(static_cast<std::size_t>(L) * D, "h2");
     a.scores = arena_.carve<bf16>(static_cast<std::size_t>(H) * L * L, "scores");
-    for (int l = 0; l < Layers; ++l) a.out[l] = arena_.carve<bf16>(static_cast<std::size_t>(L) * D, "out");
+    for (int l = 0; l < Layers; ++l)
+      a.out[l] = arena_.carve<bf16>(static_cast<std::size_t>(L) * D, "out");
     return a;
   }
   std::vector<double> download(const bf16* p) const {
     std::vector<bf16> h(static_cast<std::size_t>(L) * D);
     check(cudaStreamSynchronize(stream_), "transformer: sync");
-    check(cudaMemcpy(h.data(), p, h.size() * sizeof(bf16), cudaMemcpyDeviceToHost), "transformer: download");
+    check(cudaMemcpy(h.data(), p, h.size() * sizeof(bf16), cudaMemcpyDeviceToHost),
+          "transformer: download");
     return testing::widen(h);
   }
 

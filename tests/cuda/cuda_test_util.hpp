@@ -2,13 +2,12 @@
 // Host-side helpers for the CUDA tests and the device check: device buffers, random inputs
 // rounded to the storage type, and norm-wise relative error.
 
-#include <fusedsl/backend/cuda/error.hpp>
-#include <fusedsl/backend/cuda/numeric.cuh>
-
 #include <cuda_runtime_api.h>
 
 #include <cmath>
 #include <cstdint>
+#include <fusedsl/backend/cuda/error.hpp>
+#include <fusedsl/backend/cuda/numeric.cuh>
 #include <random>
 #include <vector>
 
@@ -16,19 +15,23 @@ namespace fusedsl::cuda::testing {
 
 template <class T>
 class device_buffer {
-public:
-  explicit device_buffer(std::size_t n) : n_(n) { check(cudaMalloc(&p_, n * sizeof(T)), "device_buffer: cudaMalloc"); }
+ public:
+  explicit device_buffer(std::size_t n) : n_(n) {
+    check(cudaMalloc(&p_, n * sizeof(T)), "device_buffer: cudaMalloc");
+  }
   explicit device_buffer(const std::vector<T>& host) : device_buffer(host.size()) { upload(host); }
   device_buffer(const device_buffer&) = delete;
   device_buffer& operator=(const device_buffer&) = delete;
   ~device_buffer() { cudaFree(p_); }
   void upload(const std::vector<T>& host) {
-    check(cudaMemcpy(p_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "device_buffer: upload");
+    check(cudaMemcpy(p_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice),
+          "device_buffer: upload");
   }
   [[nodiscard]] std::vector<T> download() const {
     std::vector<T> h(n_);
     check(cudaDeviceSynchronize(), "device_buffer: synchronize before download");
-    check(cudaMemcpy(h.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost), "device_buffer: download");
+    check(cudaMemcpy(h.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost),
+          "device_buffer: download");
     return h;
   }
   // All bits set: NaN in f32, bf16 and f16, so an element the kernel skipped fails every check.
@@ -36,7 +39,7 @@ public:
   T* get() const { return p_; }
   std::size_t size() const { return n_; }
 
-private:
+ private:
   T* p_ = nullptr;
   std::size_t n_;
 };
@@ -49,7 +52,8 @@ inline std::mt19937& rng() {
 
 // Values drawn in [lo, hi) and rounded to T; `exact` receives the rounded values as f32.
 template <storage_type T>
-std::vector<T> random_values(std::size_t n, std::vector<float>& exact, float lo = -1.0f, float hi = 1.0f) {
+std::vector<T> random_values(std::size_t n, std::vector<float>& exact, float lo = -1.0f,
+                             float hi = 1.0f) {
   std::uniform_real_distribution<float> d(lo, hi);
   std::vector<T> v(n);
   exact.resize(n);

@@ -7,19 +7,29 @@
 
 namespace fusedsl::cuda::reference {
 
-inline double gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
-inline double silu(double x) { return x / (1.0 + std::exp(-x)); }
-inline double relu(double x) { return x > 0.0 ? x : 0.0; }
+inline double gelu(double x) {
+  return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+}
+inline double silu(double x) {
+  return x / (1.0 + std::exp(-x));
+}
+inline double relu(double x) {
+  return x > 0.0 ? x : 0.0;
+}
 
-// c = act(scale * a b + bias) + residual; a [m,k], b [k,n], all row-major; bias/residual may be empty.
+// c = act(scale * a b + bias) + residual; a [m,k], b [k,n], all row-major; bias/residual may be
+// empty.
 template <class Act>
-std::vector<double> gemm(const std::vector<float>& a, const std::vector<float>& b, int m, int n, int k, double scale,
-                         const std::vector<float>& bias, const std::vector<float>& residual, Act act) {
+std::vector<double> gemm(const std::vector<float>& a, const std::vector<float>& b, int m, int n,
+                         int k, double scale, const std::vector<float>& bias,
+                         const std::vector<float>& residual, Act act) {
   std::vector<double> c(static_cast<std::size_t>(m) * n);
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n; ++j) {
       double s = 0.0;
-      for (int p = 0; p < k; ++p) s += static_cast<double>(a[i * static_cast<std::size_t>(k) + p]) * b[p * static_cast<std::size_t>(n) + j];
+      for (int p = 0; p < k; ++p)
+        s += static_cast<double>(a[i * static_cast<std::size_t>(k) + p]) *
+             b[p * static_cast<std::size_t>(n) + j];
       s *= scale;
       if (!bias.empty()) s += bias[j];
       s = act(s);
@@ -29,7 +39,8 @@ std::vector<double> gemm(const std::vector<float>& a, const std::vector<float>& 
   return c;
 }
 
-inline std::vector<double> softmax_rows(const std::vector<float>& x, int rows, int cols, bool log_form) {
+inline std::vector<double> softmax_rows(const std::vector<float>& x, int rows, int cols,
+                                        bool log_form) {
   std::vector<double> y(x.size());
   for (int r = 0; r < rows; ++r) {
     const float* row = x.data() + static_cast<std::size_t>(r) * cols;
@@ -37,13 +48,15 @@ inline std::vector<double> softmax_rows(const std::vector<float>& x, int rows, i
     for (int c = 0; c < cols; ++c) m = std::max(m, static_cast<double>(row[c]));
     for (int c = 0; c < cols; ++c) s += std::exp(row[c] - m);
     for (int c = 0; c < cols; ++c)
-      y[static_cast<std::size_t>(r) * cols + c] = log_form ? row[c] - m - std::log(s) : std::exp(row[c] - m) / s;
+      y[static_cast<std::size_t>(r) * cols + c] =
+          log_form ? row[c] - m - std::log(s) : std::exp(row[c] - m) / s;
   }
   return y;
 }
 
 // layernorm when `centre`, else rmsnorm; beta may be empty.
-inline std::vector<double> norm_rows(const std::vector<float>& x, int rows, int cols, const std::vector<float>& gamma,
+inline std::vector<double> norm_rows(const std::vector<float>& x, int rows, int cols,
+                                     const std::vector<float>& gamma,
                                      const std::vector<float>& beta, double eps, bool centre) {
   std::vector<double> y(x.size());
   for (int r = 0; r < rows; ++r) {
@@ -56,15 +69,18 @@ inline std::vector<double> norm_rows(const std::vector<float>& x, int rows, int 
     for (int c = 0; c < cols; ++c) var += (row[c] - mean) * (row[c] - mean);
     const double rstd = 1.0 / std::sqrt(var / cols + eps);
     for (int c = 0; c < cols; ++c)
-      y[static_cast<std::size_t>(r) * cols + c] = (row[c] - mean) * rstd * gamma[c] + (beta.empty() ? 0.0 : beta[c]);
+      y[static_cast<std::size_t>(r) * cols + c] =
+          (row[c] - mean) * rstd * gamma[c] + (beta.empty() ? 0.0 : beta[c]);
   }
   return y;
 }
 
-// o[b, i, h, :] = softmax_j(scale q.k_j [j <= i + sk - sq when causal]) v_j, with kv head h / (heads / kv_heads).
-// q/o are [batch, sq, heads, d] with row strides qs/os, k/v [batch, sk, kv_heads, d] with row strides ks/vs.
-inline std::vector<double> attention(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
-                                     int batch, int heads, int kv_heads, int sq, int sk, int d, bool causal, double scale,
+// o[b, i, h, :] = softmax_j(scale q.k_j [j <= i + sk - sq when causal]) v_j, with kv head h /
+// (heads / kv_heads). q/o are [batch, sq, heads, d] with row strides qs/os, k/v [batch, sk,
+// kv_heads, d] with row strides ks/vs.
+inline std::vector<double> attention(const std::vector<float>& q, const std::vector<float>& k,
+                                     const std::vector<float>& v, int batch, int heads,
+                                     int kv_heads, int sq, int sk, int d, bool causal, double scale,
                                      long q_stride, long k_stride, long v_stride) {
   std::vector<double> o(static_cast<std::size_t>(batch) * sq * heads * d);
   std::vector<double> p(sk);
@@ -87,7 +103,8 @@ inline std::vector<double> attention(const std::vector<float>& q, const std::vec
         double* oi = o.data() + ((static_cast<std::size_t>(b) * sq + i) * heads + h) * d;
         for (int e = 0; e < d; ++e) {
           double acc = 0.0;
-          for (int j = 0; j < visible; ++j) acc += p[j] * v[(static_cast<long>(b) * sk + j) * v_stride + kh * d + e];
+          for (int j = 0; j < visible; ++j)
+            acc += p[j] * v[(static_cast<long>(b) * sk + j) * v_stride + kh * d + e];
           oi[e] = acc / l;
         }
       }

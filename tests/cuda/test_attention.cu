@@ -3,11 +3,10 @@
 #include <doctest/doctest.h>
 
 #include <fusedsl/backend/cuda/attention.cuh>
+#include <stdexcept>
 
 #include "cuda_test_util.hpp"
 #include "reference.hpp"
-
-#include <stdexcept>
 
 namespace fc = fusedsl::cuda;
 namespace ft = fusedsl::cuda::testing;
@@ -15,7 +14,8 @@ namespace ref = fusedsl::cuda::reference;
 
 namespace {
 
-template <class T, int D, int B, int H, int KvH, int SQ, int SK, bool Causal, bool Ldmatrix = true, int BlockM = 64>
+template <class T, int D, int B, int H, int KvH, int SQ, int SK, bool Causal, bool Ldmatrix = true,
+          int BlockM = 64>
 double run_dense() {
   std::vector<float> qf, kf, vf;
   auto q = ft::random_values<T>(static_cast<std::size_t>(B) * SQ * H * D, qf, -2.0f, 2.0f);
@@ -23,11 +23,12 @@ double run_dense() {
   auto v = ft::random_values<T>(static_cast<std::size_t>(B) * SK * KvH * D, vf);
   ft::device_buffer<T> dq(q), dk(k), dv(v), dout(q.size());
   dout.poison();
-  const auto args = fc::dense_attention_args<T, D, H, KvH, SQ, SK>(dq.get(), dk.get(), dv.get(), dout.get());
+  const auto args =
+      fc::dense_attention_args<T, D, H, KvH, SQ, SK>(dq.get(), dk.get(), dv.get(), dout.get());
   fc::flash_attention<T, D, B, H, KvH, SQ, SK, Causal, Ldmatrix, BlockM>(nullptr, args);
   const auto out = ft::widen(dout.download());
-  const auto expect = ref::attention(qf, kf, vf, B, H, KvH, SQ, SK, D, Causal, args.scale, args.q_row_stride,
-                                     args.k_row_stride, args.v_row_stride);
+  const auto expect = ref::attention(qf, kf, vf, B, H, KvH, SQ, SK, D, Causal, args.scale,
+                                     args.q_row_stride, args.k_row_stride, args.v_row_stride);
   return ft::rel_l2(out, expect);
 }
 
@@ -39,7 +40,9 @@ TEST_CASE("bf16 multi-head attention without a mask matches the CPU loop within 
   CHECK(err < 1e-2);
 }
 
-TEST_CASE("bf16 causal grouped-query attention (8 heads over 2 kv heads, head_dim 128) skips blocks correctly") {
+TEST_CASE(
+    "bf16 causal grouped-query attention (8 heads over 2 kv heads, head_dim 128) skips blocks "
+    "correctly") {
   const double err = run_dense<fc::bf16, 128, 1, 8, 2, 256, 256, true>();
   INFO("relative error " << err);
   CHECK(err < 1e-2);
@@ -57,7 +60,9 @@ TEST_CASE("reading K and V with plain shared loads instead of ldmatrix gives the
   CHECK(err < 1e-2);
 }
 
-TEST_CASE("128-query blocks (8 warps sharing each K/V tile) give the same causal grouped-query attention") {
+TEST_CASE(
+    "128-query blocks (8 warps sharing each K/V tile) give the same causal grouped-query "
+    "attention") {
   const double err = run_dense<fc::bf16, 128, 1, 8, 2, 256, 256, true, true, 128>();
   INFO("relative error " << err);
   CHECK(err < 1e-2);
@@ -69,7 +74,9 @@ TEST_CASE("128-query blocks at head_dim 64 without a mask match the CPU loop") {
   CHECK(err < 1e-2);
 }
 
-TEST_CASE("attention reads q, k and v as column slices of one packed [seq, 3 * heads * head_dim] buffer") {
+TEST_CASE(
+    "attention reads q, k and v as column slices of one packed [seq, 3 * heads * head_dim] "
+    "buffer") {
   constexpr int S = 128, H = 4, D = 32, W = 3 * H * D;
   std::vector<float> qkv_f;
   auto qkv = ft::random_values<fc::bf16>(static_cast<std::size_t>(S) * W, qkv_f, -2.0f, 2.0f);
@@ -83,7 +90,8 @@ TEST_CASE("attention reads q, k and v as column slices of one packed [seq, 3 * h
   fc::flash_attention<fc::bf16, D, 1, H, H, S, S, false>(nullptr, a);
   const auto out = ft::widen(dout.download());
   // The reference sees the same slices: k and v start H*D and 2*H*D elements into the packed rows.
-  const std::vector<float> k(qkv_f.begin() + H * D, qkv_f.end()), v(qkv_f.begin() + 2 * H * D, qkv_f.end());
+  const std::vector<float> k(qkv_f.begin() + H * D, qkv_f.end()),
+      v(qkv_f.begin() + 2 * H * D, qkv_f.end());
   const auto expect = ref::attention(qkv_f, k, v, 1, H, H, S, S, D, false, 0.125, W, W, W);
   const double err = ft::rel_l2(out, expect);
   INFO("relative error " << err);
@@ -95,8 +103,10 @@ TEST_CASE("attention refuses missing operands and strides shorter than a row, na
   CHECK_THROWS_WITH_AS((fc::flash_attention<fc::bf16, 32, 1, 4, 4, 64, 64, false>(nullptr, a)),
                        "flash_attention: q, k, v and o must all be set", std::invalid_argument);
   ft::device_buffer<fc::bf16> buf(64 * 128);
-  a = fc::dense_attention_args<fc::bf16, 32, 4, 4, 64, 64>(buf.get(), buf.get(), buf.get(), buf.get());
+  a = fc::dense_attention_args<fc::bf16, 32, 4, 4, 64, 64>(buf.get(), buf.get(), buf.get(),
+                                                           buf.get());
   a.k_row_stride = 64;
   CHECK_THROWS_WITH_AS((fc::flash_attention<fc::bf16, 32, 1, 4, 4, 64, 64, false>(nullptr, a)),
-                       "flash_attention: a row stride is shorter than heads * head_dim", std::invalid_argument);
+                       "flash_attention: a row stride is shorter than heads * head_dim",
+                       std::invalid_argument);
 }

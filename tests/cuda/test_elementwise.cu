@@ -24,7 +24,9 @@ struct bias_relu_rows {
   const float* x;
   const float* bias;
   float* out;
-  __device__ void operator()(long i) const { out[i] = fc::activate<fc::activation::relu>(x[i] + bias[i % Cols]); }
+  __device__ void operator()(long i) const {
+    out[i] = fc::activate<fc::activation::relu>(x[i] + bias[i % Cols]);
+  }
 };
 }  // namespace
 
@@ -44,7 +46,9 @@ TEST_CASE("a fused gelu(a * b + c) group over 2^20 + 3 f32 elements matches with
   CHECK(err < ft::tolerance<float>);
 }
 
-TEST_CASE("a silu(a + b) group reads bf16 and writes bf16 within 1e-2 (scalar path: N is no multiple of 8)") {
+TEST_CASE(
+    "a silu(a + b) group reads bf16 and writes bf16 within 1e-2 (scalar path: N is no multiple of "
+    "8)") {
   constexpr long N = 3 * 4096 + 17;
   std::vector<float> af, bf;
   auto a = ft::random_values<fc::bf16>(N, af, -4.0f, 4.0f), b = ft::random_values<fc::bf16>(N, bf);
@@ -80,17 +84,22 @@ TEST_CASE("a scale-then-relu group casts f32 inputs to an f16 output") {
 TEST_CASE("an index loop body broadcasts a row bias: relu(x + bias[col]) over [333, 256] in f32") {
   constexpr int R = 333, C = 256;
   std::vector<float> xf, bf;
-  auto x = ft::random_values<float>(static_cast<std::size_t>(R) * C, xf), bias = ft::random_values<float>(C, bf);
+  auto x = ft::random_values<float>(static_cast<std::size_t>(R) * C, xf),
+       bias = ft::random_values<float>(C, bf);
   ft::device_buffer<float> dx(x), dbias(bias), dout(x.size());
   dout.poison();
-  fc::launch_loop<static_cast<long>(R) * C>(nullptr, bias_relu_rows<C>{dx.get(), dbias.get(), dout.get()});
+  fc::launch_loop<static_cast<long>(R) * C>(nullptr,
+                                            bias_relu_rows<C>{dx.get(), dbias.get(), dout.get()});
   const auto out = ft::widen(dout.download());
   std::vector<double> expect(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) expect[i] = ref::relu(static_cast<double>(xf[i]) + bf[i % C]);
+  for (std::size_t i = 0; i < x.size(); ++i)
+    expect[i] = ref::relu(static_cast<double>(xf[i]) + bf[i % C]);
   CHECK(ft::rel_l2(out, expect) < ft::tolerance<float>);
 }
 
-TEST_CASE("the 16-byte vectorised path (N a multiple of 8, aligned pointers) mixes bf16 and f32 inputs into f32") {
+TEST_CASE(
+    "the 16-byte vectorised path (N a multiple of 8, aligned pointers) mixes bf16 and f32 inputs "
+    "into f32") {
   constexpr long N = 8 * 12345;
   std::vector<float> af, bf;
   auto a = ft::random_values<fc::bf16>(N, af);
@@ -111,7 +120,8 @@ TEST_CASE("a misaligned pointer falls back to the scalar path and still computes
   auto a = ft::random_values<float>(N + 1, af);
   ft::device_buffer<float> da(a), dout(N);
   dout.poison();
-  fc::launch_map<N>(nullptr, fc::ops::scale{3.0f}, dout.get(), static_cast<const float*>(da.get() + 1));
+  fc::launch_map<N>(nullptr, fc::ops::scale{3.0f}, dout.get(),
+                    static_cast<const float*>(da.get() + 1));
   const auto out = ft::widen(dout.download());
   std::vector<double> expect(N);
   for (long i = 0; i < N; ++i) expect[i] = 3.0 * af[i + 1];

@@ -30,8 +30,9 @@ double run_case(float scale, RefAct ref_act) {
   if constexpr (Epi::has_residual) epi.residual = dres.get();
   fc::gemm<M, N, K, In, Epi, Math>(nullptr, da.get(), db.get(), dc.get(), epi);
   const auto out = ft::widen(dc.download());
-  const auto expect = ref::gemm(a_f, b_f, M, N, K, scale, Epi::has_bias ? bias_f : std::vector<float>{},
-                                Epi::has_residual ? res_f : std::vector<float>{}, ref_act);
+  const auto expect =
+      ref::gemm(a_f, b_f, M, N, K, scale, Epi::has_bias ? bias_f : std::vector<float>{},
+                Epi::has_residual ? res_f : std::vector<float>{}, ref_act);
   return ft::rel_l2(out, expect);
 }
 
@@ -39,7 +40,8 @@ double run_case(float scale, RefAct ref_act) {
 
 TEST_CASE("bf16 tensor-core gemm fuses bias, gelu and residual into a bf16 output within 1e-2") {
   using epi = fc::epilogue<fc::bf16, fc::activation::gelu, true, true>;
-  const double err = run_case<256, 384, 512, fc::bf16, epi, fc::gemm_math::tensor_core>(1.0f, ref::gelu);
+  const double err =
+      run_case<256, 384, 512, fc::bf16, epi, fc::gemm_math::tensor_core>(1.0f, ref::gelu);
   INFO("relative error " << err);
   CHECK(err < ft::tolerance<fc::bf16>);
 }
@@ -47,23 +49,30 @@ TEST_CASE("bf16 tensor-core gemm fuses bias, gelu and residual into a bf16 outpu
 TEST_CASE("f16 tensor-core gemm applies scale and relu and casts to an f32 output") {
   using epi = fc::epilogue<float, fc::activation::relu>;
   // f16 operands, so the bound is the 16-bit one even though the output is f32.
-  const double err = run_case<128, 128, 128, fc::f16, epi, fc::gemm_math::tensor_core>(0.125f, ref::relu);
+  const double err =
+      run_case<128, 128, 128, fc::f16, epi, fc::gemm_math::tensor_core>(0.125f, ref::relu);
   INFO("relative error " << err);
   CHECK(err < 1e-2);
 }
 
-TEST_CASE("bf16 gemm on the 128x128 block tile, 12 block-rows in groups of 8, with silu and bias matches") {
+TEST_CASE(
+    "bf16 gemm on the 128x128 block tile, 12 block-rows in groups of 8, with silu and bias "
+    "matches") {
   using epi = fc::epilogue<fc::bf16, fc::activation::silu, true, false>;
   static_assert(fc::default_mma_tile<1536, 1024>::BM == 128, "this case must use the large tile");
-  const double err = run_case<1536, 1024, 256, fc::bf16, epi, fc::gemm_math::tensor_core>(1.0f, ref::silu);
+  const double err =
+      run_case<1536, 1024, 256, fc::bf16, epi, fc::gemm_math::tensor_core>(1.0f, ref::silu);
   INFO("relative error " << err);
   CHECK(err < ft::tolerance<fc::bf16>);
 }
 
-TEST_CASE("f16 gemm on the 64x64 block tile with K = 96 (fewer k-tiles than pipeline stages) adds bias and residual") {
+TEST_CASE(
+    "f16 gemm on the 64x64 block tile with K = 96 (fewer k-tiles than pipeline stages) adds bias "
+    "and residual") {
   using epi = fc::epilogue<fc::f16, fc::activation::none, true, true>;
   static_assert(fc::default_mma_tile<512, 640>::BM == 64, "this case must use the mid tile");
-  const double err = run_case<512, 640, 96, fc::f16, epi, fc::gemm_math::tensor_core>(1.0f, [](double x) { return x; });
+  const double err = run_case<512, 640, 96, fc::f16, epi, fc::gemm_math::tensor_core>(
+      1.0f, [](double x) { return x; });
   INFO("relative error " << err);
   CHECK(err < ft::tolerance<fc::f16>);
 }
@@ -77,7 +86,8 @@ TEST_CASE("the WMMA path for bf16 fuses bias, gelu and residual like the mma.syn
 
 TEST_CASE("WMMA on the large 128x128 tile matches the CPU loop") {
   using epi = fc::epilogue<fc::bf16, fc::activation::silu, true, false>;
-  static_assert(fc::default_gemm_tile<fc::bf16, 2048, 1024>::BM == 128, "this case must use the large tile");
+  static_assert(fc::default_gemm_tile<fc::bf16, 2048, 1024>::BM == 128,
+                "this case must use the large tile");
   const double err = run_case<2048, 1024, 256, fc::bf16, epi, fc::gemm_math::wmma>(1.0f, ref::silu);
   INFO("relative error " << err);
   CHECK(err < ft::tolerance<fc::bf16>);
@@ -85,7 +95,8 @@ TEST_CASE("WMMA on the large 128x128 tile matches the CPU loop") {
 
 TEST_CASE("f32 gemm as TF32 on tensor cores stays within TF32 rounding (2e-3)") {
   using epi = fc::epilogue<float, fc::activation::none, true, false>;
-  const double err = run_case<256, 256, 256, float, epi, fc::gemm_math::tf32>(1.0f, [](double x) { return x; });
+  const double err =
+      run_case<256, 256, 256, float, epi, fc::gemm_math::tf32>(1.0f, [](double x) { return x; });
   INFO("relative error " << err);
   CHECK(err < 2e-3);
 }
@@ -99,7 +110,8 @@ TEST_CASE("exact f32 gemm handles a shape that is no multiple of any tile, withi
 
 TEST_CASE("exact f32 gemm at K = 512 stays within 1e-5") {
   using epi = fc::epilogue<float>;
-  const double err = run_case<256, 192, 512, float, epi, fc::gemm_math::cuda_core>(1.0f, [](double x) { return x; });
+  const double err = run_case<256, 192, 512, float, epi, fc::gemm_math::cuda_core>(
+      1.0f, [](double x) { return x; });
   INFO("relative error " << err);
   CHECK(err < ft::tolerance<float>);
 }
@@ -116,19 +128,24 @@ double run_layernorm_case() {
   auto gamma = ft::random_values<Out>(N, g_f, 0.5f, 1.5f);
   auto beta = ft::random_values<Out>(N, be_f);
   ft::device_buffer<T> da(a), db(b);
-  ft::device_buffer<Out> dbias(bias), dres(res), dg(gamma), dbe(beta), dc(static_cast<std::size_t>(M) * N);
+  ft::device_buffer<Out> dbias(bias), dres(res), dg(gamma), dbe(beta),
+      dc(static_cast<std::size_t>(M) * N);
   dc.poison();
   epi_t epi;
   epi.bias = dbias.get(), epi.residual = dres.get();
-  fc::gemm_layernorm<M, N, K, T>(nullptr, da.get(), db.get(), dc.get(), epi, dg.get(), dbe.get(), 1e-5f);
+  fc::gemm_layernorm<M, N, K, T>(nullptr, da.get(), db.get(), dc.get(), epi, dg.get(), dbe.get(),
+                                 1e-5f);
   const auto out = ft::widen(dc.download());
   const auto pre = ref::gemm(a_f, b_f, M, N, K, 1.0, bias_f, res_f, [](double x) { return x; });
-  const auto expect = ref::norm_rows(std::vector<float>(pre.begin(), pre.end()), M, N, g_f, be_f, 1e-5, true);
+  const auto expect =
+      ref::norm_rows(std::vector<float>(pre.begin(), pre.end()), M, N, g_f, be_f, 1e-5, true);
   return ft::rel_l2(out, expect);
 }
 }  // namespace
 
-TEST_CASE("gemm_layernorm fuses bias, residual and a row layernorm into one bf16 launch (seed FFN2 shape)") {
+TEST_CASE(
+    "gemm_layernorm fuses bias, residual and a row layernorm into one bf16 launch (seed FFN2 "
+    "shape)") {
   const double err = run_layernorm_case<128, 128, 512, fc::bf16, fc::bf16>();
   INFO("relative error " << err);
   CHECK(err < ft::tolerance<fc::bf16>);
@@ -142,7 +159,8 @@ TEST_CASE("gemm_layernorm over rows of 256 reads f16 and writes f32") {
 
 TEST_CASE("gemm_layernorm without gamma or beta is refused before launch") {
   ft::device_buffer<fc::bf16> m(64 * 64);
-  CHECK_THROWS_WITH_AS((fc::gemm_layernorm<64, 64, 64, fc::bf16>(nullptr, m.get(), m.get(), m.get(),
-                                                                  fc::epilogue<fc::bf16>{}, nullptr, m.get())),
-                       "gemm_layernorm: gamma and beta must be set", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      (fc::gemm_layernorm<64, 64, 64, fc::bf16>(nullptr, m.get(), m.get(), m.get(),
+                                                fc::epilogue<fc::bf16>{}, nullptr, m.get())),
+      "gemm_layernorm: gamma and beta must be set", std::invalid_argument);
 }

@@ -2,18 +2,17 @@
 // runs eagerly or as one captured CUDA graph with the same result.
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <fusedsl/backend/cuda/device_arena.hpp>
 #include <fusedsl/backend/cuda/elementwise.cuh>
 #include <fusedsl/backend/cuda/gemm.cuh>
 #include <fusedsl/backend/cuda/graph_runner.hpp>
 #include <fusedsl/backend/cuda/row_kernels.cuh>
+#include <span>
+#include <stdexcept>
 
 #include "cuda_test_util.hpp"
 #include "reference.hpp"
-
-#include <cstdint>
-#include <span>
-#include <stdexcept>
 
 namespace fc = fusedsl::cuda;
 namespace ft = fusedsl::cuda::testing;
@@ -51,13 +50,16 @@ TEST_CASE("a three-step program gives the same result eagerly and as one replaye
   arena.upload(db, std::span<const float>(bf), stream);
 
   fc::graph_runner run(stream);
-  run.add("matmul", [=](cudaStream_t s) { fc::gemm<M, N, K, float, fc::epilogue<float>>(s, dx, dw, h, {}); });
+  run.add("matmul",
+          [=](cudaStream_t s) { fc::gemm<M, N, K, float, fc::epilogue<float>>(s, dx, dw, h, {}); });
   run.add("layernorm", [=](cudaStream_t s) {
     fc::row_params p;
     p.gamma = dg, p.beta = db;
     fc::launch_row<fc::row_op::layernorm, M, N>(s, h, h, p);
   });
-  run.add("relu", [=](cudaStream_t s) { fc::launch_map<M * N>(s, fc::ops::act<fc::activation::relu>{}, y, h); });
+  run.add("relu", [=](cudaStream_t s) {
+    fc::launch_map<M * N>(s, fc::ops::act<fc::activation::relu>{}, y, h);
+  });
   CHECK_THROWS_AS(run.replay(), std::logic_error);
 
   std::vector<float> eager(M * N), graphed(M * N);
@@ -89,7 +91,9 @@ TEST_CASE("a failing step is reported with its name") {
   fc::check(cudaStreamCreate(&stream), "cudaStreamCreate");
   fc::graph_runner run(stream);
   run.add("broken", [](cudaStream_t) { throw fc::cuda_error("launch", cudaErrorInvalidValue); });
-  CHECK_THROWS_WITH_AS(run.run_eager(), doctest::Contains("graph_runner: step 'broken'"), fc::cuda_error);
-  CHECK_THROWS_WITH_AS(run.capture(), doctest::Contains("graph_runner: step 'broken'"), fc::cuda_error);
+  CHECK_THROWS_WITH_AS(run.run_eager(), doctest::Contains("graph_runner: step 'broken'"),
+                       fc::cuda_error);
+  CHECK_THROWS_WITH_AS(run.capture(), doctest::Contains("graph_runner: step 'broken'"),
+                       fc::cuda_error);
   fc::check(cudaStreamDestroy(stream), "cudaStreamDestroy");
 }

@@ -3,19 +3,20 @@
 // refusals.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <fusedsl/backend/cuda/attention.cuh>
 #include <fusedsl/backend/cuda/gemm.cuh>
 #include <fusedsl/backend/cuda/graph_runner.hpp>
+#include <stdexcept>
 
 #include "reference.hpp"
-
-#include <cmath>
-#include <stdexcept>
 
 namespace fc = fusedsl::cuda;
 namespace ref = fusedsl::cuda::reference;
 
-TEST_CASE("the mma.sync tile is 128x128 when it yields a wave of blocks, 64x64 for mid sizes, 32x32 for small ones") {
+TEST_CASE(
+    "the mma.sync tile is 128x128 when it yields a wave of blocks, 64x64 for mid sizes, 32x32 for "
+    "small ones") {
   CHECK(fc::default_mma_tile<8192, 8192>::BM == 128);
   CHECK(fc::default_mma_tile<2048, 1024>::BN == 128);  // 128 blocks
   CHECK(fc::default_mma_tile<512, 640>::BM == 64);     // 80 blocks of 64x64, 20 of 128x128
@@ -32,7 +33,8 @@ TEST_CASE("16-bit operands default to the mma.sync path, f32 to exact CUDA-core 
 
 TEST_CASE("attention flops count 4 * b * h * sq * sk * d, half of it when causal") {
   CHECK(fc::attention_flops(1, 1, 2, 3, 4, false) == doctest::Approx(96.0));
-  CHECK(fc::attention_flops(2, 16, 2048, 2048, 64, true) == doctest::Approx(2.0 * 16 * 2048.0 * 2048 * 64 * 2));
+  CHECK(fc::attention_flops(2, 16, 2048, 2048, 64, true) ==
+        doctest::Approx(2.0 * 16 * 2048.0 * 2048 * 64 * 2));
 }
 
 TEST_CASE("the epilogue computes act(scale * acc + bias) + residual in that order") {
@@ -41,7 +43,8 @@ TEST_CASE("the epilogue computes act(scale * acc + bias) + residual in that orde
   fc::epilogue<float, fc::activation::relu, true, true> e;
   e.scale = 2.0f, e.bias = bias, e.residual = residual;
   CHECK(e.apply(1.0f, 1, 1, 3) == doctest::Approx(std::max(0.0, 2.0 - 1.0) + 5.0));
-  CHECK(e.apply(-3.0f, 0, 2, 3) == doctest::Approx(0.0 + 3.0));  // relu(-6 + 2) = 0, then + residual
+  CHECK(e.apply(-3.0f, 0, 2, 3) ==
+        doctest::Approx(0.0 + 3.0));  // relu(-6 + 2) = 0, then + residual
 }
 
 TEST_CASE("activations match their definitions: exact-erf gelu, silu, relu") {

@@ -3,11 +3,10 @@
 #include <doctest/doctest.h>
 
 #include <fusedsl/backend/cuda/row_kernels.cuh>
+#include <stdexcept>
 
 #include "cuda_test_util.hpp"
 #include "reference.hpp"
-
-#include <stdexcept>
 
 namespace fc = fusedsl::cuda;
 namespace ft = fusedsl::cuda::testing;
@@ -34,8 +33,9 @@ double run_case() {
   if constexpr (Op == fc::row_op::softmax || Op == fc::row_op::log_softmax)
     expect = ref::softmax_rows(xf, Rows, Cols, Op == fc::row_op::log_softmax);
   else
-    expect = ref::norm_rows(xf, Rows, Cols, gf, Op == fc::row_op::layernorm ? bf : std::vector<float>{}, 1e-5,
-                            Op == fc::row_op::layernorm);
+    expect =
+        ref::norm_rows(xf, Rows, Cols, gf, Op == fc::row_op::layernorm ? bf : std::vector<float>{},
+                       1e-5, Op == fc::row_op::layernorm);
   return ft::rel_l2(out, expect);
 }
 
@@ -91,6 +91,7 @@ TEST_CASE("rmsnorm reading f32 and writing bf16 matches within 1e-2") {
 
 TEST_CASE("layernorm without gamma is refused before launch") {
   ft::device_buffer<float> x(128), y(128);
-  CHECK_THROWS_WITH_AS((fc::launch_row<fc::row_op::layernorm, 1, 128>(nullptr, x.get(), y.get(), {})),
-                       "launch_row: normalisation needs gamma", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      (fc::launch_row<fc::row_op::layernorm, 1, 128>(nullptr, x.get(), y.get(), {})),
+      "launch_row: normalisation needs gamma", std::invalid_argument);
 }

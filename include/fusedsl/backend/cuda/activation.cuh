@@ -8,18 +8,26 @@ enum class activation { none, relu, gelu, silu };
 // gelu is the exact erf form, x * Phi(x) (Hendrycks & Gimpel 2016, eq. 1); silu is x * sigmoid(x).
 template <activation A>
 __host__ __device__ inline float activate(float x) {
-  if constexpr (A == activation::none) return x;
-  else if constexpr (A == activation::relu) return x > 0.0f ? x : 0.0f;
-  else if constexpr (A == activation::gelu) return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-  else return x / (1.0f + expf(-x));
+  if constexpr (A == activation::none)
+    return x;
+  else if constexpr (A == activation::relu)
+    return x > 0.0f ? x : 0.0f;
+  else if constexpr (A == activation::gelu)
+    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+  else
+    return x / (1.0f + expf(-x));
 }
 
 inline constexpr const char* activation_name(activation a) {
   switch (a) {
-    case activation::none: return "none";
-    case activation::relu: return "relu";
-    case activation::gelu: return "gelu";
-    case activation::silu: return "silu";
+    case activation::none:
+      return "none";
+    case activation::relu:
+      return "relu";
+    case activation::gelu:
+      return "gelu";
+    case activation::silu:
+      return "silu";
   }
   return "?";
 }

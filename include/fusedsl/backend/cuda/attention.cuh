@@ -1,18 +1,17 @@
 #pragma once
-// Flash attention (Dao 2023, "FlashAttention-2", Alg. 1): O = softmax(scale * Q K^T [+ causal mask]) V
-// in one pass over K/V tiles with an online softmax, so the SeqQ x SeqK scores never reach memory.
-// bf16/f16 operands on tensor cores (mma.sync m16n8k16, f32 accumulation); grouped- and
+// Flash attention (Dao 2023, "FlashAttention-2", Alg. 1): O = softmax(scale * Q K^T [+ causal
+// mask]) V in one pass over K/V tiles with an online softmax, so the SeqQ x SeqK scores never reach
+// memory. bf16/f16 operands on tensor cores (mma.sync m16n8k16, f32 accumulation); grouped- and
 // multi-query heads share one K/V head among Heads / KvHeads query heads; causal blocks above the
 // diagonal are skipped, not masked.
-
-#include <fusedsl/backend/cuda/error.hpp>
-#include <fusedsl/backend/cuda/numeric.cuh>
-#include <fusedsl/backend/cuda/ptx.cuh>
 
 #include <cuda_runtime_api.h>
 
 #include <cmath>
 #include <cstdint>
+#include <fusedsl/backend/cuda/error.hpp>
+#include <fusedsl/backend/cuda/numeric.cuh>
+#include <fusedsl/backend/cuda/ptx.cuh>
 #include <stdexcept>
 
 namespace fusedsl::cuda {
@@ -40,14 +39,15 @@ constexpr std::size_t attention_smem_bytes(std::size_t elem) {
 }
 
 // One warp per 16 query rows; BlockM / 16 warps share each K/V tile loaded into shared memory.
-template <half_type T, int HeadDim, int Heads, int KvHeads, int SeqQ, int SeqK, bool Causal, bool Ldmatrix, int BlockM>
+template <half_type T, int HeadDim, int Heads, int KvHeads, int SeqQ, int SeqK, bool Causal,
+          bool Ldmatrix, int BlockM>
 __global__ void __launch_bounds__(BlockM * 2) flash_attention_kernel(attention_args<T> p) {
   constexpr int attn_threads = BlockM * 2;
   constexpr int BM = BlockM, BN = attn_block_n, LD = HeadDim + 8;
-  constexpr int DK = HeadDim / 16;  // k-steps of Q K^T
-  constexpr int DN = HeadDim / 8;   // n-tiles of the output
-  constexpr int SN = BN / 8;        // n-tiles of the scores
-  constexpr int CPR = HeadDim / 8;  // 16-byte chunks per row
+  constexpr int DK = HeadDim / 16;     // k-steps of Q K^T
+  constexpr int DN = HeadDim / 8;      // n-tiles of the output
+  constexpr int SN = BN / 8;           // n-tiles of the scores
+  constexpr int CPR = HeadDim / 8;     // 16-byte chunks per row
   constexpr int offset = SeqK - SeqQ;  // causal: query i sees keys j <= i + offset
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -58,11 +58,13 @@ __global__ void __launch_bounds__(BlockM * 2) flash_attention_kernel(attention_a
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, t = lane % 4;
   // Causal: the last query blocks do the most work, so they go first.
-  const int qb = Causal ? static_cast<int>(gridDim.x - 1 - blockIdx.x) : static_cast<int>(blockIdx.x);
+  const int qb =
+      Causal ? static_cast<int>(gridDim.x - 1 - blockIdx.x) : static_cast<int>(blockIdx.x);
   const int h = static_cast<int>(blockIdx.y), b = static_cast<int>(blockIdx.z);
   const int kvh = h / (Heads / KvHeads);
 
-  const T* qg = p.q + b * p.q_batch_stride + static_cast<long>(qb) * BM * p.q_row_stride + h * HeadDim;
+  const T* qg =
+      p.q + b * p.q_batch_stride + static_cast<long>(qb) * BM * p.q_row_stride + h * HeadDim;
   const T* kg = p.k + b * p.k_batch_stride + kvh * HeadDim;
   const T* vg = p.v + b * p.v_batch_stride + kvh * HeadDim;
 
@@ -77,8 +79,10 @@ __global__ void __launch_bounds__(BlockM * 2) flash_attention_kernel(attention_a
     }
   };
   auto load_kv = [&](int tile, int buf) {
-    load_rows(ks + buf * BN * LD, kg + static_cast<long>(tile) * BN * p.k_row_stride, p.k_row_stride, BN);
-    load_rows(vs + buf * BN * LD, vg + static_cast<long>(tile) * BN * p.v_row_stride, p.v_row_stride, BN);
+    load_rows(ks + buf * BN * LD, kg + static_cast<long>(tile) * BN * p.k_row_stride,
+              p.k_row_stride, BN);
+    load_rows(vs + buf * BN * LD, vg + static_cast<long>(tile) * BN * p.v_row_stride,
+              p.v_row_stride, BN);
   };
 
   load_rows(qs, qg, p.q_row_stride, BM);
@@ -91,7 +95,7 @@ __global__ void __launch_bounds__(BlockM * 2) flash_attention_kernel(attention_a
   for (int d = 0; d < DN; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
   const float scale_log2 = p.scale * 1.4426950408889634f;  // exp(x) = exp2(x * log2 e)
-  const int q_row = qb * BM + warp * 16 + g;               // this thread's rows: q_row and q_row + 8
+  const int q_row = qb * BM + warp * 16 + g;  // this thread's rows: q_row and q_row + 8
 
   for (int kt = 0; kt < n_tiles; ++kt) {
     if (kt + 1 < n_tiles) {
@@ -127,7 +131,8 @@ __global__ void __launch_bounds__(BlockM * 2) flash_attention_kernel(attention_a
         std::uint32_t b0[2], b1[2];
         if constexpr (Ldmatrix) {
           std::uint32_t r4[4];
-          ptx::ldmatrix_x4(r4, kb + (n * 8 + lane % 8 + 8 * (lane / 16)) * LD + kk * 16 + 8 * ((lane / 8) % 2));
+          ptx::ldmatrix_x4(
+              r4, kb + (n * 8 + lane % 8 + 8 * (lane / 16)) * LD + kk * 16 + 8 * ((lane / 8) % 2));
           b0[0] = r4[0], b0[1] = r4[1], b1[0] = r4[2], b1[1] = r4[3];
         } else {
           const T* k0 = kb + (n * 8 + g) * LD + kk * 16 + 2 * t;
@@ -152,7 +157,7 @@ __global__ void __launch_bounds__(BlockM * 2) flash_attention_kernel(attention_a
         }
       }
 
-    // Online softmax per row; the four lanes of a quad share a row.
+      // Online softmax per row; the four lanes of a quad share a row.
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       float tmax = -INFINITY;
@@ -171,7 +176,8 @@ __global__ void __launch_bounds__(BlockM * 2) flash_attention_kernel(attention_a
         s[n][2 * r + 1] = exp2f(s[n][2 * r + 1] - m_use);
         row_sum += s[n][2 * r] + s[n][2 * r + 1];
       }
-      l_run[r] = l_run[r] * alpha + row_sum;  // per-lane partial; the quad's sum is taken at the end
+      l_run[r] =
+          l_run[r] * alpha + row_sum;  // per-lane partial; the quad's sum is taken at the end
 #pragma unroll
       for (int d = 0; d < DN; ++d) {
         o[d][2 * r] *= alpha;
@@ -182,7 +188,8 @@ __global__ void __launch_bounds__(BlockM * 2) flash_attention_kernel(attention_a
     // O += P V: the score accumulators are already in the A-operand layout.
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {
-      const std::uint32_t pa[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
+      const std::uint32_t pa[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]),
+                                   pack2<T>(s[2 * kk][2], s[2 * kk][3]),
                                    pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
                                    pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
 #pragma unroll
@@ -190,11 +197,13 @@ __global__ void __launch_bounds__(BlockM * 2) flash_attention_kernel(attention_a
         std::uint32_t b0[2], b1[2];
         if constexpr (Ldmatrix) {
           std::uint32_t r4[4];
-          const T* row = vb + (kk * 16 + (lane % 8) + 8 * ((lane / 8) % 2)) * LD + d * 8 + 8 * (lane / 16);
+          const T* row =
+              vb + (kk * 16 + (lane % 8) + 8 * ((lane / 8) % 2)) * LD + d * 8 + 8 * (lane / 16);
           ptx::ldmatrix_x4_trans(r4, row);
           b0[0] = r4[0], b0[1] = r4[1], b1[0] = r4[2], b1[1] = r4[3];
         } else {
-          const auto* v0 = reinterpret_cast<const unsigned short*>(vb + (kk * 16 + 2 * t) * LD + d * 8 + g);
+          const auto* v0 =
+              reinterpret_cast<const unsigned short*>(vb + (kk * 16 + 2 * t) * LD + d * 8 + g);
           auto pair = [&](int row, int col) {
             return static_cast<std::uint32_t>(v0[row * LD + col]) |
                    (static_cast<std::uint32_t>(v0[(row + 1) * LD + col]) << 16);
@@ -214,10 +223,12 @@ __global__ void __launch_bounds__(BlockM * 2) flash_attention_kernel(attention_a
     l += __shfl_xor_sync(0xffffffffu, l, 1);
     l += __shfl_xor_sync(0xffffffffu, l, 2);
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-    T* orow = p.o + b * p.o_batch_stride + static_cast<long>(q_row + 8 * r) * p.o_row_stride + h * HeadDim;
+    T* orow = p.o + b * p.o_batch_stride + static_cast<long>(q_row + 8 * r) * p.o_row_stride +
+              h * HeadDim;
 #pragma unroll
     for (int d = 0; d < DN; ++d)
-      *reinterpret_cast<std::uint32_t*>(orow + d * 8 + 2 * t) = pack2<T>(o[d][2 * r] * inv, o[d][2 * r + 1] * inv);
+      *reinterpret_cast<std::uint32_t*>(orow + d * 8 + 2 * t) =
+          pack2<T>(o[d][2 * r] * inv, o[d][2 * r + 1] * inv);
   }
 }
 }  // namespace detail
@@ -238,28 +249,36 @@ attention_args<T> dense_attention_args(const T* q, const T* k, const T* v, T* o)
 // Ldmatrix: K and V fragments through ldmatrix (else plain 32/16-bit shared loads).
 // BlockM: queries per block (64 or 128), i.e. 4 or 8 warps sharing each K/V tile. The default is
 // what measured faster on an H200 (performance-gpu.md): 128 at head_dim 128, 64 below.
-template <half_type T, int HeadDim, int Batch, int Heads, int KvHeads, int SeqQ, int SeqK, bool Causal,
-          bool Ldmatrix = true, int BlockM = (HeadDim >= 128 ? 128 : 64)>
+template <half_type T, int HeadDim, int Batch, int Heads, int KvHeads, int SeqQ, int SeqK,
+          bool Causal, bool Ldmatrix = true, int BlockM = (HeadDim >= 128 ? 128 : 64)>
 void flash_attention(cudaStream_t stream, const attention_args<T>& a) {
   static_assert(BlockM == 64 || BlockM == 128, "flash_attention: block_m is 64 or 128 queries");
   static_assert(HeadDim % 16 == 0 && HeadDim >= 16 && HeadDim <= 256,
                 "flash_attention: head_dim must be a multiple of 16 in [16, 256]");
-  static_assert(KvHeads > 0 && Heads % KvHeads == 0, "flash_attention: heads must be a multiple of kv_heads");
+  static_assert(KvHeads > 0 && Heads % KvHeads == 0,
+                "flash_attention: heads must be a multiple of kv_heads");
   static_assert(SeqQ % BlockM == 0, "flash_attention: seq_q must be a multiple of block_m");
-  static_assert(SeqK % detail::attn_block_n == 0, "flash_attention: seq_k must be a multiple of 64");
+  static_assert(SeqK % detail::attn_block_n == 0,
+                "flash_attention: seq_k must be a multiple of 64");
   static_assert(!Causal || SeqK >= SeqQ, "flash_attention: causal attention needs seq_k >= seq_q");
-  if (!a.q || !a.k || !a.v || !a.o) throw std::invalid_argument("flash_attention: q, k, v and o must all be set");
-  if (a.q_row_stride < static_cast<long>(Heads) * HeadDim || a.o_row_stride < static_cast<long>(Heads) * HeadDim ||
-      a.k_row_stride < static_cast<long>(KvHeads) * HeadDim || a.v_row_stride < static_cast<long>(KvHeads) * HeadDim)
+  if (!a.q || !a.k || !a.v || !a.o)
+    throw std::invalid_argument("flash_attention: q, k, v and o must all be set");
+  if (a.q_row_stride < static_cast<long>(Heads) * HeadDim ||
+      a.o_row_stride < static_cast<long>(Heads) * HeadDim ||
+      a.k_row_stride < static_cast<long>(KvHeads) * HeadDim ||
+      a.v_row_stride < static_cast<long>(KvHeads) * HeadDim)
     throw std::invalid_argument("flash_attention: a row stride is shorter than heads * head_dim");
   if ((a.q_row_stride | a.k_row_stride | a.v_row_stride) % 8 != 0)
-    throw std::invalid_argument("flash_attention: q/k/v row strides must be multiples of 8 elements (16 bytes)");
+    throw std::invalid_argument(
+        "flash_attention: q/k/v row strides must be multiples of 8 elements (16 bytes)");
   if (!(a.scale > 0.0f)) throw std::invalid_argument("flash_attention: scale must be positive");
 
   constexpr std::size_t smem = detail::attention_smem_bytes<HeadDim, BlockM>(sizeof(T));
-  auto* kernel = &detail::flash_attention_kernel<T, HeadDim, Heads, KvHeads, SeqQ, SeqK, Causal, Ldmatrix, BlockM>;
+  auto* kernel = &detail::flash_attention_kernel<T, HeadDim, Heads, KvHeads, SeqQ, SeqK, Causal,
+                                                 Ldmatrix, BlockM>;
   static const bool configured = [&] {
-    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(smem)),
           "flash_attention: raising the shared-memory limit");
     return true;
   }();
@@ -270,7 +289,8 @@ void flash_attention(cudaStream_t stream, const attention_args<T>& a) {
 }
 
 // Multiply-adds of one attention call, counted as 2 flops each; causal counts the visible half.
-constexpr double attention_flops(int batch, int heads, int seq_q, int seq_k, int head_dim, bool causal) {
+constexpr double attention_flops(int batch, int heads, int seq_q, int seq_k, int head_dim,
+                                 bool causal) {
   const double full = 4.0 * batch * heads * static_cast<double>(seq_q) * seq_k * head_dim;
   return causal ? full * 0.5 : full;
 }

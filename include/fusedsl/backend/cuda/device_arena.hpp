@@ -2,11 +2,10 @@
 // One device allocation, sized once (by the static plan), carved into aligned buffers. Nothing is
 // allocated after construction, so replays of a captured graph never touch the allocator.
 
-#include <fusedsl/backend/cuda/error.hpp>
-
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <fusedsl/backend/cuda/error.hpp>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -15,8 +14,9 @@
 namespace fusedsl::cuda {
 
 class device_arena {
-public:
-  static constexpr std::size_t alignment = 256;  // cudaMalloc's own alignment: every carve is 16-byte vector safe
+ public:
+  static constexpr std::size_t alignment =
+      256;  // cudaMalloc's own alignment: every carve is 16-byte vector safe
 
   explicit device_arena(std::size_t bytes) : capacity_(bytes) {
     if (bytes == 0) throw std::invalid_argument("device_arena: capacity must be positive");
@@ -36,9 +36,9 @@ public:
     const std::size_t start = (used_ + alignment - 1) / alignment * alignment;
     const std::size_t bytes = count * sizeof(T);
     if (start + bytes > capacity_)
-      throw std::length_error(std::string("device_arena: '") + name + "' needs " + std::to_string(bytes) +
-                              " bytes at offset " + std::to_string(start) + ", capacity is " +
-                              std::to_string(capacity_));
+      throw std::length_error(std::string("device_arena: '") + name + "' needs " +
+                              std::to_string(bytes) + " bytes at offset " + std::to_string(start) +
+                              ", capacity is " + std::to_string(capacity_));
     used_ = start + bytes;
     return reinterpret_cast<T*>(static_cast<unsigned char*>(base_) + start);
   }
@@ -48,26 +48,28 @@ public:
   T* at(std::size_t offset, std::size_t count) const {
     if (offset % alignof(T) != 0 || offset + count * sizeof(T) > capacity_)
       throw std::out_of_range("device_arena: buffer [" + std::to_string(offset) + ", +" +
-                              std::to_string(count * sizeof(T)) + ") is misaligned or past the capacity " +
-                              std::to_string(capacity_));
+                              std::to_string(count * sizeof(T)) +
+                              ") is misaligned or past the capacity " + std::to_string(capacity_));
     return reinterpret_cast<T*>(static_cast<unsigned char*>(base_) + offset);
   }
 
   // Asynchronous host->device copy (weights are uploaded once, before the first call).
   template <class T>
   void upload(T* dst, std::span<const T> src, cudaStream_t stream) const {
-    check(cudaMemcpyAsync(dst, src.data(), src.size_bytes(), cudaMemcpyHostToDevice, stream), "device_arena: upload");
+    check(cudaMemcpyAsync(dst, src.data(), src.size_bytes(), cudaMemcpyHostToDevice, stream),
+          "device_arena: upload");
   }
   template <class T>
   void download(std::span<T> dst, const T* src, cudaStream_t stream) const {
-    check(cudaMemcpyAsync(dst.data(), src, dst.size_bytes(), cudaMemcpyDeviceToHost, stream), "device_arena: download");
+    check(cudaMemcpyAsync(dst.data(), src, dst.size_bytes(), cudaMemcpyDeviceToHost, stream),
+          "device_arena: download");
   }
 
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
   [[nodiscard]] std::size_t used() const noexcept { return used_; }
   [[nodiscard]] void* data() const noexcept { return base_; }
 
-private:
+ private:
   void* base_ = nullptr;
   std::size_t capacity_ = 0;
   std::size_t used_ = 0;

@@ -2,13 +2,12 @@
 // Loop-fusion kernels: one launch evaluates a whole fused elementwise group over a compile-time
 // element count. The group is a device functor; intermediates stay in registers.
 
-#include <fusedsl/backend/cuda/activation.cuh>
-#include <fusedsl/backend/cuda/error.hpp>
-#include <fusedsl/backend/cuda/numeric.cuh>
-
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <fusedsl/backend/cuda/activation.cuh>
+#include <fusedsl/backend/cuda/error.hpp>
+#include <fusedsl/backend/cuda/numeric.cuh>
 
 namespace fusedsl::cuda {
 
@@ -50,12 +49,13 @@ template <storage_type T>
 __device__ inline vec8<T> load8(const T* p) {
   vec8<T> r;
 #pragma unroll
-  for (int q = 0; q < static_cast<int>(sizeof(T)) / 2; ++q) reinterpret_cast<uint4*>(r.v)[q] = reinterpret_cast<const uint4*>(p)[q];
+  for (int q = 0; q < static_cast<int>(sizeof(T)) / 2; ++q)
+    reinterpret_cast<uint4*>(r.v)[q] = reinterpret_cast<const uint4*>(p)[q];
   return r;
 }
 }  // namespace detail
 
-// The same group, 8 elements per step with 16-byte loads and stores (every pointer 16-byte aligned).
+// The same group, 8 elements per step, 16-byte loads and stores (all pointers 16-byte aligned).
 template <long N, class F, storage_type Out, storage_type... In>
 __global__ void __launch_bounds__(detail::loop_threads)
     map_kernel_vec8(F f, Out* __restrict__ out, const In* __restrict__... in) {
@@ -87,12 +87,14 @@ void launch_map(cudaStream_t stream, F f, Out* out, const In*... in) {
   auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
   if constexpr (N % 8 == 0) {
     if ((aligned(out) && ... && aligned(in))) {
-      map_kernel_vec8<N, F, Out, In...><<<detail::loop_blocks<N / 8>(), detail::loop_threads, 0, stream>>>(f, out, in...);
+      map_kernel_vec8<N, F, Out, In...>
+          <<<detail::loop_blocks<N / 8>(), detail::loop_threads, 0, stream>>>(f, out, in...);
       check_launch("map_kernel_vec8");
       return;
     }
   }
-  map_kernel<N, F, Out, In...><<<detail::loop_blocks<N>(), detail::loop_threads, 0, stream>>>(f, out, in...);
+  map_kernel<N, F, Out, In...>
+      <<<detail::loop_blocks<N>(), detail::loop_threads, 0, stream>>>(f, out, in...);
   check_launch("map_kernel");
 }
 
@@ -118,7 +120,9 @@ struct then {
   Inner inner;
   Outer outer;
   template <class... X>
-  __host__ __device__ float operator()(X... x) const { return outer(inner(x...)); }
+  __host__ __device__ float operator()(X... x) const {
+    return outer(inner(x...));
+  }
 };
 }  // namespace ops
 

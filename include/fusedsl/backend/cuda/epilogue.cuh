@@ -7,7 +7,8 @@
 namespace fusedsl::cuda {
 
 // Compile-time choice of the fused steps; the pointers and the scale arrive at run time.
-template <storage_type Out, activation Act = activation::none, bool Bias = false, bool Residual = false>
+template <storage_type Out, activation Act = activation::none, bool Bias = false,
+          bool Residual = false>
 struct epilogue {
   using out_type = Out;
   static constexpr activation act = Act;

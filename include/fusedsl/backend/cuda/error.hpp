@@ -9,17 +9,21 @@
 namespace fusedsl::cuda {
 
 class cuda_error : public std::runtime_error {
-public:
+ public:
   cuda_error(const std::string& what, cudaError_t code)
-      : std::runtime_error(what + ": " + cudaGetErrorName(code) + " (" + cudaGetErrorString(code) + ")"),
+      : std::runtime_error(what + ": " + cudaGetErrorName(code) + " (" + cudaGetErrorString(code) +
+                           ")"),
         code_(code) {}
   [[nodiscard]] cudaError_t code() const noexcept { return code_; }
 
   // The same error with `context` put in front (for wrappers that add where it happened).
-  [[nodiscard]] cuda_error in(const std::string& context) const { return cuda_error(context + ": " + what(), code_, 0); }
+  [[nodiscard]] cuda_error in(const std::string& context) const {
+    return cuda_error(context + ": " + what(), code_, 0);
+  }
 
-private:
-  cuda_error(const std::string& full, cudaError_t code, int) : std::runtime_error(full), code_(code) {}
+ private:
+  cuda_error(const std::string& full, cudaError_t code, int)
+      : std::runtime_error(full), code_(code) {}
 
   cudaError_t code_;
 };
@@ -30,6 +34,8 @@ inline void check(cudaError_t code, const char* what) {
 }
 
 // After a kernel launch: catches bad launch configurations at the launch site.
-inline void check_launch(const char* kernel) { check(cudaGetLastError(), kernel); }
+inline void check_launch(const char* kernel) {
+  check(cudaGetLastError(), kernel);
+}
 
 }  // namespace fusedsl::cuda

@@ -1,18 +1,18 @@
 #pragma once
 // C[M,N] = epilogue(A[M,K] * B[K,N]), all row-major, every size a compile-time constant.
 // Tensor-core paths with f32 accumulation: mma.sync + ldmatrix for bf16/f16 (the default), WMMA
-// for bf16/f16 and for f32 as TF32 on request; an exact f32 CUDA-core path for any shape. The epilogue runs on the accumulators before the
-// single store, so bias, scale, activation, residual and the output cast cost no extra pass.
-
-#include <fusedsl/backend/cuda/epilogue.cuh>
-#include <fusedsl/backend/cuda/error.hpp>
-#include <fusedsl/backend/cuda/numeric.cuh>
-#include <fusedsl/backend/cuda/ptx.cuh>
+// for bf16/f16 and for f32 as TF32 on request; an exact f32 CUDA-core path for any shape. The
+// epilogue runs on the accumulators before the single store, so bias, scale, activation, residual
+// and the output cast cost no extra pass.
 
 #include <cuda_runtime_api.h>
 #include <mma.h>
 
 #include <cstdint>
+#include <fusedsl/backend/cuda/epilogue.cuh>
+#include <fusedsl/backend/cuda/error.hpp>
+#include <fusedsl/backend/cuda/numeric.cuh>
+#include <fusedsl/backend/cuda/ptx.cuh>
 
 namespace fusedsl::cuda {
 
@@ -32,13 +32,15 @@ namespace detail {
 
 template <storage_type In>
 struct wmma_shape {
-  static constexpr int k = std::same_as<In, float> ? 8 : 16;  // m16n16k8 for TF32, m16n16k16 otherwise
+  static constexpr int k =
+      std::same_as<In, float> ? 8 : 16;  // m16n16k8 for TF32, m16n16k16 otherwise
   using element = std::conditional_t<std::same_as<In, float>, nvcuda::wmma::precision::tf32, In>;
 };
 
 template <storage_type In, class Tile>
 struct tc_layout {
-  static constexpr int pad = 16 / static_cast<int>(sizeof(In));  // one 16-byte step per row: no bank aliasing
+  static constexpr int pad =
+      16 / static_cast<int>(sizeof(In));  // one 16-byte step per row: no bank aliasing
   static constexpr int lda = Tile::BK + pad;
   static constexpr int ldb = Tile::BN + pad;
   static constexpr int a_elems = Tile::BM * lda;
@@ -49,8 +51,8 @@ struct tc_layout {
 
 template <storage_type In, class Epi, int M, int N, int K, class Tile>
 __global__ void __launch_bounds__(Tile::threads)
-    gemm_tc_kernel(const In* __restrict__ a, const In* __restrict__ b, typename Epi::out_type* __restrict__ c,
-                   Epi epi) {
+    gemm_tc_kernel(const In* __restrict__ a, const In* __restrict__ b,
+                   typename Epi::out_type* __restrict__ c, Epi epi) {
   namespace wmma = nvcuda::wmma;
   using L = tc_layout<In, Tile>;
   using Out = typename Epi::out_type;
@@ -68,7 +70,8 @@ __global__ void __launch_bounds__(Tile::threads)
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32;
   const int wm = warp / (Tile::BN / Tile::WN), wn = warp % (Tile::BN / Tile::WN);
-  const int row0 = static_cast<int>(blockIdx.y) * Tile::BM, col0 = static_cast<int>(blockIdx.x) * Tile::BN;
+  const int row0 = static_cast<int>(blockIdx.y) * Tile::BM,
+            col0 = static_cast<int>(blockIdx.x) * Tile::BN;
 
   auto load_stage = [&](int stage, int kt) {
     const int k0 = kt * Tile::BK;
@@ -101,7 +104,8 @@ __global__ void __launch_bounds__(Tile::threads)
   for (int kt = 0; kt < KT; ++kt) {
     ptx::cp_async_wait<Tile::stages - 2>();
     __syncthreads();  // stage kt landed for every thread; stage kt-1 is free to overwrite
-    if (kt + Tile::stages - 1 < KT) load_stage((kt + Tile::stages - 1) % Tile::stages, kt + Tile::stages - 1);
+    if (kt + Tile::stages - 1 < KT)
+      load_stage((kt + Tile::stages - 1) % Tile::stages, kt + Tile::stages - 1);
     ptx::cp_async_commit();
 
     const In* sa = as + (kt % Tile::stages) * L::a_elems;
@@ -114,13 +118,15 @@ __global__ void __launch_bounds__(Tile::threads)
       for (int i = 0; i < FM; ++i) {
         wmma::load_matrix_sync(fa[i], sa + (wm * Tile::WM + i * 16) * L::lda + kk, L::lda);
         if constexpr (std::same_as<In, float>)
-          for (int t = 0; t < fa[i].num_elements; ++t) fa[i].x[t] = wmma::__float_to_tf32(fa[i].x[t]);
+          for (int t = 0; t < fa[i].num_elements; ++t)
+            fa[i].x[t] = wmma::__float_to_tf32(fa[i].x[t]);
       }
 #pragma unroll
       for (int j = 0; j < FN; ++j) {
         wmma::load_matrix_sync(fb[j], sb + kk * L::ldb + wn * Tile::WN + j * 16, L::ldb);
         if constexpr (std::same_as<In, float>)
-          for (int t = 0; t < fb[j].num_elements; ++t) fb[j].x[t] = wmma::__float_to_tf32(fb[j].x[t]);
+          for (int t = 0; t < fb[j].num_elements; ++t)
+            fb[j].x[t] = wmma::__float_to_tf32(fb[j].x[t]);
       }
 #pragma unroll
       for (int i = 0; i < FM; ++i)
@@ -144,10 +150,12 @@ __global__ void __launch_bounds__(Tile::threads)
       const int col = col0 + wn * Tile::WN + j * 16 + c8;
       alignas(16) Out out[8];
 #pragma unroll
-      for (int t = 0; t < 8; ++t) out[t] = from_f32<Out>(epi.apply(mine[r * 16 + c8 + t], row, col + t, N));
+      for (int t = 0; t < 8; ++t)
+        out[t] = from_f32<Out>(epi.apply(mine[r * 16 + c8 + t], row, col + t, N));
       auto* dst = reinterpret_cast<uint4*>(c + static_cast<long>(row) * N + col);
 #pragma unroll
-      for (int q = 0; q < static_cast<int>(sizeof(out) / 16); ++q) dst[q] = reinterpret_cast<const uint4*>(out)[q];
+      for (int q = 0; q < static_cast<int>(sizeof(out) / 16); ++q)
+        dst[q] = reinterpret_cast<const uint4*>(out)[q];
       __syncwarp();
     }
 }
@@ -155,9 +163,11 @@ __global__ void __launch_bounds__(Tile::threads)
 // The mma.sync main loop shared by the GEMM kernels: a Stages-deep cp.async pipeline of BMxBK A
 // and BKxBN B tiles, ldmatrix operand loads, m16n8k16 products into this warp's WMxWN accumulators.
 template <half_type In, int N, int K, class Tile>
-__device__ inline void mma_mainloop(const In* __restrict__ a, const In* __restrict__ b, int row0, int col0,
-                                    unsigned char* smem, float (&acc)[Tile::WM / 16][Tile::WN / 8][4]) {
-  constexpr int LDA = Tile::BK + 8, LDB = Tile::BN + 8;  // +16 bytes: ldmatrix rows hit distinct banks
+__device__ inline void mma_mainloop(const In* __restrict__ a, const In* __restrict__ b, int row0,
+                                    int col0, unsigned char* smem,
+                                    float (&acc)[Tile::WM / 16][Tile::WN / 8][4]) {
+  constexpr int LDA = Tile::BK + 8,
+                LDB = Tile::BN + 8;  // +16 bytes: ldmatrix rows hit distinct banks
   constexpr int MT = Tile::WM / 16, NT = Tile::WN / 8;
   constexpr int KT = K / Tile::BK;
   constexpr int vec = 8;
@@ -194,7 +204,8 @@ __device__ inline void mma_mainloop(const In* __restrict__ a, const In* __restri
   for (int kt = 0; kt < KT; ++kt) {
     ptx::cp_async_wait<Tile::stages - 2>();
     __syncthreads();  // stage kt landed for every thread; stage kt-1 is free to overwrite
-    if (kt + Tile::stages - 1 < KT) load_stage((kt + Tile::stages - 1) % Tile::stages, kt + Tile::stages - 1);
+    if (kt + Tile::stages - 1 < KT)
+      load_stage((kt + Tile::stages - 1) % Tile::stages, kt + Tile::stages - 1);
     ptx::cp_async_commit();
 
     const In* sa = as + (kt % Tile::stages) * Tile::BM * LDA;
@@ -204,11 +215,13 @@ __device__ inline void mma_mainloop(const In* __restrict__ a, const In* __restri
       std::uint32_t af[MT][4], bf[NT][2];
 #pragma unroll
       for (int i = 0; i < MT; ++i)
-        ptx::ldmatrix_x4(af[i], sa + (wm * Tile::WM + i * 16 + lane % 16) * LDA + kk + (lane / 16) * 8);
+        ptx::ldmatrix_x4(af[i],
+                         sa + (wm * Tile::WM + i * 16 + lane % 16) * LDA + kk + (lane / 16) * 8);
 #pragma unroll
       for (int j = 0; j < NT; j += 2) {
         std::uint32_t r[4];
-        ptx::ldmatrix_x4_trans(r, sb + (kk + lane % 8 + 8 * ((lane / 8) % 2)) * LDB + wn * Tile::WN + j * 8 + 8 * (lane / 16));
+        ptx::ldmatrix_x4_trans(r, sb + (kk + lane % 8 + 8 * ((lane / 8) % 2)) * LDB +
+                                      wn * Tile::WN + j * 8 + 8 * (lane / 16));
         bf[j][0] = r[0], bf[j][1] = r[1], bf[j + 1][0] = r[2], bf[j + 1][1] = r[3];
       }
 #pragma unroll
@@ -222,8 +235,10 @@ __device__ inline void mma_mainloop(const In* __restrict__ a, const In* __restri
 
 template <storage_type Out>
 __device__ inline void store_pair(Out* dst, float v0, float v1) {
-  if constexpr (std::same_as<Out, float>) *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
-  else *reinterpret_cast<std::uint32_t*>(dst) = pack2<Out>(v0, v1);
+  if constexpr (std::same_as<Out, float>)
+    *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
+  else
+    *reinterpret_cast<std::uint32_t*>(dst) = pack2<Out>(v0, v1);
 }
 
 template <class Tile>
@@ -235,8 +250,8 @@ constexpr std::size_t mma_smem_bytes(std::size_t elem) {
 // in L2 (the grouped order of Triton's matmul tutorial).
 template <half_type In, class Epi, int M, int N, int K, class Tile>
 __global__ void __launch_bounds__(Tile::threads)
-    gemm_mma_kernel(const In* __restrict__ a, const In* __restrict__ b, typename Epi::out_type* __restrict__ c,
-                    Epi epi) {
+    gemm_mma_kernel(const In* __restrict__ a, const In* __restrict__ b,
+                    typename Epi::out_type* __restrict__ c, Epi epi) {
   constexpr int MT = Tile::WM / 16, NT = Tile::WN / 8;
   constexpr int grid_m = M / Tile::BM, grid_n = N / Tile::BN, group_rows = 8;
   extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -269,7 +284,8 @@ __global__ void __launch_bounds__(Tile::threads)
 }
 
 // GEMM whose block owns whole rows (16 x N), so the epilogue can finish with a layernorm over
-// each row: out = layernorm(epilogue(A B)) * gamma + beta, and the pre-norm sum never reaches memory.
+// each row: out = layernorm(epilogue(A B)) * gamma + beta, and the pre-norm sum never reaches
+// memory.
 template <half_type In, class Epi, int M, int N, int K, class Tile>
 __global__ void __launch_bounds__(Tile::threads)
     gemm_mma_layernorm_kernel(const In* __restrict__ a, const In* __restrict__ b,
@@ -277,7 +293,8 @@ __global__ void __launch_bounds__(Tile::threads)
                               const typename Epi::out_type* __restrict__ gamma,
                               const typename Epi::out_type* __restrict__ beta, float eps) {
   constexpr int NT = Tile::WN / 8, warps = Tile::warps;
-  static_assert(Tile::BM == 16 && Tile::WM == 16 && Tile::BN == N, "gemm_layernorm: a block owns 16 whole rows");
+  static_assert(Tile::BM == 16 && Tile::WM == 16 && Tile::BN == N,
+                "gemm_layernorm: a block owns 16 whole rows");
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __shared__ float partial[2][warps][16];
 
@@ -314,8 +331,10 @@ __global__ void __launch_bounds__(Tile::threads)
       float total = 0.0f;
 #pragma unroll
       for (int w = 0; w < warps; ++w) total += partial[pass][w][g + 8 * h];
-      if (pass == 0) mean[h] = total / N;
-      else rstd[h] = rsqrtf(total / N + eps);
+      if (pass == 0)
+        mean[h] = total / N;
+      else
+        rstd[h] = rsqrtf(total / N + eps);
     }
     if (pass == 0) {
       sum[0] = sum[1] = 0.0f;
@@ -334,7 +353,8 @@ __global__ void __launch_bounds__(Tile::threads)
     for (int h = 0; h < 2; ++h) {
       const int row = row0 + g + 8 * h, col = warp * Tile::WN + j * 8 + 2 * t;
       const float y0 = (v[j][2 * h] - mean[h]) * rstd[h] * to_f32(gamma[col]) + to_f32(beta[col]);
-      const float y1 = (v[j][2 * h + 1] - mean[h]) * rstd[h] * to_f32(gamma[col + 1]) + to_f32(beta[col + 1]);
+      const float y1 =
+          (v[j][2 * h + 1] - mean[h]) * rstd[h] * to_f32(gamma[col + 1]) + to_f32(beta[col + 1]);
       store_pair(c + static_cast<long>(row) * N + col, y0, y1);
     }
 }
@@ -342,8 +362,8 @@ __global__ void __launch_bounds__(Tile::threads)
 // Exact f32 on CUDA cores: 64x64 block tile, 4x4 outputs per thread, bounds-checked for any shape.
 template <class Epi, int M, int N, int K>
 __global__ void __launch_bounds__(256)
-    gemm_f32_kernel(const float* __restrict__ a, const float* __restrict__ b, typename Epi::out_type* __restrict__ c,
-                    Epi epi) {
+    gemm_f32_kernel(const float* __restrict__ a, const float* __restrict__ b,
+                    typename Epi::out_type* __restrict__ c, Epi epi) {
   constexpr int BM = 64, BN = 64, BK = 16;
   __shared__ float as[BK][BM + 1];
   __shared__ float bs[BK][BN];
@@ -353,11 +373,13 @@ __global__ void __launch_bounds__(256)
   for (int k0 = 0; k0 < K; k0 += BK) {
     for (int e = tid; e < BM * BK; e += 256) {
       const int rr = e / BK, kk = e % BK;
-      as[kk][rr] = (row0 + rr < M && k0 + kk < K) ? a[static_cast<long>(row0 + rr) * K + k0 + kk] : 0.0f;
+      as[kk][rr] =
+          (row0 + rr < M && k0 + kk < K) ? a[static_cast<long>(row0 + rr) * K + k0 + kk] : 0.0f;
     }
     for (int e = tid; e < BK * BN; e += 256) {
       const int kk = e / BN, cc = e % BN;
-      bs[kk][cc] = (k0 + kk < K && col0 + cc < N) ? b[static_cast<long>(k0 + kk) * N + col0 + cc] : 0.0f;
+      bs[kk][cc] =
+          (k0 + kk < K && col0 + cc < N) ? b[static_cast<long>(k0 + kk) * N + col0 + cc] : 0.0f;
     }
     __syncthreads();
 #pragma unroll
@@ -380,7 +402,8 @@ __global__ void __launch_bounds__(256)
     for (int j = 0; j < 4; ++j) {
       const int row = row0 + ty + 16 * i, col = col0 + tx + 16 * j;
       if (row < M && col < N)
-        c[static_cast<long>(row) * N + col] = from_f32<typename Epi::out_type>(epi.apply(acc[i][j], row, col, N));
+        c[static_cast<long>(row) * N + col] =
+            from_f32<typename Epi::out_type>(epi.apply(acc[i][j], row, col, N));
     }
 }
 
@@ -388,25 +411,27 @@ __global__ void __launch_bounds__(256)
 
 // The block tile for a problem: large tiles when they alone fill the chip, else 64x64.
 template <storage_type In, int M, int N>
-using default_gemm_tile = std::conditional_t<
-    (M % 128 == 0 && N % 128 == 0 && (M / 128) * (N / 128) >= 128),
-    gemm_tile<128, 128, std::same_as<In, float> ? 16 : 32, 64, 32, 3>,
-    gemm_tile<64, 64, std::same_as<In, float> ? 16 : 32, 32, 32, 3>>;
+using default_gemm_tile =
+    std::conditional_t<(M % 128 == 0 && N % 128 == 0 && (M / 128) * (N / 128) >= 128),
+                       gemm_tile<128, 128, std::same_as<In, float> ? 16 : 32, 64, 32, 3>,
+                       gemm_tile<64, 64, std::same_as<In, float> ? 16 : 32, 32, 32, 3>>;
 
 // mma.sync tiles: 128x128 (4 warps of 64x64) when there is a wave of such blocks, 64x64 for mid
 // sizes, 32x32 (4 warps of 16x16) for small problems, where the number of blocks sets the latency.
 template <int M, int N>
 using default_mma_tile = std::conditional_t<
-    (M % 128 == 0 && N % 128 == 0 && (M / 128) * (N / 128) >= 96), gemm_tile<128, 128, 32, 64, 64, 4>,
-    std::conditional_t<(M % 64 == 0 && N % 64 == 0 && (M / 64) * (N / 64) >= 66), gemm_tile<64, 64, 32, 32, 32, 4>,
-                       gemm_tile<32, 32, 32, 16, 16, 4>>>;
+    (M % 128 == 0 && N % 128 == 0 && (M / 128) * (N / 128) >= 96),
+    gemm_tile<128, 128, 32, 64, 64, 4>,
+    std::conditional_t<(M % 64 == 0 && N % 64 == 0 && (M / 64) * (N / 64) >= 66),
+                       gemm_tile<64, 64, 32, 32, 32, 4>, gemm_tile<32, 32, 32, 16, 16, 4>>>;
 
 template <int M, int N, gemm_math Math, storage_type In>
 using default_tile_for = std::conditional_t<Math == gemm_math::tensor_core, default_mma_tile<M, N>,
                                             default_gemm_tile<In, M, N>>;
 
 template <storage_type In>
-inline constexpr gemm_math default_gemm_math = std::same_as<In, float> ? gemm_math::cuda_core : gemm_math::tensor_core;
+inline constexpr gemm_math default_gemm_math =
+    std::same_as<In, float> ? gemm_math::cuda_core : gemm_math::tensor_core;
 
 template <int M, int N, int K, storage_type In, class Epi, gemm_math Math = default_gemm_math<In>,
           class Tile = default_tile_for<M, N, Math, In>>
@@ -418,14 +443,17 @@ void gemm(cudaStream_t stream, const In* a, const In* b, typename Epi::out_type*
     detail::gemm_f32_kernel<Epi, M, N, K><<<grid, 256, 0, stream>>>(a, b, c, epi);
     check_launch("gemm_f32_kernel");
   } else if constexpr (Math == gemm_math::tensor_core) {
-    static_assert(!std::same_as<In, float>, "gemm: f32 operands on tensor cores need gemm_math::tf32");
+    static_assert(!std::same_as<In, float>,
+                  "gemm: f32 operands on tensor cores need gemm_math::tf32");
     static_assert(M % Tile::BM == 0 && N % Tile::BN == 0 && K % Tile::BK == 0,
                   "gemm: the tensor-core path needs M, N, K to be multiples of the block tile");
-    static_assert(Tile::WN % 16 == 0 && Tile::WM % 16 == 0, "gemm: mma warp tiles are multiples of 16");
+    static_assert(Tile::WN % 16 == 0 && Tile::WM % 16 == 0,
+                  "gemm: mma warp tiles are multiples of 16");
     constexpr std::size_t smem = detail::mma_smem_bytes<Tile>(sizeof(In));
     auto* kernel = &detail::gemm_mma_kernel<In, Epi, M, N, K, Tile>;
     static const bool configured = [&] {
-      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(smem)),
             "gemm: raising the shared-memory limit");
       return true;
     }();
@@ -437,13 +465,17 @@ void gemm(cudaStream_t stream, const In* a, const In* b, typename Epi::out_type*
                   "gemm: TF32 is an option for f32 operands only");
     static_assert(Math == gemm_math::tf32 || !std::same_as<In, float>,
                   "gemm: f32 operands on tensor cores need gemm_math::tf32");
-    static_assert(M % Tile::BM == 0, "gemm: the tensor-core path needs M to be a multiple of the block tile");
-    static_assert(N % Tile::BN == 0, "gemm: the tensor-core path needs N to be a multiple of the block tile");
-    static_assert(K % Tile::BK == 0, "gemm: the tensor-core path needs K to be a multiple of the block tile");
+    static_assert(M % Tile::BM == 0,
+                  "gemm: the tensor-core path needs M to be a multiple of the block tile");
+    static_assert(N % Tile::BN == 0,
+                  "gemm: the tensor-core path needs N to be a multiple of the block tile");
+    static_assert(K % Tile::BK == 0,
+                  "gemm: the tensor-core path needs K to be a multiple of the block tile");
     using L = detail::tc_layout<In, Tile>;
     auto* kernel = &detail::gemm_tc_kernel<In, Epi, M, N, K, Tile>;
     static const bool configured = [&] {
-      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L::bytes)),
+      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(L::bytes)),
             "gemm: raising the shared-memory limit");
       return true;
     }();
@@ -457,17 +489,20 @@ void gemm(cudaStream_t stream, const In* a, const In* b, typename Epi::out_type*
 // out[M,N] = layernorm_rows(epilogue(A[M,K] B[K,N])) * gamma + beta in one launch (bf16/f16 on
 // tensor cores). Each block owns 16 whole rows, so N is limited to what one block's registers hold.
 template <int M, int N, int K, half_type In, class Epi>
-void gemm_layernorm(cudaStream_t stream, const In* a, const In* b, typename Epi::out_type* c, Epi epi,
-                    const typename Epi::out_type* gamma, const typename Epi::out_type* beta, float eps = 1e-5f) {
+void gemm_layernorm(cudaStream_t stream, const In* a, const In* b, typename Epi::out_type* c,
+                    Epi epi, const typename Epi::out_type* gamma,
+                    const typename Epi::out_type* beta, float eps = 1e-5f) {
   static_assert(M % 16 == 0, "gemm_layernorm: M must be a multiple of 16");
   static_assert(N % 64 == 0 && N <= 256, "gemm_layernorm: N must be a multiple of 64, at most 256");
   static_assert(K % 32 == 0, "gemm_layernorm: K must be a multiple of 32");
-  if (gamma == nullptr || beta == nullptr) throw std::invalid_argument("gemm_layernorm: gamma and beta must be set");
+  if (gamma == nullptr || beta == nullptr)
+    throw std::invalid_argument("gemm_layernorm: gamma and beta must be set");
   using Tile = gemm_tile<16, N, 32, 16, N / 4, 4>;
   constexpr std::size_t smem = detail::mma_smem_bytes<Tile>(sizeof(In));
   auto* kernel = &detail::gemm_mma_layernorm_kernel<In, Epi, M, N, K, Tile>;
   static const bool configured = [&] {
-    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(smem)),
           "gemm_layernorm: raising the shared-memory limit");
     return true;
   }();

@@ -2,11 +2,10 @@
 // Runs a list of kernel launches on a user stream, eagerly or as one captured CUDA graph: after
 // capture() a whole program is one cudaGraphLaunch.
 
-#include <fusedsl/backend/cuda/error.hpp>
-
 #include <cuda_runtime_api.h>
 
 #include <functional>
+#include <fusedsl/backend/cuda/error.hpp>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -15,7 +14,7 @@
 namespace fusedsl::cuda {
 
 class graph_runner {
-public:
+ public:
   using launch = std::function<void(cudaStream_t)>;
 
   explicit graph_runner(cudaStream_t stream) : stream_(stream) {}
@@ -39,7 +38,8 @@ public:
   void capture() {
     if (steps_.empty()) throw std::logic_error("graph_runner: nothing to capture");
     reset_graph();
-    check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "graph_runner: begin capture");
+    check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
+          "graph_runner: begin capture");
     try {
       for (const auto& s : steps_) run_step(s);
     } catch (...) {
@@ -75,7 +75,7 @@ public:
   [[nodiscard]] bool captured() const noexcept { return exec_ != nullptr; }
   [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
 
-private:
+ private:
   struct step {
     std::string name;
     launch fn;

@@ -20,16 +20,22 @@ concept half_type = std::same_as<T, bf16> || std::same_as<T, f16>;
 
 template <storage_type T>
 __host__ __device__ inline float to_f32(T x) {
-  if constexpr (std::same_as<T, float>) return x;
-  else if constexpr (std::same_as<T, bf16>) return __bfloat162float(x);
-  else return __half2float(x);
+  if constexpr (std::same_as<T, float>)
+    return x;
+  else if constexpr (std::same_as<T, bf16>)
+    return __bfloat162float(x);
+  else
+    return __half2float(x);
 }
 
 template <storage_type T>
 __host__ __device__ inline T from_f32(float x) {
-  if constexpr (std::same_as<T, float>) return x;
-  else if constexpr (std::same_as<T, bf16>) return __float2bfloat16(x);
-  else return __float2half(x);
+  if constexpr (std::same_as<T, float>)
+    return x;
+  else if constexpr (std::same_as<T, bf16>)
+    return __float2bfloat16(x);
+  else
+    return __float2half(x);
 }
 
 // Two f32 values rounded into one 32-bit register of two 16-bit values (low half first), the
@@ -46,6 +52,8 @@ __device__ inline std::uint32_t pack2(float lo, float hi) {
 }
 
 template <storage_type T>
-inline constexpr const char* type_name = std::same_as<T, float> ? "f32" : std::same_as<T, bf16> ? "bf16" : "f16";
+inline constexpr const char* type_name = std::same_as<T, float>  ? "f32"
+                                         : std::same_as<T, bf16> ? "bf16"
+                                                                 : "f16";
 
 }  // namespace fusedsl::cuda

@@ -2,9 +2,8 @@
 // Thin wrappers over the sm_80+ instructions the tiled kernels use: cp.async, ldmatrix, mma.sync.
 // PTX ISA 8.x, sections "cp.async", "ldmatrix" and "mma.m16n8k16".
 
-#include <fusedsl/backend/cuda/numeric.cuh>
-
 #include <cstdint>
+#include <fusedsl/backend/cuda/numeric.cuh>
 
 namespace fusedsl::cuda::ptx {
 
@@ -17,7 +16,9 @@ __device__ inline void cp_async_16(void* smem, const void* gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_address(smem)), "l"(gmem));
 }
 
-__device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ inline void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
 
 // Waits until at most `Pending` committed groups are still in flight.
 template <int Pending>
@@ -42,16 +43,19 @@ __device__ inline void ldmatrix_x4_trans(std::uint32_t (&r)[4], const void* smem
 
 // D = A(16x16, row) * B(16x8, col) + D, f32 accumulators; T is bf16 or f16.
 template <half_type T>
-__device__ inline void mma_16816(float (&d)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
+__device__ inline void mma_16816(float (&d)[4], const std::uint32_t (&a)[4],
+                                 const std::uint32_t (&b)[2]) {
   if constexpr (std::same_as<T, bf16>) {
     asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, "
         "{%0, %1, %2, %3};\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   } else {
     asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, "
         "{%0, %1, %2, %3};\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));

@@ -2,17 +2,17 @@
 // Warp-level row kernels: one warp owns one row of a [Rows, Cols] row-major tensor, keeps the row
 // in registers and reduces with shuffles, so each element is read once and written once.
 
+#include <cuda_runtime_api.h>
+
 #include <fusedsl/backend/cuda/error.hpp>
 #include <fusedsl/backend/cuda/numeric.cuh>
-
-#include <cuda_runtime_api.h>
 
 namespace fusedsl::cuda {
 
 enum class row_op { softmax, log_softmax, layernorm, rmsnorm };
 
 struct row_params {
-  float eps = 1e-5f;         // layernorm, rmsnorm
+  float eps = 1e-5f;            // layernorm, rmsnorm
   const void* gamma = nullptr;  // [Cols] of the output type: layernorm, rmsnorm
   const void* beta = nullptr;   // [Cols] of the output type: layernorm
 };
@@ -35,7 +35,8 @@ __global__ void __launch_bounds__(detail::row_warps * 32)
     row_kernel(const In* __restrict__ in, Out* __restrict__ out, row_params p) {
   constexpr int per_lane = (Cols + 31) / 32;
   const int lane = static_cast<int>(threadIdx.x) & 31;
-  const int row = static_cast<int>(blockIdx.x) * detail::row_warps + static_cast<int>(threadIdx.x) / 32;
+  const int row =
+      static_cast<int>(blockIdx.x) * detail::row_warps + static_cast<int>(threadIdx.x) / 32;
   if (row >= Rows) return;
   const In* x = in + static_cast<long>(row) * Cols;
   Out* y = out + static_cast<long>(row) * Cols;
@@ -63,8 +64,10 @@ __global__ void __launch_bounds__(detail::row_warps * 32)
     for (int j = 0; j < per_lane; ++j) {
       const int c = lane + 32 * j;
       if (Cols % 32 == 0 || c < Cols) {
-        if constexpr (Op == row_op::softmax) y[c] = from_f32<Out>(__expf(v[j] - m) * inv);
-        else y[c] = from_f32<Out>(v[j] - m - log_s);
+        if constexpr (Op == row_op::softmax)
+          y[c] = from_f32<Out>(__expf(v[j] - m) * inv);
+        else
+          y[c] = from_f32<Out>(v[j] - m - log_s);
       }
     }
   } else {
@@ -99,10 +102,12 @@ __global__ void __launch_bounds__(detail::row_warps * 32)
 template <row_op Op, int Rows, int Cols, storage_type In, storage_type Out>
 void launch_row(cudaStream_t stream, const In* in, Out* out, row_params p = {}) {
   static_assert(Rows > 0 && Cols > 0, "launch_row: the shape must be positive");
-  static_assert(Cols <= 4096, "launch_row: a row longer than 4096 does not fit one warp's registers");
+  static_assert(Cols <= 4096,
+                "launch_row: a row longer than 4096 does not fit one warp's registers");
   if constexpr (Op == row_op::layernorm || Op == row_op::rmsnorm) {
     if (p.gamma == nullptr) throw std::invalid_argument("launch_row: normalisation needs gamma");
-    if (Op == row_op::layernorm && p.beta == nullptr) throw std::invalid_argument("launch_row: layernorm needs beta");
+    if (Op == row_op::layernorm && p.beta == nullptr)
+      throw std::invalid_argument("launch_row: layernorm needs beta");
   }
   constexpr unsigned blocks = (Rows + detail::row_warps - 1) / detail::row_warps;
   row_kernel<Op, Rows, Cols, In, Out><<<blocks, detail::row_warps * 32, 0, stream>>>(in, out, p);
