@@ -237,7 +237,7 @@ class node_emitter {
     throw graph::graph_error("hlo::export: no HLO mapping for op " + std::string(graph::name_of(n.op)));
   }
 
-  // A constant, iota or computed node used where its value is needed as itself.
+  // A scalar constant of type t (integers exact, floats rounded to t by the literal).
   instruction_id scalar(double v, element_type t) {
     if (is_integral(t)) return b_.add_constant(literal::scalar_int(t, std::int64_t(v)));
     return b_.add_constant(literal::scalar(t, v));
