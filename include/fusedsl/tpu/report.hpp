@@ -42,7 +42,7 @@ inline std::string text_summary(const schedule& s, const cost_summary& c) {
   out += "matmul FLOPs " + fmt("%.4g", c.matmul_flops) + ", vector FLOPs " +
          fmt("%.4g", c.vector_flops) + "\n\n";
   char line[512];
-  std::snprintf(line, sizeof line, "%-36s %-7s %-5s %12s %8s %12s %10s  %s\n", "kernel", "kind",
+  std::snprintf(line, sizeof line, "%-36s %-7s %-8s %12s %8s %12s %10s  %s\n", "kernel", "kind",
                 "bound", "time", "MXU%", "HBM", "VMEM", "blocks / ops");
   out += line;
   for (const auto& k : c.kernels) {
@@ -54,7 +54,7 @@ inline std::string text_summary(const schedule& s, const cost_summary& c) {
               std::to_string(k.blocks.bm) + "x" + std::to_string(k.blocks.bk) + "x" +
               std::to_string(k.blocks.bn);
     if (k.ops.size() > 1) extra += (extra.empty() ? "" : ", ") + std::to_string(k.ops.size()) + " ops fused";
-    std::snprintf(line, sizeof line, "%-36.36s %-7s %-5s %12s %7.1f%% %12s %10s  %s\n",
+    std::snprintf(line, sizeof line, "%-36.36s %-7s %-8s %12s %7.1f%% %12s %10s  %s\n",
                   k.name.c_str(), to_string(k.kind), k.bound.c_str(),
                   detail::human_time(k.time_s).c_str(), 100 * k.mxu_utilization,
                   detail::human_bytes(double(k.hbm_bytes)).c_str(),

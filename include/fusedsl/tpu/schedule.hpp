@@ -254,6 +254,7 @@ inline std::vector<kernel_group> group_nodes(const flat_graph& g) {
 
 }  // namespace detail
 
+// The schedule points into `m`, which must outlive it (hence no temporaries).
 inline schedule make_schedule(const hlo::module& m, const chip_spec& chip,
                               schedule_options options = {}) {
   validate(chip);
@@ -377,5 +378,7 @@ inline schedule make_schedule(const hlo::module& m, const chip_spec& chip,
   s.tl = simulate(s.kernels, chip);
   return s;
 }
+
+schedule make_schedule(const hlo::module&&, const chip_spec&, schedule_options = {}) = delete;
 
 }  // namespace fusedsl::tpu
