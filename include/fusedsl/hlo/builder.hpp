@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -461,7 +462,11 @@ class computation_builder {
   instruction_id push(instruction in, std::string_view name, bool keep_original = false) {
     std::string base = escape_identifier(name);
     std::string unique = base;
-    for (int n = 1; names_.count(unique); ++n) unique = base + "." + std::to_string(n);
+    if (names_.count(unique)) {
+      int& n = next_suffix_[base];  // resume where the last search for this base stopped: O(1)
+      do unique = base + "." + std::to_string(++n);
+      while (names_.count(unique));
+    }
     if (keep_original && unique != name && in.op_name.empty()) in.op_name = to_valid_utf8(name);
     names_.insert(unique);
     in.name = std::move(unique);
@@ -471,6 +476,7 @@ class computation_builder {
 
   computation c_;
   std::set<std::string> names_;
+  std::map<std::string, int> next_suffix_;
   std::int64_t parameter_count_ = 0;
 };
 

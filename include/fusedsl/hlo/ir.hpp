@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -136,12 +137,12 @@ inline void verify(const module& m) {
     if (c.instructions.empty()) throw ir_error("computation " + c.name + ": no instructions");
     if (c.root >= c.instructions.size()) throw ir_error("computation " + c.name + ": root out of range");
     std::vector<bool> seen_param;
+    std::set<std::string_view> names;
     for (instruction_id i = 0; i < c.instructions.size(); ++i) {
       const instruction& in = c.instructions[i];
       if (!is_valid_identifier(in.name))
         throw ir_error(where(in) + "name is not a valid HLO identifier");
-      for (instruction_id j = 0; j < i; ++j)
-        if (c.instructions[j].name == in.name) throw ir_error(where(in) + "duplicate name");
+      if (!names.insert(in.name).second) throw ir_error(where(in) + "duplicate name");
       for (instruction_id op : in.operands)
         if (op >= i) throw ir_error(where(in) + "operand " + std::to_string(op) + " is not defined before use");
       if (in.opcode == opcode::parameter) {
