@@ -135,8 +135,22 @@ TEST_CASE("parse_shape reads array and tuple shapes") {
 }
 
 TEST_CASE("an unsupported opcode is named with its line and column") {
+  CHECK(parse_failure(header + "  x = f32[2]{0} parameter(0)\n  ROOT y = f32[2]{0} while(x), condition=c, body=b\n}\n") ==
+        "5:22: unsupported opcode 'while'");
   CHECK(parse_failure(header + "  x = f32[2]{0} parameter(0)\n  ROOT y = f32[2]{0} custom-call(x), custom_call_target=\"foo\"\n}\n") ==
-        "5:22: unsupported opcode 'custom-call'");
+        "5:22: unsupported opcode 'custom-call' (custom_call_target=\"foo\"; only the identity targets Sharding and "
+        "xla.sdy.FuncResultSharding are read)");
+}
+
+TEST_CASE("jax's sharding custom-calls are read as copies that keep the sharding") {
+  module m = parse_module(read_data("jax_sharded_mlp.hlo"));
+  const computation& e = m.entry_computation();
+  auto c = e.find("sharding_constraint.1");
+  REQUIRE(c);
+  CHECK(e.instructions[*c].opcode == opcode::copy);
+  CHECK(e.instructions[*c].sharding == sharding::tiled({1, 8}));
+  CHECK(e.instructions[*e.find("w.1")].sharding == sharding::tiled({1, 8}));
+  CHECK(parse_module(to_text(m)) == m);
 }
 
 TEST_CASE("parse errors carry line:column and what was expected") {

@@ -5,7 +5,8 @@
   run_hlo.py --cases DIR [--format hlo|mlir] [--sharded-only | --unsharded-only]
       each subfolder of DIR: module.hlo and/or module.mlir, input_<k>.npy, expected_<k>.npy and an
       optional file `partitions` holding N (SPMD over N host devices).
-  run_hlo.py --compare A.hlo B.hlo    run both on the same random inputs; outputs must agree.
+  run_hlo.py --compare A.hlo B.hlo    run both on the same random inputs (8 partitions when
+                                     sharded); outputs must be bitwise equal.
   run_hlo.py --compile-only DIR      compile every *.hlo and *.mlir in DIR (SPMD over 8 devices
                                      when the module has shardings); XLA must accept all.
 
@@ -184,10 +185,16 @@ def case_files(d, fmt):
     return module, ins, exp, parts
 
 
+def is_sharded(text):
+    return "devices=" in text or "maximal device" in text
+
+
 def compare_modules(a, b, seed=0):
-    """Runs two single-device modules on the same random inputs; outputs must agree to f32 rounding."""
-    ea, da, ta = compile_module(a, 1)
-    eb, db, tb = compile_module(b, 1)
+    """Runs two modules on the same random inputs (SPMD over 8 devices when they have shardings);
+    their outputs must be bitwise equal."""
+    parts = DEVICE_COUNT if is_sharded(open(a).read()) else 1
+    ea, da, ta = compile_module(a, parts)
+    eb, db, tb = compile_module(b, parts)
     if len(ta) != len(tb):
         print(f"FAIL {a} vs {b}: {len(ta)} vs {len(tb)} parameters")
         return False
@@ -200,7 +207,8 @@ def compare_modules(a, b, seed=0):
         inputs.append(rng.uniform(-1, 1, size=dims).astype(np.float32))
     oa, ob = run(ea, da, ta, inputs), run(eb, db, tb, inputs)
     ok = len(oa) == len(ob) and all(np.array_equal(x, y, equal_nan=True) for x, y in zip(oa, ob))
-    print(f"{'PASS' if ok else 'FAIL'} {a} and {b}: outputs={len(oa)}, {'bitwise equal' if ok else 'differ'}")
+    print(f"{'PASS' if ok else 'FAIL'} {a} and {b}: outputs={len(oa)}, partitions={parts}, "
+          f"{'bitwise equal' if ok else 'differ'}")
     return ok
 
 
@@ -209,7 +217,7 @@ def compile_all(d):
     failed = 0
     for f in files:
         text = open(f).read()
-        parts = DEVICE_COUNT if ("devices=" in text or "maximal device" in text) else 1
+        parts = DEVICE_COUNT if is_sharded(text) else 1
         try:
             compile_module(f, parts)
         except Exception as e:  # noqa: BLE001 - report XLA's error for this file and go on

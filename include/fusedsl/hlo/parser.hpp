@@ -471,9 +471,13 @@ class parser {
     const token& op_tok = peek();
     if (op_tok.kind != tok::word) fail(op_tok, "expected an opcode, got " + describe(op_tok));
     auto op = parse_opcode(op_tok.text);
+    // jax's sharding annotations are identity custom-calls; they are read as copy (with the
+    // sharding, if any), which is what our printers write a sharding constraint as.
+    const bool custom_call = op_tok.text == "custom-call";
+    if (custom_call) op = opcode::copy;
     if (!op) fail(op_tok, "unsupported opcode '" + op_tok.text + "'");
     in.opcode = *op;
-    next();
+    const token op_at = next();
     expect(tok::lparen, "'(' after the opcode");
     if (in.opcode == opcode::parameter) {
       in.parameter_number = expect_int("a parameter number", 0);
@@ -486,7 +490,15 @@ class parser {
       while (accept(tok::comma));
       expect(tok::rparen, "')' or ',' in the operand list");
     }
+    custom_call_target_.reset();
     while (accept(tok::comma)) parse_attribute(in);
+    if (custom_call) {
+      const std::string target = custom_call_target_.value_or("");
+      if (target != "Sharding" && target != "xla.sdy.FuncResultSharding")
+        fail(op_at, "unsupported opcode 'custom-call' (custom_call_target=\"" + target +
+                        "\"; only the identity targets Sharding and xla.sdy.FuncResultSharding are read)");
+      if (in.operands.size() != 1) fail(op_at, "custom-call " + target + " takes 1 operand");
+    }
     return in;
   }
 
@@ -641,6 +653,8 @@ class parser {
       next();
     } else if (key == "sharding") {
       in.sharding = parse_sharding();
+    } else if (key == "custom_call_target") {
+      custom_call_target_ = expect(tok::string, "a string").text;
     } else if (key == "metadata") {
       expect(tok::lbrace, "'{' opening metadata");
       while (!accept(tok::rbrace)) {
@@ -735,6 +749,7 @@ class parser {
 
   std::vector<token> toks_;
   std::size_t pos_ = 0;
+  std::optional<std::string> custom_call_target_;  // of the instruction being parsed
 };
 
 }  // namespace detail

@@ -3,6 +3,7 @@
    .venv/bin/python tests/hlo/data/generate_jax_hlo.py). jax==0.10.2, CPU.
 Each file is jax.jit(f).lower(*args).as_text(dialect="hlo") for a transformer-layer piece."""
 import os
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 import jax
 import jax.numpy as jnp
 
@@ -47,6 +48,14 @@ def softmax_logistic(x):
     return jax.nn.softmax(x, axis=-1) + jax.nn.sigmoid(x), jnp.max(x, axis=0)
 
 
+def sharded_mlp(a, w):
+    """Megatron-style column split with a sharding constraint (jax writes custom-call Sharding)."""
+    from jax.sharding import NamedSharding, PartitionSpec as P
+    h = jnp.tanh(a @ w)
+    h = jax.lax.with_sharding_constraint(h, NamedSharding(MESH, P(None, "x")))
+    return h.sum(axis=1)
+
+
 def f32(*shape):
     return jax.ShapeDtypeStruct(shape, jnp.float32)
 
@@ -59,8 +68,14 @@ cases = {
     "jax_mlp_bf16": (mlp_tanh_gelu_bf16, (f32(8, 16), f32(16, 32), f32(32, 16))),
     "jax_softmax_tuple": (softmax_logistic, (f32(4, 8),)),
 }
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
+MESH = Mesh(jax.devices()[:8], ("x",))
+jitted = {name: jax.jit(fn) for name, (fn, _) in cases.items()}
+cases["jax_sharded_mlp"] = (sharded_mlp, (f32(8, 16), f32(16, 32)))
+jitted["jax_sharded_mlp"] = jax.jit(sharded_mlp, in_shardings=(NamedSharding(MESH, P()), NamedSharding(MESH, P(None, "x"))),
+                                    out_shardings=NamedSharding(MESH, P()))
 for name, (fn, args) in cases.items():
-    text = jax.jit(fn).lower(*args).as_text(dialect="hlo")
+    text = jitted[name].lower(*args).as_text(dialect="hlo")
     with open(os.path.join(here, name + ".hlo"), "w") as f:
         f.write(text)
     print("wrote", name + ".hlo", len(text), "bytes")
