@@ -220,7 +220,7 @@ TEST_CASE("gemm with k = 0 gives the epilogue of zero") {
   CHECK(c == std::vector<float>{1, 0, 3, 1, 0, 3});
 }
 
-TEST_CASE("gemm rejects a packed B of the wrong shape, a null workspace and a short ldc") {
+TEST_CASE("gemm rejects a packed B of the wrong shape, a null A or workspace and a short ldc") {
   std::vector<float> b(12), packed(k::packed_b_floats(4, 3)), a(8), c(6), ws(64);
   const auto pb = k::pack_b(4, 3, b.data(), 3, false, packed.data());
   CHECK_THROWS_WITH_AS(k::gemm(2, 3, 5, a.data(), 5, false, pb, c.data(), 3, {}, ws.data()),
@@ -230,4 +230,6 @@ TEST_CASE("gemm rejects a packed B of the wrong shape, a null workspace and a sh
   CHECK_THROWS_AS(k::gemm(2, 3, 4, a.data(), 4, false, pb, c.data(), 2, {}, ws.data()),
                   std::invalid_argument);
   CHECK_THROWS_AS(k::pack_b(-1, 3, b.data(), 3, false, packed.data()), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(k::gemm(2, 3, 4, nullptr, 4, false, pb, c.data(), 3, {}, ws.data()),
+                       doctest::Contains("A is null"), std::invalid_argument);
 }

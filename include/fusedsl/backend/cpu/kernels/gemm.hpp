@@ -418,6 +418,7 @@ packed_b<Arch> pack_b(std::ptrdiff_t k, std::ptrdiff_t n, const T* b, std::ptrdi
   detail::check_gemm_size("n", n);
   if (dst == nullptr && k * n > 0) throw std::invalid_argument("pack_b: destination is null");
   if (b == nullptr && k * n > 0) throw std::invalid_argument("pack_b: B is null");
+
   detail::pack_b_panels<gemm_tile<Arch>::nr>(k, n, b, ldb, trans_b, dst);
   return packed_b<Arch>{dst, k, n};
 }
@@ -448,6 +449,7 @@ void gemm(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a, 
   if (ldc < n)
     throw std::invalid_argument("gemm: ldc " + std::to_string(ldc) + " is less than n = " +
                                 std::to_string(n));
+  if (k > 0 && a == nullptr) throw std::invalid_argument("gemm: A is null");
   switch (ep.act) {
     case activation::none:
       return detail::gemm_run<Arch, activation::none>(m, n, k, a, lda, trans_a, b, c, ldc, ep,
