@@ -5,14 +5,15 @@
 //
 // B is packed once into column panels of `nr` columns (`pack_b`, the `packed_b` view) and can be
 // reused across calls (prepacked weights). A is read in place by the micro-kernel's broadcasts;
-// only when its rows are a multiple of 4 KiB apart is it packed, `mr` rows at a time, into the
-// caller-provided workspace (`gemm_workspace_floats`). The kernels never allocate.
+// only when its rows are a multiple of 4 KiB apart (or k is blocked) are `mr` rows of it copied,
+// with a padded row stride, into the caller-provided workspace (`gemm_workspace_floats`). The
+// kernels never allocate.
 //
 // Loop order (after the BLIS family of algorithms, Van Zee & van de Geijn, TOMS 2015, with the
 // k loop kept whole so the epilogue runs on accumulators still in registers):
 //   for each block of B panels that fits in L2          (n_block)
-//     for each mr-row panel of A (split across threads) (read in place; packed mr x k when
-//                                                         its rows alias in L1)
+//     for each mr-row panel of A (split across threads) (read in place; rows copied when
+//                                                         they alias in L1)
 //       for each nr-column panel of B in the block
 //         micro-kernel: mr x nr accumulators, k rank-1 updates, then the epilogue and the store
 // When one B panel (k x nr) fits in L1 the two inner loops swap: the B panel stays in L1 and the
@@ -64,10 +65,13 @@ constexpr std::size_t packed_b_floats(std::ptrdiff_t k, std::ptrdiff_t n) {
   return std::size_t(k * round_up(n, gemm_tile<Arch>::nr));
 }
 
-// Floats of workspace gemm() needs: one packed mr x k panel of A per thread.
+// Row stride of a copied A panel: k plus one cache line, so the mr rows never share L1 sets.
+constexpr std::ptrdiff_t a_copy_stride(std::ptrdiff_t k) { return (k > 0 ? k : 1) + 16; }
+
+// Floats of workspace gemm() needs: one copied mr x k panel of A per thread.
 template <class Arch = native_arch>
 constexpr std::size_t gemm_workspace_floats(std::ptrdiff_t k, int threads = 1) {
-  return std::size_t(threads) * std::size_t(gemm_tile<Arch>::mr) * std::size_t(k > 0 ? k : 1);
+  return std::size_t(threads) * std::size_t(gemm_tile<Arch>::mr) * std::size_t(a_copy_stride(k));
 }
 
 // A view of B packed in nr-column panels: panel p holds columns [p*nr, p*nr + nr) as k rows of nr
@@ -127,27 +131,12 @@ void pack_b_panels(std::ptrdiff_t k, std::ptrdiff_t n, const T* b, std::ptrdiff_
   }
 }
 
-// Packs rows [i0, i0 + rows) of A into an mr x k panel, k-major (dst[p*MR + i]), zero-padded.
-template <int MR>
-void pack_a_panel(std::ptrdiff_t rows, std::ptrdiff_t k, const float* a, std::ptrdiff_t lda,
-                  bool trans_a, std::ptrdiff_t i0, float* dst) {
-  if (!trans_a) {
-    for (std::ptrdiff_t i = 0; i < MR; ++i) {
-      if (i < rows) {
-        const float* row = a + (i0 + i) * lda;
-        for (std::ptrdiff_t p = 0; p < k; ++p) dst[p * MR + i] = row[p];
-      } else {
-        for (std::ptrdiff_t p = 0; p < k; ++p) dst[p * MR + i] = 0.0f;
-      }
-    }
-  } else {
-    for (std::ptrdiff_t p = 0; p < k; ++p) {
-      const float* col = a + p * lda + i0;
-      std::ptrdiff_t i = 0;
-      for (; i < rows; ++i) dst[p * MR + i] = col[i];
-      for (; i < MR; ++i) dst[p * MR + i] = 0.0f;
-    }
-  }
+// Copies rows [i0, i0 + rows) x columns [0, k) of row-major A to dst, row stride a_copy_stride(k)
+// (a plain copy per row; the micro-kernel's broadcasts need no transposed layout).
+inline void copy_a_rows(std::ptrdiff_t rows, std::ptrdiff_t k, const float* a, std::ptrdiff_t lda,
+                        std::ptrdiff_t i0, float* dst) {
+  for (std::ptrdiff_t i = 0; i < rows; ++i)
+    std::memcpy(dst + i * a_copy_stride(k), a + (i0 + i) * lda, std::size_t(k) * sizeof(float));
 }
 
 // The register-blocked core: acc[i][v] = sum_p a[i*a_istride + p*a_kstride] * b[p*b_kstride + v*W
@@ -287,7 +276,7 @@ template <class Arch, activation Act, class OutT>
   }
 }
 
-// Long k (f32 C only): k is cut into blocks of <= 256 so one packed mr x kc A panel (12 KiB) stays
+// Long k (f32 C only): k is cut into blocks of <= 256 so one copied mr x kc A panel (12 KiB) stays
 // in L1 and the kc x n slice of B in L2; partial sums go through C, and the epilogue runs with
 // the last block. Each element still sums its k blocks in the same order on any thread count.
 constexpr std::ptrdiff_t k_block_threshold = 512, k_block = 256;
@@ -311,18 +300,25 @@ void gemm_run_k_blocked(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, co
     const bool first = pc == 0, last = pc + kb == k;
     const float* a_block = trans_a ? a + pc * lda : a + pc;
     parallel_for(pool, m_panels, [&](std::ptrdiff_t pb, std::ptrdiff_t pe, int t) {
-      float* a_panel = workspace + std::ptrdiff_t(t) * MR * k;
+      float* a_panel = workspace + std::ptrdiff_t(t) * MR * a_copy_stride(k);
       for (std::ptrdiff_t jb = 0; jb < n_panels; jb += block) {
         const std::ptrdiff_t je = std::min(n_panels, jb + block);
         for (std::ptrdiff_t ip = pb; ip < pe; ++ip) {
           const std::ptrdiff_t i0 = ip * MR, rows = std::min<std::ptrdiff_t>(MR, m - i0);
-          pack_a_panel<MR>(rows, kb, a_block, lda, trans_a, i0, a_panel);
+          // A^T is read in place (MR contiguous floats per update); A's rows are copied so they
+          // sit in L1 without set conflicts.
+          const float* ap = a_block + i0;
+          std::ptrdiff_t a_is = 1, a_ks = lda;
+          if (!trans_a) {
+            copy_a_rows(rows, kb, a_block, lda, i0, a_panel);
+            ap = a_panel, a_is = a_copy_stride(kb), a_ks = 1;
+          }
           for (std::ptrdiff_t jp = jb; jp < je; ++jp) {
             const std::ptrdiff_t j0 = jp * NR, cols = std::min<std::ptrdiff_t>(NR, n - j0);
             const float* bp = b.panel(jp) + pc * NR;
             typename mk::tile acc;
-            if (rows == MR) mk::template compute_rows<MR>(kb, a_panel, 1, MR, bp, NR, acc);
-            else mk::compute_tail(rows, kb, a_panel, 1, MR, bp, NR, acc);
+            if (rows == MR) mk::template compute_rows<MR>(kb, ap, a_is, a_ks, bp, NR, acc);
+            else mk::compute_tail(rows, kb, ap, a_is, a_ks, bp, NR, acc);
             const float* prior = first ? nullptr : c;
             if (last) store_tile<Arch, Act>(acc, rows, cols, i0, j0, c, ldc, ep, prior);
             else store_tile<Arch, activation::none>(acc, rows, cols, i0, j0, c, ldc, partial, prior);
@@ -352,8 +348,8 @@ void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float*
       return;
     }
   }
-  // A is read in place (broadcasts need no layout; packing cost up to 20% at n = 128); it is
-  // packed only when rows 4 KiB apart would fight for the same L1 sets.
+  // A is read in place (broadcasts need no layout; packing cost up to 20% at n = 128); its rows
+  // are copied only when rows 4 KiB apart would fight for the same L1 sets.
   const bool pack_a = !trans_a && (lda * 4) % 4096 == 0;
   // When one B panel fits in L1, hold it there and stream the A panels (12 floats per rank-1
   // update) from L2, instead of streaming B (32 floats per update).
@@ -388,14 +384,13 @@ void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float*
         }
       return;
     }
-    float* a_panel = workspace + std::ptrdiff_t(t) * MR * std::max<std::ptrdiff_t>(k, 1);
+    float* a_panel = workspace + std::ptrdiff_t(t) * MR * a_copy_stride(k);
     for (std::ptrdiff_t jb = 0; jb < n_panels; jb += block) {
       const std::ptrdiff_t je = std::min(n_panels, jb + block);
       for (std::ptrdiff_t ip = pb; ip < pe; ++ip) {
         if (pack_a) {
-          pack_a_panel<MR>(std::min<std::ptrdiff_t>(MR, m - ip * MR), k, a, lda, trans_a, ip * MR,
-                           a_panel);
-          ap = a_panel, a_is = 1, a_ks = MR;
+          copy_a_rows(std::min<std::ptrdiff_t>(MR, m - ip * MR), k, a, lda, ip * MR, a_panel);
+          ap = a_panel, a_is = a_copy_stride(k), a_ks = 1;
         } else {
           a_in_place(ip, ap, a_is, a_ks);
         }
