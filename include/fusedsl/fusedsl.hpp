@@ -12,3 +12,5 @@
 #include "fusedsl/graph/flatten.hpp"
 #include "fusedsl/graph/node.hpp"
 #include "fusedsl/graph/print.hpp"
+#include "fusedsl/plan/program.hpp"
+#include "fusedsl/plan/report.hpp"
