@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "fusedsl/core/dtype.hpp"
@@ -46,4 +47,14 @@ TEST_CASE("array conversion gives the same bits as the scalar rule and core::bf1
   k::from_bf16(y.data(), back.data(), y.size());
   for (std::size_t i = 0; i < x.size(); ++i)
     CHECK(std::bit_cast<std::uint32_t>(back[i]) == (std::uint32_t(y[i]) << 16));
+}
+
+TEST_CASE("FUSEDSL_CPU_FORCE_SCALAR selects the scalar path as native_arch") {
+#if defined(FUSEDSL_CPU_FORCE_SCALAR)
+  CHECK(std::is_same_v<k::native_arch, k::scalar_arch>);
+#elif defined(__AVX512F__)
+  CHECK(std::is_same_v<k::native_arch, xsimd::avx512f>);
+#elif defined(__AVX2__) && defined(__FMA__)
+  CHECK(std::is_same_v<k::native_arch, xsimd::fma3<xsimd::avx2>>);
+#endif
 }
