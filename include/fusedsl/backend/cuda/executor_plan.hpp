@@ -196,6 +196,8 @@ struct mapper {
       return fail(gi, "matmul: B is not a contiguous row-major [K, N] buffer");
     if (is_half(n.type) && (gl.m % 32 != 0 || gl.n % 32 != 0 || gl.k % 32 != 0))
       return fail(gi, "matmul: the 16-bit tensor-core GEMM needs M, N and K to be multiples of 32");
+    if ((a.offset * size_of(n.type)) % 16 != 0 || (b.offset * size_of(n.type)) % 16 != 0)
+      return fail(gi, "matmul: an operand view does not start on a 16-byte boundary (the GEMM loads 16-byte vectors)");
     gl.a = operand{a.base, a.offset};
     gl.b = operand{b.base, b.offset};
     // Epilogue: act(scale * acc + bias) + residual, each step optional, in that order.
@@ -300,8 +302,8 @@ struct mapper {
     const std::int64_t dh = al.head_dim;
     const strided_view* views[] = {&q, &k, &v, &o};
     for (const strided_view* w : views)
-      if (w->stride[2] != 1 || w->stride[0] != dh || w->stride[1] % 8 != 0 || g[w->base].type != t)
-        return fail(gi, "attention: a head view is not the row layout [seq, heads * head_dim] (row stride a multiple of 8) the kernel reads");
+      if (w->stride[2] != 1 || w->stride[0] != dh || w->stride[1] % 8 != 0 || w->offset % 8 != 0 || g[w->base].type != t)
+        return fail(gi, "attention: a head view is not the row layout [seq, heads * head_dim] (row stride and start multiples of 8 elements) the kernel reads");
     if (v.shape[0] != al.kv_heads || v.shape[2] != dh || o.shape[0] != al.heads || al.heads % al.kv_heads != 0)
       return fail(gi, "attention: head counts of Q, K, V and O do not match");
     if (dh % 16 != 0 || dh > 256) return fail(gi, "attention: head_dim must be a multiple of 16, at most 256");

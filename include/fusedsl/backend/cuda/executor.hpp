@@ -1,0 +1,351 @@
+#pragma once
+// fusedsl::cuda::executor: runs a compiled program on one GPU (compile with nvcc).
+//
+//   fd::cuda::executor run{program, stream};   // one cudaMalloc: plan arena + bindings + outputs
+//   run.bind("layers.0.attn.q.w", w);          // weights: uploaded once, asynchronously, on `stream`
+//   run.bind("x", x);                          // inputs: uploaded before each call
+//   run.run();                                 // one cudaGraphLaunch (the first call captures it)
+//   run.read_output(0, y); run.synchronize();  // asynchronous download
+//
+// Each fusion group becomes the launches executor_plan.hpp lists for it, instantiated here with
+// every shape a template argument: GEMMs with the fused epilogue, flash attention, warp row
+// kernels, and a loop-program kernel for general elementwise groups. A stacked block's launches
+// are added once per layer with that layer's weights. The device memory never changes after
+// construction, so the launch list is captured once into a CUDA graph and replayed. A group no
+// kernel expresses (f32 attention, reduce groups, transposed GEMM operands, ...) makes the
+// constructor throw unsupported_program naming the group and the reason; nothing is approximated.
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fusedsl/backend/cuda/attention.cuh"
+#include "fusedsl/backend/cuda/device_arena.hpp"
+#include "fusedsl/backend/cuda/executor_plan.hpp"
+#include "fusedsl/backend/cuda/gemm.cuh"
+#include "fusedsl/backend/cuda/graph_runner.hpp"
+#include "fusedsl/backend/cuda/plan_kernels.cuh"
+#include "fusedsl/backend/cuda/row_kernels.cuh"
+#include "fusedsl/core/error.hpp"
+#include "fusedsl/core/tensor.hpp"
+#include "fusedsl/plan/program.hpp"
+
+namespace fusedsl::cuda {
+
+// A program that has a group no CUDA kernel expresses.
+struct unsupported_program : fusedsl::error {
+  using error::error;
+};
+
+template <dtype T>
+struct storage_of {
+  using type = float;
+};
+template <>
+struct storage_of<dtype::bf16> {
+  using type = bf16;
+};
+template <>
+struct storage_of<dtype::f16> {
+  using type = f16;
+};
+template <dtype T>
+using storage_t = typename storage_of<T>::type;
+
+constexpr row_op row_op_of(op_kind k) {
+  return k == op_kind::softmax       ? row_op::softmax
+         : k == op_kind::log_softmax ? row_op::log_softmax
+         : k == op_kind::layernorm   ? row_op::layernorm
+                                     : row_op::rmsnorm;
+}
+
+template <class Program>
+class executor {
+  static constexpr auto& g = Program::graph;
+  static constexpr std::size_t N = Program::node_count;
+  static constexpr auto& fp = Program::fusion;
+  static constexpr auto& mp = Program::memory;
+
+ public:
+  // The launches of every group (host data; tests read it).
+  static constexpr launch_plan<N> plan = plan_launches(g, fp);
+
+  // Throws unsupported_program before touching the device when a group has no kernel.
+  executor(Program, cudaStream_t stream) : runner_(stream), stream_(stream) {
+    if (!plan.ok()) throw unsupported_program(failure());
+    std::size_t bytes = round_up(std::size_t(mp.arena_bytes));
+    build_bindings(bytes);
+    for (int o = 0; o < g.n_outputs; ++o) {
+      output_offset_[std::size_t(o)] = bytes;
+      bytes += round_up(std::size_t(g[g.outputs[std::size_t(o)]].bytes()));
+    }
+    arena_.emplace(bytes > 0 ? bytes : device_arena::alignment);
+    build_launches();
+  }
+
+  // Why a program cannot run here, or an empty string: usable without a device.
+  static std::string failure() {
+    if (plan.ok()) return {};
+    std::string where = "cuda::executor: ";
+    if (plan.failed_group >= 0) {
+      const plan::fusion_group& gr = fp.groups[std::size_t(plan.failed_group)];
+      where += "group " + std::to_string(plan.failed_group) + " (" + std::string(plan::name_of(gr.kind)) + ", anchor %" +
+               std::to_string(gr.anchor) + " " + std::string(graph::name_of(g[gr.anchor].op)) + "): ";
+    }
+    return where + plan.error;
+  }
+
+  struct binding_info {
+    std::string name;
+    graph::op_kind kind;
+    dtype type;
+    dims shape;
+  };
+  std::vector<binding_info> bindings() const {
+    std::vector<binding_info> r;
+    for (const slot& s : slots_) r.push_back({s.name, g[s.node].op, g[s.node].type, g[s.node].shape});
+    return r;
+  }
+
+  // Asynchronous upload into the executor's own copy: `t` must stay unchanged until the stream
+  // has passed this point (synchronize()).
+  void bind(std::string_view name, tensor_ref t) {
+    auto it = by_name_.find(std::string(name));
+    if (it == by_name_.end()) throw binding_error("binding \"" + std::string(name) + "\": the program has no input or param of that name");
+    slot& s = slots_[it->second];
+    const graph::node& n = g[s.node];
+    if (t.type != n.type || !(t.shape == n.shape))
+      throw binding_error("binding \"" + s.name + "\": expected " + std::string(name_of(n.type)) + to_string(n.shape) + ", got " +
+                          std::string(name_of(t.type)) + to_string(t.shape));
+    if (t.data == nullptr) throw binding_error("binding \"" + s.name + "\": null data");
+    check(cudaMemcpyAsync(device_binding(s), t.data, t.bytes(), cudaMemcpyHostToDevice, stream_), "cuda::executor: bind (upload)");
+    s.bound = true;
+  }
+
+  // Device address of a binding (for inputs produced on the device: write there, skip bind).
+  void* device_binding(std::string_view name) {
+    auto it = by_name_.find(std::string(name));
+    if (it == by_name_.end()) throw binding_error("binding \"" + std::string(name) + "\": the program has no input or param of that name");
+    slots_[it->second].bound = true;
+    return device_binding(slots_[it->second]);
+  }
+  const void* device_output(int k) const { return static_cast<const std::byte*>(base()) + output_offset_[std::size_t(check_output(k))]; }
+
+  // One call: the first runs the launches eagerly and captures them; later ones replay the graph.
+  void run() {
+    for (const slot& s : slots_)
+      if (!s.bound) throw binding_error("binding \"" + s.name + "\": not bound");
+    if (runner_.captured()) {
+      runner_.replay();
+      return;
+    }
+    runner_.run_eager();  // also sets the kernels' shared-memory limits outside capture
+    runner_.capture();
+  }
+  // Every launch on the stream, without the graph (debugging, per-step checks).
+  void run_eager() const { runner_.run_eager(); }
+
+  // Asynchronous download of output k into host memory.
+  void read_output(int k, tensor_ref t) const {
+    const graph::node& n = g[g.outputs[std::size_t(check_output(k))]];
+    if (t.type != n.type || !(t.shape == n.shape))
+      throw binding_error("output " + std::to_string(k) + ": expected " + std::string(name_of(n.type)) + to_string(n.shape) + ", got " +
+                          std::string(name_of(t.type)) + to_string(t.shape));
+    check(cudaMemcpyAsync(t.data, device_output(k), t.bytes(), cudaMemcpyDeviceToHost, stream_), "cuda::executor: read_output");
+  }
+  void synchronize() const { check(cudaStreamSynchronize(stream_), "cuda::executor: synchronize"); }
+
+  const graph_runner& runner() const { return runner_; }
+  std::size_t launches_per_call() const { return runner_.size(); }
+  std::size_t device_bytes() const { return arena_->capacity(); }
+
+ private:
+  struct slot {
+    std::string name;
+    int node = -1;
+    int iter = 0;
+    std::size_t offset = 0;  // bytes into the device allocation
+    bool bound = false;
+  };
+
+  static constexpr std::size_t round_up(std::size_t b) {
+    return (b + device_arena::alignment - 1) / device_arena::alignment * device_arena::alignment;
+  }
+  void* base() const { return arena_->data(); }
+  void* device_binding(const slot& s) const { return static_cast<std::byte*>(base()) + s.offset; }
+  static int check_output(int k) {
+    if (k < 0 || k >= g.n_outputs)
+      throw binding_error("output " + std::to_string(k) + ": the program has " + std::to_string(g.n_outputs) + " outputs");
+    return k;
+  }
+
+  static int iterations_of_region(int r) {
+    for (int i = 0; i < int(N); ++i)
+      if (r != 0 && g[i].op == op_kind::repeat && g[i].body == r) return g[i].count;
+    return 1;
+  }
+  static std::string prefix_of_region(int r, int iter) {
+    for (int i = 0; i < int(N); ++i)
+      if (r != 0 && g[i].op == op_kind::repeat && g[i].body == r) return std::string(g[i].name.view()) + "." + std::to_string(iter) + ".";
+    return {};
+  }
+
+  void build_bindings(std::size_t& bytes) {
+    for (int i = 0; i < int(N); ++i) {
+      const graph::node& n = g[i];
+      if (n.op != op_kind::input && n.op != op_kind::param) continue;
+      for (int it = 0; it < iterations_of_region(n.region); ++it) {
+        slot s;
+        s.name = prefix_of_region(n.region, it) + std::string(n.name.view());
+        s.node = i;
+        s.iter = it;
+        s.offset = bytes;
+        bytes += round_up(std::size_t(n.bytes()));
+        if (by_name_.count(s.name)) throw binding_error("binding \"" + s.name + "\": declared twice");
+        by_name_[s.name] = slots_.size();
+        slots_.push_back(s);
+      }
+    }
+  }
+
+  // Device addresses of region r's values at iteration it (the body's arena at `region_base`).
+  void set_region_values(int r, int it, std::byte* region_base) {
+    for (const slot& s : slots_)
+      if (g[s.node].region == r && s.iter == it) val_[std::size_t(s.node)] = static_cast<std::byte*>(device_binding(s));
+    for (int i = 0; i < int(N); ++i)
+      if (g[i].region == r && mp.in_arena(i)) val_[std::size_t(i)] = region_base + mp.offset[std::size_t(i)];
+    if (r == 0)
+      for (int o = 0; o < g.n_outputs; ++o)
+        val_[std::size_t(g.outputs[std::size_t(o)])] = static_cast<std::byte*>(base()) + output_offset_[std::size_t(o)];
+  }
+
+  void build_launches() {
+    set_region_values(0, 0, static_cast<std::byte*>(base()));
+    for (int k = 0; k < fp.n_groups; ++k) {
+      const int gi = fp.order[std::size_t(k)];
+      if (fp.groups[std::size_t(gi)].region == 0) add_group(gi, 0);
+    }
+  }
+
+  void add_group(int gi, int it) {
+    const plan::fusion_group& gr = fp.groups[std::size_t(gi)];
+    if (gr.kind == plan::group_kind::repeat) return add_repeat(gr.anchor);
+    const int first = plan.first[std::size_t(gi)];
+    static constexpr auto table = make_table(std::make_index_sequence<std::size_t(n_launches)>{});
+    for (int l = first; l < first + plan.count[std::size_t(gi)]; ++l) (this->*table[std::size_t(l)])(it);
+  }
+
+  // The body's launches once per layer, pointers ping-ponging as the memory plan says.
+  void add_repeat(int rep) {
+    const graph::node& n = g[rep];
+    const int r = n.body;
+    const int ph = g.regions[std::size_t(r)].placeholder, res = g.regions[std::size_t(r)].result;
+    std::byte* dest = val_[std::size_t(rep)];
+    std::byte* scratch = static_cast<std::byte*>(base()) + mp.scratch_offset[std::size_t(rep)];
+    const bool in_place = mp.body_in_place[std::size_t(rep)];
+    std::byte* carry = scratch;
+    std::byte* body_arena = scratch + (in_place ? 0 : plan::align_up(n.bytes()));
+    std::byte* input = val_[std::size_t(n.in[0])];
+    for (int it = 0; it < n.count; ++it) {
+      std::byte* out = in_place ? dest : (((n.count - 1 - it) % 2 == 0) ? dest : carry);
+      set_region_values(r, it, body_arena);
+      val_[std::size_t(ph)] = input;
+      val_[std::size_t(res)] = out;
+      for (int k = 0; k < fp.n_groups; ++k) {
+        const int gi = fp.order[std::size_t(k)];
+        if (fp.groups[std::size_t(gi)].region == r) add_group(gi, it);
+      }
+      input = out;
+    }
+  }
+
+  template <class T>
+  T* ptr(int node, std::int64_t offset = 0) const {
+    return reinterpret_cast<T*>(val_[std::size_t(node)]) + offset;
+  }
+  template <class T>
+  T* ptr(const operand& o) const {
+    return ptr<T>(o.node, o.offset);
+  }
+  static std::string step_name(int l, int it) {
+    const launch& d = plan.launches[std::size_t(l)];
+    const plan::fusion_group& gr = fp.groups[std::size_t(d.group)];
+    std::string s = gr.region ? prefix_of_region(gr.region, it) : std::string();
+    return s + std::string(name_of(d.kind)) + " (group " + std::to_string(d.group) + ", anchor %" + std::to_string(gr.anchor) + ")";
+  }
+
+  // One launch: its kernel instantiated with the plan's shapes, its pointers bound now.
+  // Launch I as a static object, so the step lambdas read its shapes without capturing anything.
+  template <int I>
+  static constexpr launch launch_at = plan.launches[std::size_t(I)];
+
+  template <int I>
+  void add_launch(int it) {
+    constexpr const launch& d = launch_at<I>;
+    if constexpr (d.kind == launch_kind::gemm) {
+      using In = storage_t<g[launch_at<I>.gemm.a.node].type>;
+      using Out = storage_t<g[launch_at<I>.gemm.out].type>;
+      using Epi = plan_epilogue<Out, launch_at<I>.gemm.has_act, launch_at<I>.gemm.act, (launch_at<I>.gemm.bias >= 0), (launch_at<I>.gemm.residual >= 0)>;
+      Epi epi;
+      epi.scale = launch_at<I>.gemm.scale;
+      if constexpr (launch_at<I>.gemm.bias >= 0) epi.bias = ptr<const Out>(launch_at<I>.gemm.bias);
+      if constexpr (launch_at<I>.gemm.residual >= 0) epi.residual = ptr<const Out>(launch_at<I>.gemm.residual);
+      const In* a = ptr<const In>(launch_at<I>.gemm.a);
+      const In* b = ptr<const In>(launch_at<I>.gemm.b);
+      Out* c = ptr<Out>(launch_at<I>.gemm.out);
+      runner_.add(step_name(I, it), [a, b, c, epi](cudaStream_t s) {
+        gemm<launch_at<I>.gemm.m, launch_at<I>.gemm.n, launch_at<I>.gemm.k, In, Epi>(s, a, b, c, epi);
+      });
+    } else if constexpr (d.kind == launch_kind::attention) {
+      using T = storage_t<g[launch_at<I>.attention.q.node].type>;
+      attention_args<T> a;
+      a.q = ptr<const T>(launch_at<I>.attention.q), a.k = ptr<const T>(launch_at<I>.attention.k), a.v = ptr<const T>(launch_at<I>.attention.v), a.o = ptr<T>(launch_at<I>.attention.o);
+      a.q_row_stride = long(launch_at<I>.attention.q_row_stride), a.k_row_stride = long(launch_at<I>.attention.k_row_stride);
+      a.v_row_stride = long(launch_at<I>.attention.v_row_stride), a.o_row_stride = long(launch_at<I>.attention.o_row_stride);
+      a.scale = launch_at<I>.attention.scale;
+      runner_.add(step_name(I, it), [a](cudaStream_t s) {
+        constexpr const attention_launch& at = launch_at<I>.attention;
+        flash_attention<T, at.head_dim, 1, at.heads, at.kv_heads, at.seq_q, at.seq_k, at.causal>(s, a);
+      });
+    } else if constexpr (d.kind == launch_kind::row) {
+      using In = storage_t<g[launch_at<I>.row.in].type>;
+      using Out = storage_t<g[launch_at<I>.row.out].type>;
+      row_params p;
+      p.eps = launch_at<I>.row.eps;
+      if constexpr (launch_at<I>.row.gamma >= 0) p.gamma = ptr<const Out>(launch_at<I>.row.gamma);
+      if constexpr (launch_at<I>.row.beta >= 0) p.beta = ptr<const Out>(launch_at<I>.row.beta);
+      const In* in = ptr<const In>(launch_at<I>.row.in);
+      Out* out = ptr<Out>(launch_at<I>.row.out);
+      runner_.add(step_name(I, it), [in, out, p](cudaStream_t s) {
+        constexpr const row_launch& r = launch_at<I>.row;
+        launch_row<row_op_of(r.op), r.rows, r.cols, In, Out>(s, in, out, p);
+      });
+    } else {
+      loop_pointers p;
+      for (int l = 0; l < d.loop.n_loads; ++l) p.in[l] = val_[std::size_t(d.loop.loads[std::size_t(l)].node)];
+      for (int o = 0; o < d.loop.n_outputs; ++o) p.out[o] = val_[std::size_t(d.loop.out_node[std::size_t(o)])];
+      runner_.add(step_name(I, it), [p](cudaStream_t s) { launch_loop_program(s, launch_at<I>.loop, p); });
+    }
+  }
+
+  static constexpr int n_launches = plan.ok() ? plan.n_launches : 0;  // nothing instantiated for a failed plan
+  template <std::size_t... I>
+  static constexpr auto make_table(std::index_sequence<I...>) {
+    return std::array<void (executor::*)(int), sizeof...(I)>{&executor::template add_launch<int(I)>...};
+  }
+
+  std::optional<device_arena> arena_;
+  graph_runner runner_;
+  cudaStream_t stream_;
+  std::vector<slot> slots_;
+  std::map<std::string, std::size_t> by_name_;
+  std::array<std::size_t, graph::max_outputs> output_offset_{};
+  std::array<std::byte*, N> val_{};
+};
+
+}  // namespace fusedsl::cuda
