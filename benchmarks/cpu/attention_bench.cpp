@@ -132,7 +132,8 @@ void shapes(benchmark::internal::Benchmark* b) {
   b->Args({2048, 64, 1, 0})->Args({2048, 64, 1, 1});
   b->Unit(benchmark::kMillisecond);
 }
-// Times are thread CPU time (see fma_peak.hpp). The unfused reference runs first so the fused case can report its speedup.
+// Times are thread CPU time (see fma_peak.hpp). The unfused reference runs first so the fused case
+// can report its speedup.
 BENCHMARK(BM_attention_unfused_eigen)->Apply(shapes);
 BENCHMARK(BM_attention_fusedsl)->Apply(shapes);
 

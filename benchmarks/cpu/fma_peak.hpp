@@ -18,7 +18,6 @@ inline double thread_seconds() {
   return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
 }
 
-
 // Runs `iters` x 16 chains x one FMA on a full vector; returns a value so nothing is dropped.
 [[gnu::noipa]] inline float fma_chains(long iters) {
 #if defined(__AVX512F__)

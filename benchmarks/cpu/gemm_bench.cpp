@@ -72,7 +72,8 @@ BENCHMARK(BM_fma_peak);
 void BM_gemm_microkernel_l1(benchmark::State& state) {
   using mk = k::detail::micro_kernel<k::native_arch>;
   const std::ptrdiff_t kk = state.range(0);
-  auto a = random_vector(std::size_t(mk::MR * kk), 1), b = random_vector(std::size_t(kk * mk::NR), 2);
+  auto a = random_vector(std::size_t(mk::MR * kk), 1),
+       b = random_vector(std::size_t(kk * mk::NR), 2);
   std::vector<float> c(std::size_t(mk::MR * mk::NR));
   auto call = [&] {
     typename mk::tile acc;

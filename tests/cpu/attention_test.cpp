@@ -96,7 +96,10 @@ TEST_CASE_TEMPLATE("flash attention matches softmax(QK^T)V on odd sizes, causal 
     for (std::ptrdiff_t skv : {1, 33, 130})
       for (std::ptrdiff_t d : {8, 17, 64})
         for (bool causal : {false, true}) {
-          CAPTURE(sq); CAPTURE(skv); CAPTURE(d); CAPTURE(causal);
+          CAPTURE(sq);
+          CAPTURE(skv);
+          CAPTURE(d);
+          CAPTURE(causal);
           case_data c(sq, skv, 2, 2, d, causal, false);
           check<Arch>(c);
         }
@@ -104,7 +107,8 @@ TEST_CASE_TEMPLATE("flash attention matches softmax(QK^T)V on odd sizes, causal 
 
 TEST_CASE_TEMPLATE("flash attention with grouped and multi-query heads", Arch, FUSEDSL_CPU_ARCHS) {
   for (auto [h, hkv] : {std::pair{4, 2}, std::pair{4, 1}, std::pair{3, 3}}) {
-    CAPTURE(h); CAPTURE(hkv);
+    CAPTURE(h);
+    CAPTURE(hkv);
     case_data c(70, 90, h, hkv, 32, true, false);
     check<Arch>(c);
   }
@@ -119,8 +123,8 @@ TEST_CASE_TEMPLATE("flash attention adds the mask; a fully masked query row give
   }
 }
 
-TEST_CASE_TEMPLATE("causal attention with more queries than keys: early queries see nothing",
-                   Arch, FUSEDSL_CPU_ARCHS) {
+TEST_CASE_TEMPLATE("causal attention with more queries than keys: early queries see nothing", Arch,
+                   FUSEDSL_CPU_ARCHS) {
   case_data c(40, 25, 1, 1, 16, true, false);
   check<Arch>(c);
   for (std::ptrdiff_t x = 0; x < 16; ++x) CHECK(c.o[std::size_t(x)] == 0.0f);  // query 0

@@ -55,6 +55,6 @@ TEST_CASE("FUSEDSL_CPU_FORCE_SCALAR selects the scalar path as native_arch") {
 #elif defined(__AVX512F__)
   CHECK(std::is_same_v<k::native_arch, xsimd::avx512f>);
 #elif defined(__AVX2__) && defined(__FMA__)
-  CHECK(std::is_same_v<k::native_arch, xsimd::fma3<xsimd::avx2>>);
+  CHECK(std::is_same_v<k::native_arch, xsimd::fma3<xsimd::avx2> >);
 #endif
 }

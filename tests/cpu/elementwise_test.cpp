@@ -19,7 +19,8 @@ TEST_CASE_TEMPLATE("map fuses a bias + gelu + residual chain with row broadcast"
     for (std::ptrdiff_t r = 0; r < rows; ++r) {
       for (std::ptrdiff_t j = 0; j < cols; ++j) {
         const double a = double(x[std::size_t(r * ld + j)]) + bias[std::size_t(j)];
-        const double want = 0.5 * a * (1 + std::erf(a / std::sqrt(2.0))) + res[std::size_t(r * ld + j)];
+        const double want =
+            0.5 * a * (1 + std::erf(a / std::sqrt(2.0))) + res[std::size_t(r * ld + j)];
         CHECK(fusedsl_test::close(y[std::size_t(r * ld + j)], want, 1e-5));
       }
       for (std::ptrdiff_t j = cols; j < ld; ++j) CHECK(y[std::size_t(r * ld + j)] == 42.0f);
@@ -30,14 +31,17 @@ TEST_CASE_TEMPLATE("map fuses a bias + gelu + residual chain with row broadcast"
 TEST_CASE_TEMPLATE("map in place over a contiguous range", Arch, FUSEDSL_CPU_ARCHS) {
   auto x = random_floats(37, 4);
   const auto x0 = x;
-  k::map<Arch>(37, [](auto a) { return a * a + decltype(a)(1.0f); }, x.data(), x.data());
+  k::map<Arch>(
+      37, [](auto a) { return a * a + decltype(a)(1.0f); }, x.data(), x.data());
   for (std::size_t i = 0; i < x.size(); ++i) CHECK(x[i] == doctest::Approx(x0[i] * x0[i] + 1.0f));
 }
 
 TEST_CASE("map rejects negative sizes and null inputs") {
   float y[4];
-  CHECK_THROWS_AS(k::map(-1, 4, [](auto a) { return a; }, y, 4, k::input{y, 4}),
+  CHECK_THROWS_AS(k::map(
+                      -1, 4, [](auto a) { return a; }, y, 4, k::input{y, 4}),
                   std::invalid_argument);
-  CHECK_THROWS_AS(k::map(1, 4, [](auto a) { return a; }, y, 4, k::input{nullptr, 4}),
+  CHECK_THROWS_AS(k::map(
+                      1, 4, [](auto a) { return a; }, y, 4, k::input{nullptr, 4}),
                   std::invalid_argument);
 }

@@ -45,14 +45,23 @@ struct problem {
     }
     double x = ep.scale * s + (ep.bias ? ep.bias[j] : 0.0);
     switch (ep.act) {
-      case k::activation::none: break;
-      case k::activation::relu: x = x < 0 ? 0 : x; break;
-      case k::activation::gelu_erf: x = 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); break;
+      case k::activation::none:
+        break;
+      case k::activation::relu:
+        x = x < 0 ? 0 : x;
+        break;
+      case k::activation::gelu_erf:
+        x = 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+        break;
       case k::activation::gelu_tanh:
         x = 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
         break;
-      case k::activation::silu: x = x / (1 + std::exp(-x)); break;
-      case k::activation::sigmoid: x = 1 / (1 + std::exp(-x)); break;
+      case k::activation::silu:
+        x = x / (1 + std::exp(-x));
+        break;
+      case k::activation::sigmoid:
+        x = 1 / (1 + std::exp(-x));
+        break;
     }
     if (ep.residual) x += ep.residual[i * ep.ld_residual + j];
     return {x, mag * std::fabs(ep.scale) + 1.0};
@@ -101,7 +110,11 @@ TEST_CASE_TEMPLATE("gemm matches the reference on odd shapes with every transpos
       for (std::ptrdiff_t kk : {1, 7, 64, 127})
         for (bool ta : {false, true})
           for (bool tb : {false, true}) {
-            CAPTURE(m); CAPTURE(n); CAPTURE(kk); CAPTURE(ta); CAPTURE(tb);
+            CAPTURE(m);
+            CAPTURE(n);
+            CAPTURE(kk);
+            CAPTURE(ta);
+            CAPTURE(tb);
             check_f32<Arch>(problem(m, n, kk, ta, tb), k::gemm_epilogue{});
           }
 }
@@ -113,7 +126,10 @@ TEST_CASE_TEMPLATE("gemm applies every epilogue combination", Arch, FUSEDSL_CPU_
     for (bool bias : {false, true})
       for (bool res : {false, true})
         for (float scale : {1.0f, 0.125f}) {
-          CAPTURE(k::name_of(act)); CAPTURE(bias); CAPTURE(res); CAPTURE(scale);
+          CAPTURE(k::name_of(act));
+          CAPTURE(bias);
+          CAPTURE(res);
+          CAPTURE(scale);
           k::gemm_epilogue ep;
           ep.act = act, ep.scale = scale;
           if (bias) ep.bias = pr.bias.data();

@@ -19,8 +19,12 @@ void* operator new(std::size_t n) {
   if (void* p = std::malloc(n ? n : 1)) return p;
   throw std::bad_alloc();
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
 
 namespace k = fusedsl::cpu::kernels;
 
@@ -48,6 +52,7 @@ TEST_CASE("gemm, flash attention, row kernels and map do not allocate, with or w
   }
   k::softmax_rows(m, n, c.data(), n, c.data(), n);
   k::layernorm_rows(m, n, c.data(), n, nullptr, nullptr, 1e-5f, c.data(), n);
-  k::map(m, n, [](auto x) { return k::silu(x); }, c.data(), n, k::input{c.data(), n});
+  k::map(
+      m, n, [](auto x) { return k::silu(x); }, c.data(), n, k::input{c.data(), n});
   CHECK(g_news.load() - before == 0);
 }

@@ -77,8 +77,7 @@ TEST_CASE_TEMPLATE("layernorm and rmsnorm rows match the reference within 1e-5",
     auto g = random_floats(std::size_t(cols), 6), b = random_floats(std::size_t(cols), 7);
     std::vector<float> ln(x.size()), ln_plain(x.size()), rms(x.size());
     k::layernorm_rows<Arch>(rows, cols, x.data(), ld, g.data(), b.data(), 1e-5f, ln.data(), ld);
-    k::layernorm_rows<Arch>(rows, cols, x.data(), ld, nullptr, nullptr, 1e-5f, ln_plain.data(),
-                            ld);
+    k::layernorm_rows<Arch>(rows, cols, x.data(), ld, nullptr, nullptr, 1e-5f, ln_plain.data(), ld);
     k::rmsnorm_rows<Arch>(rows, cols, x.data(), ld, g.data(), 1e-6f, rms.data(), ld);
     for (std::ptrdiff_t r = 0; r < rows; ++r) {
       const float* xr = &x[std::size_t(r * ld)];

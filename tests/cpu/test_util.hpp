@@ -38,5 +38,4 @@ std::ptrdiff_t first_mismatch(const G& got, const W& want, double rel, double fl
 }  // namespace fusedsl_test
 
 // Both instruction-set paths, for TEST_CASE_TEMPLATE.
-#define FUSEDSL_CPU_ARCHS \
-  fusedsl::cpu::kernels::native_arch, fusedsl::cpu::kernels::scalar_arch
+#define FUSEDSL_CPU_ARCHS fusedsl::cpu::kernels::native_arch, fusedsl::cpu::kernels::scalar_arch

@@ -1,8 +1,8 @@
 #include "fusedsl/backend/cpu/kernels/vmath.hpp"
 
 #include <cstdio>
-#include <string>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "test_util.hpp"
@@ -45,10 +45,10 @@ constexpr float inf = std::numeric_limits<float>::infinity();
 }  // namespace
 
 TEST_CASE("vectorised exp, erf, tanh, sigmoid stay within their documented ulp bounds") {
-  const double e = max_ulp([](auto v) { return k::vexp(v); }, [](double x) { return std::exp(x); },
-                           -87.0, 88.0);
-  const double f = max_ulp([](auto v) { return k::verf(v); }, [](double x) { return std::erf(x); },
-                           -6.0, 6.0);
+  const double e =
+      max_ulp([](auto v) { return k::vexp(v); }, [](double x) { return std::exp(x); }, -87.0, 88.0);
+  const double f =
+      max_ulp([](auto v) { return k::verf(v); }, [](double x) { return std::erf(x); }, -6.0, 6.0);
   const double t = max_ulp([](auto v) { return k::vtanh(v); },
                            [](double x) { return std::tanh(x); }, -10.0, 10.0);
   const double s = max_ulp([](auto v) { return k::vsigmoid(v); },

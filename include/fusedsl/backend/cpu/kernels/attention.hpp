@@ -71,7 +71,7 @@ template <class Arch = native_arch>
 constexpr std::size_t attention_workspace_floats_per_thread(std::ptrdiff_t head_dim) {
   using blk = attention_blocking<Arch>;
   const std::ptrdiff_t dp = round_up(std::max<std::ptrdiff_t>(head_dim, 1), blk::nr);
-  return std::size_t(dp * blk::bq       // Q^T, packed and scaled
+  return std::size_t(dp * blk::bq         // Q^T, packed and scaled
                      + blk::bk * blk::bq  // S^T / P^T block
                      + blk::bq * dp       // O accumulator
                      + blk::bk * dp       // V block, packed when head_dim is not a multiple of nr
@@ -109,9 +109,9 @@ void attention_block(const attention_shape& s, const attention_args& a, std::ptr
   const std::ptrdiff_t kvh = h / (s.num_heads / s.num_kv_heads);
   const std::ptrdiff_t offset = s.seq_kv - s.seq_q;  // causal: query i sees keys <= i + offset
 
-  float* qt = ws;               // dp/NR panels of d x NR  (panel-major: [panel][dim][NR])
-  float* st = qt + dp * BQ;     // BK x BQ, keys x queries
-  float* oacc = st + BK * BQ;   // BQ x dp
+  float* qt = ws;              // dp/NR panels of d x NR  (panel-major: [panel][dim][NR])
+  float* st = qt + dp * BQ;    // BK x BQ, keys x queries
+  float* oacc = st + BK * BQ;  // BQ x dp
   float* vpack = oacc + BQ * dp;
   float* m = vpack + BK * dp;
   float* l = m + BQ;

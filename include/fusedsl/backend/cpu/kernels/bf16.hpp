@@ -24,7 +24,9 @@ constexpr bf16_bits to_bf16(float f) {
   return bf16_bits(u >> 16);
 }
 
-constexpr float from_bf16(bf16_bits h) { return std::bit_cast<float>(std::uint32_t(h) << 16); }
+constexpr float from_bf16(bf16_bits h) {
+  return std::bit_cast<float>(std::uint32_t(h) << 16);
+}
 
 #if defined(__AVX512F__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
 // 16 lanes f32 -> bf16 with the rounding rule above.

@@ -24,8 +24,7 @@ struct input {
 // y[r, j] = f(in_0[r, j], in_1[r, j], ...) for r < rows, j < cols. y may alias an input with the
 // same leading dimension (each element is read before it is written).
 template <class Arch = native_arch, class F, class... In>
-void map(std::ptrdiff_t rows, std::ptrdiff_t cols, F&& f, float* y, std::ptrdiff_t ldy,
-         In... in) {
+void map(std::ptrdiff_t rows, std::ptrdiff_t cols, F&& f, float* y, std::ptrdiff_t ldy, In... in) {
   static_assert((std::is_same_v<In, input> && ...), "map: inputs must be kernels::input");
   if (rows < 0 || cols < 0)
     throw std::invalid_argument("map: rows and cols must be >= 0, got " + std::to_string(rows) +
@@ -36,7 +35,8 @@ void map(std::ptrdiff_t rows, std::ptrdiff_t cols, F&& f, float* y, std::ptrdiff
   for (std::ptrdiff_t r = 0; r < rows; ++r) {
     float* yr = y + r * ldy;
     std::ptrdiff_t j = 0;
-    for (; j + W <= cols; j += W) simd<Arch>::store(yr + j, f(simd<Arch>::load(in.data + r * in.ld + j)...));
+    for (; j + W <= cols; j += W)
+      simd<Arch>::store(yr + j, f(simd<Arch>::load(in.data + r * in.ld + j)...));
     for (; j < cols; ++j) yr[j] = f(in.data[r * in.ld + j]...);
   }
 }

@@ -53,7 +53,7 @@ struct gemm_tile<scalar_arch> {
 // The fused epilogue: y = act(scale * acc + bias[j]) + residual(i, j).
 struct gemm_epilogue {
   float scale = 1.0f;
-  const float* bias = nullptr;      // n values, one per column; null for none
+  const float* bias = nullptr;  // n values, one per column; null for none
   activation act = activation::none;
   const float* residual = nullptr;  // m x n, row-major with leading dimension ld_residual
   std::ptrdiff_t ld_residual = 0;
@@ -66,7 +66,9 @@ constexpr std::size_t packed_b_floats(std::ptrdiff_t k, std::ptrdiff_t n) {
 }
 
 // Row stride of a copied A panel: k plus one cache line, so the mr rows never share L1 sets.
-constexpr std::ptrdiff_t a_copy_stride(std::ptrdiff_t k) { return (k > 0 ? k : 1) + 16; }
+constexpr std::ptrdiff_t a_copy_stride(std::ptrdiff_t k) {
+  return (k > 0 ? k : 1) + 16;
+}
 
 // Floats of workspace gemm() needs: one copied mr x k panel of A per thread.
 template <class Arch = native_arch>
@@ -88,20 +90,23 @@ struct packed_b {
 namespace detail {
 
 inline void check_gemm_size(const char* what, std::ptrdiff_t v) {
-  if (v < 0) throw std::invalid_argument(std::string("gemm: ") + what + " must be >= 0, got " +
-                                         std::to_string(v));
+  if (v < 0)
+    throw std::invalid_argument(std::string("gemm: ") + what + " must be >= 0, got " +
+                                std::to_string(v));
 }
 
 template <class T>
 float load_as_float(const T* p) {
-  if constexpr (std::is_same_v<T, bf16_bits>) return from_bf16(*p);
-  else return *p;
+  if constexpr (std::is_same_v<T, bf16_bits>)
+    return from_bf16(*p);
+  else
+    return *p;
 }
 
 // Packs B (k x n, either element type) into nr-column panels at dst.
 template <int NR, class T>
-void pack_b_panels(std::ptrdiff_t k, std::ptrdiff_t n, const T* b, std::ptrdiff_t ldb,
-                   bool trans_b, float* dst) {
+void pack_b_panels(std::ptrdiff_t k, std::ptrdiff_t n, const T* b, std::ptrdiff_t ldb, bool trans_b,
+                   float* dst) {
   const std::ptrdiff_t panels = (n + NR - 1) / NR;
   for (std::ptrdiff_t p = 0; p < panels; ++p) {
     float* out = dst + p * k * NR;
@@ -165,7 +170,7 @@ struct micro_kernel {
       V bv[NV];
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) bv[v] = simd<Arch>::load(b + p * b_kstride + v * W);
-      // B streams from L2; fetch it into L1 a few rank-1 updates ahead.
+        // B streams from L2; fetch it into L1 a few rank-1 updates ahead.
 #pragma GCC unroll 4
       for (int v = 0; v < NR; v += 16)
         __builtin_prefetch(b + (p + prefetch_distance) * b_kstride + v, 0, 3);
@@ -184,20 +189,19 @@ struct micro_kernel {
   }
 
   // Fewer than MR rows (the last panel of A), out of line.
-  [[gnu::noinline]] static void compute_tail(std::ptrdiff_t rows, std::ptrdiff_t k,
-                                             const float* a, std::ptrdiff_t a_istride,
-                                             std::ptrdiff_t a_kstride, const float* b,
-                                             std::ptrdiff_t b_kstride, tile& acc) {
+  [[gnu::noinline]] static void compute_tail(std::ptrdiff_t rows, std::ptrdiff_t k, const float* a,
+                                             std::ptrdiff_t a_istride, std::ptrdiff_t a_kstride,
+                                             const float* b, std::ptrdiff_t b_kstride, tile& acc) {
     tail_table(std::make_integer_sequence<int, MR>{})[rows](k, a, a_istride, a_kstride, b,
                                                             b_kstride, acc);
   }
 
  private:
   using tail_fn = void (*)(std::ptrdiff_t, const float*, std::ptrdiff_t, std::ptrdiff_t,
-                          const float*, std::ptrdiff_t, tile&);
+                           const float*, std::ptrdiff_t, tile&);
   template <int... R>
   static const tail_fn* tail_table(std::integer_sequence<int, R...>) {
-    static constexpr tail_fn table[] = {&compute_rows<R == 0 ? 1 : R>...};
+    static constexpr tail_fn table[] = {&compute_rows < R == 0 ? 1 : R > ...};
     return table;
   }
   static constexpr int prefetch_distance = 4;
@@ -225,8 +229,10 @@ template <class Arch, class OutT>
 
 template <class T>
 [[gnu::always_inline]] inline void store_one(T* p, float x) {
-  if constexpr (std::is_same_v<T, float>) *p = x;
-  else *p = to_bf16(x);
+  if constexpr (std::is_same_v<T, float>)
+    *p = x;
+  else
+    *p = to_bf16(x);
 }
 
 // Applies the epilogue to an accumulator tile and writes rows x cols of it at C(i0, j0). With
@@ -317,11 +323,15 @@ void gemm_run_k_blocked(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, co
             const std::ptrdiff_t j0 = jp * NR, cols = std::min<std::ptrdiff_t>(NR, n - j0);
             const float* bp = b.panel(jp) + pc * NR;
             typename mk::tile acc;
-            if (rows == MR) mk::template compute_rows<MR>(kb, ap, a_is, a_ks, bp, NR, acc);
-            else mk::compute_tail(rows, kb, ap, a_is, a_ks, bp, NR, acc);
+            if (rows == MR)
+              mk::template compute_rows<MR>(kb, ap, a_is, a_ks, bp, NR, acc);
+            else
+              mk::compute_tail(rows, kb, ap, a_is, a_ks, bp, NR, acc);
             const float* prior = first ? nullptr : c;
-            if (last) store_tile<Arch, Act>(acc, rows, cols, i0, j0, c, ldc, ep, prior);
-            else store_tile<Arch, activation::none>(acc, rows, cols, i0, j0, c, ldc, partial, prior);
+            if (last)
+              store_tile<Arch, Act>(acc, rows, cols, i0, j0, c, ldc, ep, prior);
+            else
+              store_tile<Arch, activation::none>(acc, rows, cols, i0, j0, c, ldc, partial, prior);
           }
         }
       }
@@ -370,8 +380,10 @@ void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float*
   };
   auto a_in_place = [&](std::ptrdiff_t ip, const float*& ap, std::ptrdiff_t& a_is,
                         std::ptrdiff_t& a_ks) {
-    if (trans_a) ap = a + ip * MR, a_is = 1, a_ks = lda;
-    else ap = a + ip * MR * lda, a_is = lda, a_ks = 1;
+    if (trans_a)
+      ap = a + ip * MR, a_is = 1, a_ks = lda;
+    else
+      ap = a + ip * MR * lda, a_is = lda, a_ks = 1;
   };
   parallel_for(pool, m_panels, [&](std::ptrdiff_t pb, std::ptrdiff_t pe, int t) {
     const float* ap;
@@ -439,11 +451,11 @@ void gemm(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a, 
   if (workspace == nullptr) throw std::invalid_argument("gemm: workspace is null");
   if (ep.residual != nullptr && ep.ld_residual < n)
     throw std::invalid_argument("gemm: residual leading dimension " +
-                                std::to_string(ep.ld_residual) + " is less than n = " +
-                                std::to_string(n));
+                                std::to_string(ep.ld_residual) +
+                                " is less than n = " + std::to_string(n));
   if (ldc < n)
-    throw std::invalid_argument("gemm: ldc " + std::to_string(ldc) + " is less than n = " +
-                                std::to_string(n));
+    throw std::invalid_argument("gemm: ldc " + std::to_string(ldc) +
+                                " is less than n = " + std::to_string(n));
   if (k > 0 && a == nullptr) throw std::invalid_argument("gemm: A is null");
   switch (ep.act) {
     case activation::none:
@@ -456,8 +468,8 @@ void gemm(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a, 
       return detail::gemm_run<Arch, activation::gelu_erf>(m, n, k, a, lda, trans_a, b, c, ldc, ep,
                                                           workspace, pool);
     case activation::gelu_tanh:
-      return detail::gemm_run<Arch, activation::gelu_tanh>(m, n, k, a, lda, trans_a, b, c, ldc,
-                                                           ep, workspace, pool);
+      return detail::gemm_run<Arch, activation::gelu_tanh>(m, n, k, a, lda, trans_a, b, c, ldc, ep,
+                                                           workspace, pool);
     case activation::silu:
       return detail::gemm_run<Arch, activation::silu>(m, n, k, a, lda, trans_a, b, c, ldc, ep,
                                                       workspace, pool);

@@ -19,8 +19,8 @@ namespace fusedsl::cpu::kernels {
 
 namespace detail {
 
-inline void check_rows(const char* op, std::ptrdiff_t rows, std::ptrdiff_t cols,
-                       std::ptrdiff_t ldx, std::ptrdiff_t ldy) {
+inline void check_rows(const char* op, std::ptrdiff_t rows, std::ptrdiff_t cols, std::ptrdiff_t ldx,
+                       std::ptrdiff_t ldy) {
   if (rows < 0 || cols < 0)
     throw std::invalid_argument(std::string(op) + ": rows and cols must be >= 0, got " +
                                 std::to_string(rows) + "x" + std::to_string(cols));
@@ -136,8 +136,8 @@ void softmax_rows(std::ptrdiff_t rows, std::ptrdiff_t cols, const float* x, std:
 
 // y[r, :] = x - max - log(sum exp(x - max)).
 template <class Arch = native_arch>
-void log_softmax_rows(std::ptrdiff_t rows, std::ptrdiff_t cols, const float* x,
-                      std::ptrdiff_t ldx, float* y, std::ptrdiff_t ldy) {
+void log_softmax_rows(std::ptrdiff_t rows, std::ptrdiff_t cols, const float* x, std::ptrdiff_t ldx,
+                      float* y, std::ptrdiff_t ldy) {
   detail::check_rows("log_softmax", rows, cols, ldx, ldy);
   for (std::ptrdiff_t r = 0; r < rows; ++r) {
     const float* xr = x + r * ldx;

@@ -74,7 +74,9 @@ template <class Arch>
 using vec_t = typename simd<Arch>::vec;
 
 // Operations on one lane (float) and on full vectors (xsimd batches), same names.
-inline float fmadd(float a, float b, float c) { return std::fma(a, b, c); }
+inline float fmadd(float a, float b, float c) {
+  return std::fma(a, b, c);
+}
 template <class A>
 xsimd::batch<float, A> fmadd(const xsimd::batch<float, A>& a, const xsimd::batch<float, A>& b,
                              const xsimd::batch<float, A>& c) {
@@ -82,7 +84,9 @@ xsimd::batch<float, A> fmadd(const xsimd::batch<float, A>& a, const xsimd::batch
 }
 
 // where(c, a, b): a where c holds, else b.
-inline float where(bool c, float a, float b) { return c ? a : b; }
+inline float where(bool c, float a, float b) {
+  return c ? a : b;
+}
 template <class A>
 xsimd::batch<float, A> where(const xsimd::batch_bool<float, A>& c, const xsimd::batch<float, A>& a,
                              const xsimd::batch<float, A>& b) {
@@ -90,30 +94,40 @@ xsimd::batch<float, A> where(const xsimd::batch_bool<float, A>& c, const xsimd::
 }
 
 // maximum/minimum: NaN in `b` is returned (matches x86 max/min with b as the second source).
-inline float maximum(float a, float b) { return a > b ? a : b; }
+inline float maximum(float a, float b) {
+  return a > b ? a : b;
+}
 template <class A>
 xsimd::batch<float, A> maximum(const xsimd::batch<float, A>& a, const xsimd::batch<float, A>& b) {
   return xsimd::select(a > b, a, b);
 }
-inline float minimum(float a, float b) { return a < b ? a : b; }
+inline float minimum(float a, float b) {
+  return a < b ? a : b;
+}
 template <class A>
 xsimd::batch<float, A> minimum(const xsimd::batch<float, A>& a, const xsimd::batch<float, A>& b) {
   return xsimd::select(a < b, a, b);
 }
 
-inline float square_root(float a) { return std::sqrt(a); }
+inline float square_root(float a) {
+  return std::sqrt(a);
+}
 template <class A>
 xsimd::batch<float, A> square_root(const xsimd::batch<float, A>& a) {
   return xsimd::sqrt(a);
 }
 
-inline float absolute(float a) { return std::fabs(a); }
+inline float absolute(float a) {
+  return std::fabs(a);
+}
 template <class A>
 xsimd::batch<float, A> absolute(const xsimd::batch<float, A>& a) {
   return xsimd::abs(a);
 }
 
 // Round `n` up to a multiple of `m` (m > 0).
-constexpr std::ptrdiff_t round_up(std::ptrdiff_t n, std::ptrdiff_t m) { return (n + m - 1) / m * m; }
+constexpr std::ptrdiff_t round_up(std::ptrdiff_t n, std::ptrdiff_t m) {
+  return (n + m - 1) / m * m;
+}
 
 }  // namespace fusedsl::cpu::kernels

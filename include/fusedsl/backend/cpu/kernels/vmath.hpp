@@ -17,19 +17,25 @@
 
 namespace fusedsl::cpu::kernels {
 
-inline float vexp(float x) { return std::exp(x); }
+inline float vexp(float x) {
+  return std::exp(x);
+}
 template <class A>
 xsimd::batch<float, A> vexp(const xsimd::batch<float, A>& x) {
   return xsimd::exp(x);
 }
 
-inline float verf(float x) { return std::erf(x); }
+inline float verf(float x) {
+  return std::erf(x);
+}
 template <class A>
 xsimd::batch<float, A> verf(const xsimd::batch<float, A>& x) {
   return xsimd::erf(x);
 }
 
-inline float vtanh(float x) { return std::tanh(x); }
+inline float vtanh(float x) {
+  return std::tanh(x);
+}
 template <class A>
 xsimd::batch<float, A> vtanh(const xsimd::batch<float, A>& x) {
   return xsimd::tanh(x);
@@ -45,12 +51,18 @@ enum class activation { none, relu, gelu_erf, gelu_tanh, silu, sigmoid };
 
 constexpr const char* name_of(activation a) {
   switch (a) {
-    case activation::none: return "none";
-    case activation::relu: return "relu";
-    case activation::gelu_erf: return "gelu_erf";
-    case activation::gelu_tanh: return "gelu_tanh";
-    case activation::silu: return "silu";
-    case activation::sigmoid: return "sigmoid";
+    case activation::none:
+      return "none";
+    case activation::relu:
+      return "relu";
+    case activation::gelu_erf:
+      return "gelu_erf";
+    case activation::gelu_tanh:
+      return "gelu_tanh";
+    case activation::silu:
+      return "silu";
+    case activation::sigmoid:
+      return "sigmoid";
   }
   return "?";
 }
@@ -81,12 +93,18 @@ V silu(const V& x) {
 
 template <activation Act, class V>
 V apply_activation(const V& x) {
-  if constexpr (Act == activation::none) return x;
-  else if constexpr (Act == activation::relu) return relu(x);
-  else if constexpr (Act == activation::gelu_erf) return gelu_erf(x);
-  else if constexpr (Act == activation::gelu_tanh) return gelu_tanh(x);
-  else if constexpr (Act == activation::silu) return silu(x);
-  else return vsigmoid(x);
+  if constexpr (Act == activation::none)
+    return x;
+  else if constexpr (Act == activation::relu)
+    return relu(x);
+  else if constexpr (Act == activation::gelu_erf)
+    return gelu_erf(x);
+  else if constexpr (Act == activation::gelu_tanh)
+    return gelu_tanh(x);
+  else if constexpr (Act == activation::silu)
+    return silu(x);
+  else
+    return vsigmoid(x);
 }
 
 }  // namespace fusedsl::cpu::kernels
