@@ -136,7 +136,8 @@ class executor {
   }
   const void* device_output(int k) const { return static_cast<const std::byte*>(base()) + output_offset_[std::size_t(check_output(k))]; }
 
-  // One call: the first runs the launches eagerly and captures them; later ones replay the graph.
+  // One call: the first runs the launches eagerly and captures them; later ones replay the graph
+  // (on the legacy default stream, nullptr, every call runs eagerly).
   void run() {
     for (const slot& s : slots_)
       if (!s.bound) throw binding_error("binding \"" + s.name + "\": not bound");
@@ -145,7 +146,7 @@ class executor {
       return;
     }
     runner_.run_eager();  // also sets the kernels' shared-memory limits outside capture
-    runner_.capture();
+    if (stream_ != nullptr) runner_.capture();  // the legacy default stream cannot be captured
   }
   // Every launch on the stream, without the graph (debugging, per-step checks).
   void run_eager() const { runner_.run_eager(); }
