@@ -3,8 +3,9 @@
 
   run_hlo.py MODULE.hlo|MODULE.mlir [--inputs a.npy ...] [--expected e.npy ...] [--partitions N]
   run_hlo.py --cases DIR [--format hlo|mlir] [--sharded-only | --unsharded-only]
-      each subfolder of DIR: module.hlo and/or module.mlir, input_<k>.npy, expected_<k>.npy and an
-      optional file `partitions` holding N (SPMD over N host devices).
+      each subfolder of DIR: module.hlo and/or module.mlir, input_<k>.npy, expected_<k>.npy, an
+      optional file `partitions` holding N (SPMD over N host devices) and an optional file
+      `arena_bytes` (fusedsl's arena size, printed next to XLA's temp bytes).
   run_hlo.py --compare A.hlo B.hlo    run both on the same random inputs (8 partitions when
                                      sharded); outputs must be bitwise equal.
   run_hlo.py --compile-only DIR      compile every *.hlo and *.mlir in DIR (SPMD over 8 devices
@@ -154,7 +155,7 @@ def compare(name, got, want):
     return ok, max_abs, max_rel, msg
 
 
-def run_case(label, module_path, input_paths, expected_paths, partitions):
+def run_case(label, module_path, input_paths, expected_paths, partitions, arena_bytes=None):
     exe, devices, types = compile_module(module_path, partitions)
     outs = run(exe, devices, types, [np.load(p) for p in input_paths])
     want = [np.load(p) for p in expected_paths]
@@ -171,7 +172,9 @@ def run_case(label, module_path, input_paths, expected_paths, partitions):
             msgs.append(m)
     status = "PASS" if ok_all else "FAIL"
     print(f"{status} {label}: outputs={len(outs)} partitions={partitions} max_abs_err={worst_abs:.3g} "
-          f"max_rel_err={worst_rel:.3g} xla_temp_bytes={temp}" + ("".join("\n  " + m for m in msgs)))
+          f"max_rel_err={worst_rel:.3g} xla_temp_bytes={temp}" +
+          (f" fusedsl_arena_bytes={arena_bytes}" if arena_bytes is not None else "") +
+          ("".join("\n  " + m for m in msgs)))
     return ok_all
 
 
@@ -182,7 +185,9 @@ def case_files(d, fmt):
     exp = sorted(glob.glob(os.path.join(d, "expected_*.npy")), key=key)
     parts_file = os.path.join(d, "partitions")
     parts = int(open(parts_file).read()) if os.path.exists(parts_file) else 1
-    return module, ins, exp, parts
+    arena_file = os.path.join(d, "arena_bytes")
+    arena = int(open(arena_file).read()) if os.path.exists(arena_file) else None
+    return module, ins, exp, parts, arena
 
 
 def is_sharded(text):
@@ -254,14 +259,14 @@ def main():
         failed = 0
         ran = 0
         for d in dirs:
-            module, ins, exp, parts = case_files(d, args.format)
+            module, ins, exp, parts, arena = case_files(d, args.format)
             if not os.path.exists(module):
                 continue
             if (args.sharded_only and parts == 1) or (args.unsharded_only and parts > 1):
                 continue
             ran += 1
             try:
-                failed += not run_case(os.path.basename(d) + "." + args.format, module, ins, exp, parts)
+                failed += not run_case(os.path.basename(d) + "." + args.format, module, ins, exp, parts, arena)
             except Exception as e:  # noqa: BLE001 - report XLA's error for this case and go on
                 failed += 1
                 print(f"FAIL {os.path.basename(d)}: {type(e).__name__}: {e}")
