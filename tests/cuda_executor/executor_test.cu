@@ -4,8 +4,10 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cuda_test_util.hpp"
@@ -32,17 +34,21 @@ float value_at(const fd::dynamic_tensor& t, std::int64_t i) {
 // Binds random data to every input and param (gammas near 1, inputs larger than weights), runs
 // the program `calls` times and returns the worst norm-wise relative error against the reference
 // over all outputs. `replays_agree` says whether every call after the first gave the same bits.
-template <class Program>
+// With Twin (the same program in f32) the reference runs in f32 on the same bf16-rounded values:
+// the error of the bf16 computation itself. (The bf16 reference rounds every node to bf16, which
+// alone puts it about 1e-2 from the f32 result on the seed model: see docs/cuda.md.)
+template <class Program, class Twin = Program>
 double error_against_reference(const Program& p, unsigned seed, int calls, bool& replays_agree) {
   stream_holder stream;
   fd::cuda::executor<Program> ex(p, stream.s);
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.0f, 0.1f);
   std::vector<std::string> names;
-  std::vector<fd::dynamic_tensor> data;
+  std::vector<fd::dynamic_tensor> data, wide;
   const auto infos = ex.bindings();
   names.reserve(infos.size());
   data.reserve(infos.size());
+  wide.reserve(infos.size());
   for (const auto& info : infos) {
     data.emplace_back(info.type, info.shape);
     fd::dynamic_tensor& t = data.back();
@@ -55,10 +61,13 @@ double error_against_reference(const Program& p, unsigned seed, int calls, bool&
     }
     ex.bind(info.name, t.ref());
     names.push_back(info.name);
+    wide.emplace_back(fd::dtype::f32, info.shape);
+    for (std::int64_t i = 0; i < info.shape.size(); ++i) wide.back().data<float>()[i] = value_at(t, i);
   }
+  const bool twin = !std::is_same_v<Program, Twin>;
   std::vector<std::pair<std::string_view, fd::tensor_ref>> refs;
-  for (std::size_t i = 0; i < names.size(); ++i) refs.emplace_back(names[i], data[i].ref());
-  const auto expected = fd::test::run_reference(fd::graph::graph_view(Program::graph), refs);
+  for (std::size_t i = 0; i < names.size(); ++i) refs.emplace_back(names[i], twin ? wide[i].ref() : data[i].ref());
+  const auto expected = fd::test::run_reference(fd::graph::graph_view(Twin::graph), refs);
 
   std::vector<fd::dynamic_tensor> first, outs;
   replays_agree = true;
@@ -96,15 +105,19 @@ double error_against_reference(const Program& p, unsigned seed, int calls, bool&
 }
 
 using seed_bf16 = fd::models::transformer<128, 128, 4, 512, 2, fd::nn::post_ln, false, fd::bf16>;
-using causal_bf16 = fd::models::transformer<128, 128, 4, 512, 2, fd::nn::pre_ln, true, fd::bf16>;
+using seed_f32 = fd::models::transformer<128, 128, 4, 512, 2, fd::nn::post_ln, false, float>;
+using causal_bf16 = fd::models::transformer<128, 128, 4, 512, 3, fd::nn::pre_ln, true, fd::bf16>;
+using causal_f32 = fd::models::transformer<128, 128, 4, 512, 3, fd::nn::pre_ln, true, float>;
 
 }  // namespace
 
 TEST_CASE("the bf16 seed transformer runs as one CUDA graph and matches the reference within 1e-2") {
-  bool same = false;
-  const double err = error_against_reference(seed_bf16::program, 11, 3, same);
-  MESSAGE("seed bf16: relative L2 error " << err);
+  bool same = false, same_again = false;
+  const double err = error_against_reference<seed_bf16::program_type, seed_f32::program_type>(seed_bf16::program, 11, 3, same);
+  const double err_bf16_ref = error_against_reference(seed_bf16::program, 11, 1, same_again);
+  MESSAGE("seed bf16: relative L2 error " << err << " against the f32 reference, " << err_bf16_ref << " against the bf16 one");
   CHECK(err < 1e-2);
+  CHECK(err_bf16_ref < 2e-2);
   CHECK(same);
 }
 
@@ -117,10 +130,10 @@ TEST_CASE("the seed transformer's launch list: 9 kernels per layer, 2 layers, na
   CHECK(ex.device_bytes() >= std::size_t(seed_bf16::program.memory.arena_bytes));
 }
 
-TEST_CASE("a causal pre-LN bf16 stack matches the reference within 1e-2") {
+TEST_CASE("a 3-layer causal pre-LN bf16 stack (carry-buffer ping-pong) matches the reference within 1e-2") {
   bool same = false;
-  const double err = error_against_reference(causal_bf16::program, 12, 2, same);
-  MESSAGE("causal pre-LN bf16: relative L2 error " << err);
+  const double err = error_against_reference<causal_bf16::program_type, causal_f32::program_type>(causal_bf16::program, 12, 2, same);
+  MESSAGE("causal pre-LN bf16, 3 layers: relative L2 error " << err << " against the f32 reference");
   CHECK(err < 1e-2);
   CHECK(same);
 }

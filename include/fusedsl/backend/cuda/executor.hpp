@@ -27,6 +27,7 @@
 #include "fusedsl/backend/cuda/attention.cuh"
 #include "fusedsl/backend/cuda/device_arena.hpp"
 #include "fusedsl/backend/cuda/executor_plan.hpp"
+#include "fusedsl/backend/cuda/executor_schedule.hpp"
 #include "fusedsl/backend/cuda/gemm.cuh"
 #include "fusedsl/backend/cuda/graph_runner.hpp"
 #include "fusedsl/backend/cuda/plan_kernels.cuh"
@@ -78,13 +79,13 @@ class executor {
   // Throws unsupported_program before touching the device when a group has no kernel.
   executor(Program, cudaStream_t stream) : runner_(stream), stream_(stream) {
     if (!plan.ok()) throw unsupported_program(failure());
-    std::size_t bytes = round_up(std::size_t(mp.arena_bytes));
-    build_bindings(bytes);
-    for (int o = 0; o < g.n_outputs; ++o) {
-      output_offset_[std::size_t(o)] = bytes;
-      bytes += round_up(std::size_t(g[g.outputs[std::size_t(o)]].bytes()));
+    layout_ = layout_device_memory(g, mp, device_arena::alignment);
+    for (std::size_t i = 0; i < layout_.slots.size(); ++i) {
+      if (by_name_.count(layout_.slots[i].name)) throw binding_error("binding \"" + layout_.slots[i].name + "\": declared twice");
+      by_name_[layout_.slots[i].name] = i;
     }
-    arena_.emplace(bytes > 0 ? bytes : device_arena::alignment);
+    bound_.assign(layout_.slots.size(), false);
+    arena_.emplace(layout_.bytes);
     build_launches();
   }
 
@@ -108,7 +109,7 @@ class executor {
   };
   std::vector<binding_info> bindings() const {
     std::vector<binding_info> r;
-    for (const slot& s : slots_) r.push_back({s.name, g[s.node].op, g[s.node].type, g[s.node].shape});
+    for (const binding_slot& s : layout_.slots) r.push_back({s.name, g[s.node].op, g[s.node].type, g[s.node].shape});
     return r;
   }
 
@@ -117,30 +118,30 @@ class executor {
   void bind(std::string_view name, tensor_ref t) {
     auto it = by_name_.find(std::string(name));
     if (it == by_name_.end()) throw binding_error("binding \"" + std::string(name) + "\": the program has no input or param of that name");
-    slot& s = slots_[it->second];
+    const binding_slot& s = layout_.slots[it->second];
     const graph::node& n = g[s.node];
     if (t.type != n.type || !(t.shape == n.shape))
       throw binding_error("binding \"" + s.name + "\": expected " + std::string(name_of(n.type)) + to_string(n.shape) + ", got " +
                           std::string(name_of(t.type)) + to_string(t.shape));
     if (t.data == nullptr) throw binding_error("binding \"" + s.name + "\": null data");
-    check(cudaMemcpyAsync(device_binding(s), t.data, t.bytes(), cudaMemcpyHostToDevice, stream_), "cuda::executor: bind (upload)");
-    s.bound = true;
+    check(cudaMemcpyAsync(at(s.offset), t.data, t.bytes(), cudaMemcpyHostToDevice, stream_), "cuda::executor: bind (upload)");
+    bound_[it->second] = true;
   }
 
   // Device address of a binding (for inputs produced on the device: write there, skip bind).
   void* device_binding(std::string_view name) {
     auto it = by_name_.find(std::string(name));
     if (it == by_name_.end()) throw binding_error("binding \"" + std::string(name) + "\": the program has no input or param of that name");
-    slots_[it->second].bound = true;
-    return device_binding(slots_[it->second]);
+    bound_[it->second] = true;
+    return at(layout_.slots[it->second].offset);
   }
-  const void* device_output(int k) const { return static_cast<const std::byte*>(base()) + output_offset_[std::size_t(check_output(k))]; }
+  const void* device_output(int k) const { return at(layout_.output_offset[std::size_t(check_output(k))]); }
 
   // One call: the first runs the launches eagerly and captures them; later ones replay the graph
   // (on the legacy default stream, nullptr, every call runs eagerly).
   void run() {
-    for (const slot& s : slots_)
-      if (!s.bound) throw binding_error("binding \"" + s.name + "\": not bound");
+    for (std::size_t i = 0; i < bound_.size(); ++i)
+      if (!bound_[i]) throw binding_error("binding \"" + layout_.slots[i].name + "\": not bound");
     if (runner_.captured()) {
       runner_.replay();
       return;
@@ -166,103 +167,21 @@ class executor {
   std::size_t device_bytes() const { return arena_->capacity(); }
 
  private:
-  struct slot {
-    std::string name;
-    int node = -1;
-    int iter = 0;
-    std::size_t offset = 0;  // bytes into the device allocation
-    bool bound = false;
-  };
-
-  static constexpr std::size_t round_up(std::size_t b) {
-    return (b + device_arena::alignment - 1) / device_arena::alignment * device_arena::alignment;
-  }
-  void* base() const { return arena_->data(); }
-  void* device_binding(const slot& s) const { return static_cast<std::byte*>(base()) + s.offset; }
+  std::byte* at(std::size_t offset) const { return static_cast<std::byte*>(arena_->data()) + offset; }
   static int check_output(int k) {
     if (k < 0 || k >= g.n_outputs)
       throw binding_error("output " + std::to_string(k) + ": the program has " + std::to_string(g.n_outputs) + " outputs");
     return k;
   }
 
-  static int iterations_of_region(int r) {
-    for (int i = 0; i < int(N); ++i)
-      if (r != 0 && g[i].op == op_kind::repeat && g[i].body == r) return g[i].count;
-    return 1;
-  }
-  static std::string prefix_of_region(int r, int iter) {
-    for (int i = 0; i < int(N); ++i)
-      if (r != 0 && g[i].op == op_kind::repeat && g[i].body == r) return std::string(g[i].name.view()) + "." + std::to_string(iter) + ".";
-    return {};
-  }
-
-  void build_bindings(std::size_t& bytes) {
-    for (int i = 0; i < int(N); ++i) {
-      const graph::node& n = g[i];
-      if (n.op != op_kind::input && n.op != op_kind::param) continue;
-      for (int it = 0; it < iterations_of_region(n.region); ++it) {
-        slot s;
-        s.name = prefix_of_region(n.region, it) + std::string(n.name.view());
-        s.node = i;
-        s.iter = it;
-        s.offset = bytes;
-        bytes += round_up(std::size_t(n.bytes()));
-        if (by_name_.count(s.name)) throw binding_error("binding \"" + s.name + "\": declared twice");
-        by_name_[s.name] = slots_.size();
-        slots_.push_back(s);
-      }
-    }
-  }
-
-  // Device addresses of region r's values at iteration it (the body's arena at `region_base`).
-  void set_region_values(int r, int it, std::byte* region_base) {
-    for (const slot& s : slots_)
-      if (g[s.node].region == r && s.iter == it) val_[std::size_t(s.node)] = static_cast<std::byte*>(device_binding(s));
-    for (int i = 0; i < int(N); ++i)
-      if (g[i].region == r && mp.in_arena(i)) val_[std::size_t(i)] = region_base + mp.offset[std::size_t(i)];
-    if (r == 0)
-      for (int o = 0; o < g.n_outputs; ++o)
-        val_[std::size_t(g.outputs[std::size_t(o)])] = static_cast<std::byte*>(base()) + output_offset_[std::size_t(o)];
-  }
-
+  // Every launch of one call, layer by layer, with that step's device pointers.
   void build_launches() {
-    set_region_values(0, 0, static_cast<std::byte*>(base()));
-    for (int k = 0; k < fp.n_groups; ++k) {
-      const int gi = fp.order[std::size_t(k)];
-      if (fp.groups[std::size_t(gi)].region == 0) add_group(gi, 0);
-    }
-  }
-
-  void add_group(int gi, int it) {
-    const plan::fusion_group& gr = fp.groups[std::size_t(gi)];
-    if (gr.kind == plan::group_kind::repeat) return add_repeat(gr.anchor);
-    const int first = plan.first[std::size_t(gi)];
     static constexpr auto table = make_table(std::make_index_sequence<std::size_t(n_launches)>{});
-    for (int l = first; l < first + plan.count[std::size_t(gi)]; ++l) (this->*table[std::size_t(l)])(it);
-  }
-
-  // The body's launches once per layer, pointers ping-ponging as the memory plan says.
-  void add_repeat(int rep) {
-    const graph::node& n = g[rep];
-    const int r = n.body;
-    const int ph = g.regions[std::size_t(r)].placeholder, res = g.regions[std::size_t(r)].result;
-    std::byte* dest = val_[std::size_t(rep)];
-    std::byte* scratch = static_cast<std::byte*>(base()) + mp.scratch_offset[std::size_t(rep)];
-    const bool in_place = mp.body_in_place[std::size_t(rep)];
-    std::byte* carry = scratch;
-    std::byte* body_arena = scratch + (in_place ? 0 : plan::align_up(n.bytes()));
-    std::byte* input = val_[std::size_t(n.in[0])];
-    for (int it = 0; it < n.count; ++it) {
-      std::byte* out = in_place ? dest : (((n.count - 1 - it) % 2 == 0) ? dest : carry);
-      set_region_values(r, it, body_arena);
-      val_[std::size_t(ph)] = input;
-      val_[std::size_t(res)] = out;
-      for (int k = 0; k < fp.n_groups; ++k) {
-        const int gi = fp.order[std::size_t(k)];
-        if (fp.groups[std::size_t(gi)].region == r) add_group(gi, it);
-      }
-      input = out;
-    }
+    call_schedule<N> schedule(g, fp, mp, plan, layout_);
+    schedule.for_each([&](int l, int it, const typename call_schedule<N>::addresses& addr) {
+      for (std::size_t i = 0; i < N; ++i) val_[i] = addr[i] >= 0 ? at(std::size_t(addr[i])) : nullptr;
+      (this->*table[std::size_t(l)])(it);
+    });
   }
 
   template <class T>
@@ -276,7 +195,7 @@ class executor {
   static std::string step_name(int l, int it) {
     const launch& d = plan.launches[std::size_t(l)];
     const plan::fusion_group& gr = fp.groups[std::size_t(d.group)];
-    std::string s = gr.region ? prefix_of_region(gr.region, it) : std::string();
+    std::string s = binding_prefix(g, gr.region, it);
     return s + std::string(name_of(d.kind)) + " (group " + std::to_string(d.group) + ", anchor %" + std::to_string(gr.anchor) + ")";
   }
 
@@ -343,9 +262,9 @@ class executor {
   std::optional<device_arena> arena_;
   graph_runner runner_;
   cudaStream_t stream_;
-  std::vector<slot> slots_;
+  device_layout<N> layout_;
+  std::vector<bool> bound_;
   std::map<std::string, std::size_t> by_name_;
-  std::array<std::size_t, graph::max_outputs> output_offset_{};
   std::array<std::byte*, N> val_{};
 };
 
