@@ -3,8 +3,8 @@
 // as the same module (parse(print(m)) == m) and print as StableHLO without failing.
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <string_view>
 
 #include "fusedsl/hlo/parser.hpp"

@@ -72,9 +72,11 @@ inline module misc_module() {
 
   computation_builder b("main");
   auto x = b.add_parameter(shape::array(f32, {2, 3}), "input \"x\"/0");
-  auto c = b.add_constant(literal::array(shape::array(f32, {2, 3}), {1, -2.5, 1e-7, INFINITY, -INFINITY, NAN}));
+  auto c = b.add_constant(
+      literal::array(shape::array(f32, {2, 3}), {1, -2.5, 1e-7, INFINITY, -INFINITY, NAN}));
   auto p = b.add_constant(literal::array(shape::array(element_type::pred, {2}), {1, 0}));
-  auto i = b.add_constant(literal::array_int(shape::array(element_type::s64, {2}), {-(std::int64_t{1} << 40), 7}));
+  auto i = b.add_constant(
+      literal::array_int(shape::array(element_type::s64, {2}), {-(std::int64_t{1} << 40), 7}));
   auto h = b.add_constant(literal::scalar(element_type::f16, 0.1));
   auto bf = b.add_constant(literal::scalar(element_type::bf16, 3.14159));
   (void)p, (void)i, (void)h, (void)bf;

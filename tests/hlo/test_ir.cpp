@@ -10,7 +10,9 @@ using namespace fusedsl::hlo;
 
 namespace {
 const element_type f32 = element_type::f32;
-shape arr(std::vector<std::int64_t> d, element_type t = element_type::f32) { return shape::array(t, std::move(d)); }
+shape arr(std::vector<std::int64_t> d, element_type t = element_type::f32) {
+  return shape::array(t, std::move(d));
+}
 }  // namespace
 
 TEST_CASE("element types are spelled as in HLO text and have XLA's byte sizes") {
@@ -45,8 +47,10 @@ TEST_CASE("literals round values to their element type and compare NaN equal to 
   CHECK(literal::scalar(element_type::f32, 0.1).values[0] == static_cast<double>(0.1f));
   CHECK(literal::scalar(f32, NAN) == literal::scalar(f32, NAN));
   CHECK_FALSE(literal::scalar(f32, 0.0) == literal::scalar(f32, -0.0));
-  CHECK(literal::scalar_int(element_type::s64, (std::int64_t{1} << 62) + 1).ints[0] == (std::int64_t{1} << 62) + 1);
-  CHECK_THROWS_WITH_AS(literal::array(arr({2, 2}), {1, 2, 3}), "literal: 3 values for shape f32[2,2]", ir_error);
+  CHECK(literal::scalar_int(element_type::s64, (std::int64_t{1} << 62) + 1).ints[0] ==
+        (std::int64_t{1} << 62) + 1);
+  CHECK_THROWS_WITH_AS(literal::array(arr({2, 2}), {1, 2, 3}),
+                       "literal: 3 values for shape f32[2,2]", ir_error);
 }
 
 TEST_CASE("escape_identifier maps any string onto names XLA's parser accepts, deterministically") {
@@ -66,7 +70,8 @@ TEST_CASE("escape_identifier maps any string onto names XLA's parser accepts, de
     CHECK(is_valid_identifier(escape_identifier(s)));
 }
 
-TEST_CASE("quote_string escapes quotes, backslashes and control bytes; to_valid_utf8 repairs bytes") {
+TEST_CASE(
+    "quote_string escapes quotes, backslashes and control bytes; to_valid_utf8 repairs bytes") {
   CHECK(quote_string("a\"b\\c\n\x01") == "\"a\\\"b\\\\c\\n\\001\"");
   CHECK(to_valid_utf8("caf\xc3\xa9") == "caf\xc3\xa9");
   CHECK(to_valid_utf8("a\xc3") == "a\xEF\xBF\xBD");
@@ -96,10 +101,12 @@ TEST_CASE("elementwise ops keep the operand shape; mismatches name the op and bo
   auto y = b.add_parameter(arr({3, 2}), "y");
   CHECK(b.shape_of(b.add_unary(opcode::tanh, x)) == arr({2, 3}));
   CHECK_THROWS_WITH_AS(b.add_binary(opcode::multiply, x, y),
-                       "multiply in computation c: operand shapes differ (f32[2,3] vs f32[3,2])", ir_error);
+                       "multiply in computation c: operand shapes differ (f32[2,3] vs f32[3,2])",
+                       ir_error);
   auto i = b.add_parameter(arr({2}, element_type::s32), "i");
   CHECK_THROWS_WITH_AS(b.add_unary(opcode::exponential, i),
-                       "exponential in computation c: needs a floating-point operand, got s32", ir_error);
+                       "exponential in computation c: needs a floating-point operand, got s32",
+                       ir_error);
   CHECK_THROWS_AS(b.add_unary(opcode::add, x), ir_error);
   CHECK_THROWS_AS(b.add_binary(opcode::add, x, 99), ir_error);
 }
@@ -128,14 +135,17 @@ TEST_CASE("dot puts batch dims first, then lhs free dims, then rhs free dims") {
   auto w = b.add_parameter(arr({8, 5}, element_type::bf16), "w");
   auto xb = b.add_parameter(arr({3, 8}, element_type::bf16), "xb");
   CHECK(b.shape_of(b.add_dot(xb, w, {{}, {1}, {}, {0}}, f32)) == arr({3, 5}));
-  CHECK_THROWS_WITH_AS(b.add_dot(q, k, {{0}, {1}, {0}, {1}}),
-                       "dot in computation c: contracting dimensions differ (lhs f32[4,16,8], rhs f32[4,32,8])",
-                       ir_error);
+  CHECK_THROWS_WITH_AS(
+      b.add_dot(q, k, {{0}, {1}, {0}, {1}}),
+      "dot in computation c: contracting dimensions differ (lhs f32[4,16,8], rhs f32[4,32,8])",
+      ir_error);
   CHECK_THROWS_AS(b.add_dot(q, k, {{0}, {3}, {0}, {2}}), ir_error);
   CHECK_THROWS_AS(b.add_dot(q, w, {{}, {2}, {}, {0}}), ir_error);  // f32 x bf16
 }
 
-TEST_CASE("broadcast, reduce, transpose, reshape, slice, concatenate, convert and iota infer XLA's shapes") {
+TEST_CASE(
+    "broadcast, reduce, transpose, reshape, slice, concatenate, convert and iota infer XLA's "
+    "shapes") {
   computation_builder b("c");
   auto x = b.add_parameter(arr({2, 3}), "x");
   CHECK(b.shape_of(b.add_broadcast(x, {2, 5, 3}, {0, 2})) == arr({2, 5, 3}));
@@ -147,18 +157,22 @@ TEST_CASE("broadcast, reduce, transpose, reshape, slice, concatenate, convert an
   CHECK(b.shape_of(r) == arr({2}));
   CHECK(b.get(r).called_computation == "sum");
   CHECK_THROWS_AS(b.add_reduce(x, zero, {2}, sum), ir_error);
-  CHECK_THROWS_AS(b.add_reduce(x, zero, {0}, make_scalar_computation("s", opcode::add, element_type::f64)), ir_error);
+  CHECK_THROWS_AS(
+      b.add_reduce(x, zero, {0}, make_scalar_computation("s", opcode::add, element_type::f64)),
+      ir_error);
   CHECK(b.shape_of(b.add_transpose(x, {1, 0})) == arr({3, 2}));
   CHECK_THROWS_AS(b.add_transpose(x, {0, 0}), ir_error);
   CHECK(b.shape_of(b.add_reshape(x, {6, 1})) == arr({6, 1}));
-  CHECK_THROWS_WITH_AS(b.add_reshape(x, {5}), "reshape in computation c: element counts differ (f32[2,3] to f32[5])",
+  CHECK_THROWS_WITH_AS(b.add_reshape(x, {5}),
+                       "reshape in computation c: element counts differ (f32[2,3] to f32[5])",
                        ir_error);
   CHECK(b.shape_of(b.add_slice(x, {{0, 2, 1}, {0, 3, 2}})) == arr({2, 2}));
   CHECK_THROWS_AS(b.add_slice(x, {{0, 3, 1}, {0, 3, 1}}), ir_error);
   CHECK(b.shape_of(b.add_concatenate({x, x, x}, 1)) == arr({2, 9}));
   CHECK_THROWS_AS(b.add_concatenate({x, b.add_transpose(x, {1, 0})}, 1), ir_error);
   CHECK(b.shape_of(b.add_convert(x, element_type::bf16)) == arr({2, 3}, element_type::bf16));
-  CHECK(b.shape_of(b.add_iota(arr({4, 4}, element_type::s32), 1)) == arr({4, 4}, element_type::s32));
+  CHECK(b.shape_of(b.add_iota(arr({4, 4}, element_type::s32), 1)) ==
+        arr({4, 4}, element_type::s32));
   CHECK_THROWS_AS(b.add_iota(arr({4}), 1), ir_error);
 }
 
@@ -205,7 +219,8 @@ TEST_CASE("a module keeps callees before callers and verify finds structural fau
   use.shape = arr({2});
   use.operands = {5};
   bad.computations.back().instructions.push_back(use);
-  CHECK_THROWS_WITH_AS(verify(bad), "computation main, y: operand 5 is not defined before use", ir_error);
+  CHECK_THROWS_WITH_AS(verify(bad), "computation main, y: operand 5 is not defined before use",
+                       ir_error);
   bad = m;
   bad.computations.back().instructions[0].parameter_number = 1;
   CHECK_THROWS_AS(verify(bad), ir_error);

@@ -11,9 +11,9 @@ using namespace fusedsl::io;
 
 namespace {
 // numpy.save(np.arange(6, dtype=np.float32).reshape(2, 3)) header, from numpy 2 (version 1.0).
-const std::string numpy_f32_header =
-    std::string("\x93NUMPY\x01\x00v\x00", 10) +
-    "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }" + std::string(58, ' ') + "\n";
+const std::string numpy_f32_header = std::string("\x93NUMPY\x01\x00v\x00", 10) +
+                                     "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }" +
+                                     std::string(58, ' ') + "\n";
 }  // namespace
 
 TEST_CASE("write_npy produces exactly numpy.save's bytes for a float32 matrix") {
@@ -70,15 +70,18 @@ TEST_CASE("malformed .npy bytes give npy_error naming the problem") {
   std::string u8 = good;
   u8.replace(u8.find("<f4"), 3, "|u1");
   CHECK_THROWS_WITH_AS(parse_npy(u8),
-                       "npy: bad header at offset 15: unsupported dtype '|u1' (supported: |b1, <i4, <i8, <f2, <f4, <f8)",
+                       "npy: bad header at offset 15: unsupported dtype '|u1' (supported: |b1, "
+                       "<i4, <i8, <f2, <f4, <f8)",
                        npy_error);
   std::string fortran = good;
   fortran.replace(fortran.find("False"), 5, "True ");
-  CHECK_THROWS_WITH_AS(parse_npy(fortran), "npy: fortran_order arrays are not supported", npy_error);
+  CHECK_THROWS_WITH_AS(parse_npy(fortran), "npy: fortran_order arrays are not supported",
+                       npy_error);
   std::string huge = good;
   huge.replace(huge.find("(2, 3)"), 6, "(99999999999, 99999999999)");
   CHECK_THROWS_AS(parse_npy(huge), npy_error);
-  CHECK_THROWS_WITH_AS(read_npy("/nonexistent/x.npy"), "npy: cannot open /nonexistent/x.npy", npy_error);
+  CHECK_THROWS_WITH_AS(read_npy("/nonexistent/x.npy"), "npy: cannot open /nonexistent/x.npy",
+                       npy_error);
   const std::array<float, 1> one = {1};
   CHECK_THROWS_AS(serialize_npy<float>(one, shape), npy_error);
 }

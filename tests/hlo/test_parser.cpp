@@ -38,7 +38,8 @@ const std::string header = "HloModule m\n\nENTRY %main {\n";
 }  // namespace
 
 TEST_CASE("parse(print(m)) == m for the sample modules") {
-  for (const module& m : {testing::softmax_module(), testing::attention_scores_module(), testing::misc_module()}) {
+  for (const module& m :
+       {testing::softmax_module(), testing::attention_scores_module(), testing::misc_module()}) {
     CAPTURE(m.name);
     module back = parse_module(to_text(m));
     CHECK(back == m);
@@ -82,13 +83,15 @@ TEST_CASE("jax-emitted bf16 MLP and tuple-returning softmax parse and round-trip
   bool bf16_dot_to_f32 = false;
   for (const instruction& in : b.entry_computation().instructions)
     if (in.opcode == opcode::dot)
-      bf16_dot_to_f32 |= in.shape.type == element_type::f32 &&
-                         b.entry_computation().instructions[in.operands[0]].shape.type == element_type::bf16;
+      bf16_dot_to_f32 |=
+          in.shape.type == element_type::f32 &&
+          b.entry_computation().instructions[in.operands[0]].shape.type == element_type::bf16;
   CHECK(bf16_dot_to_f32);
 }
 
 TEST_CASE("attributes and syntax the IR does not model are accepted and ignored") {
-  const std::string text = R"(HloModule jit_f, is_scheduled=true, entry_computation_layout={(f32[2,2]{1,0})->f32[2,2]{1,0}}
+  const std::string text =
+      R"(HloModule jit_f, is_scheduled=true, entry_computation_layout={(f32[2,2]{1,0})->f32[2,2]{1,0}}
 
 add.1 (a: f32[], b: f32[]) -> f32[] {
   a = f32[] parameter(0)
@@ -124,21 +127,26 @@ TEST_CASE("a module without ENTRY uses its last computation as the entry") {
 TEST_CASE("parse_shape reads array and tuple shapes") {
   CHECK(parse_shape("f32[2,3]{1,0}") == shape::array(element_type::f32, {2, 3}));
   CHECK(parse_shape("f32[2,3]{0,1}").minor_to_major == std::vector<std::int64_t>{0, 1});
-  CHECK(parse_shape("(s32[], (pred[4]))").elements[1].elements[0] == shape::array(element_type::pred, {4}));
+  CHECK(parse_shape("(s32[], (pred[4]))").elements[1].elements[0] ==
+        shape::array(element_type::pred, {4}));
   CHECK(parse_shape("bf16[8]") == shape::array(element_type::bf16, {8}));
-  CHECK_THROWS_WITH_AS(parse_shape("u8[2]"),
-                       "1:1: unsupported element type 'u8' (supported: pred, s32, s64, f16, bf16, f32, f64)",
+  CHECK_THROWS_WITH_AS(
+      parse_shape("u8[2]"),
+      "1:1: unsupported element type 'u8' (supported: pred, s32, s64, f16, bf16, f32, f64)",
+      parse_error);
+  CHECK_THROWS_WITH_AS(parse_shape("f32[2,3]{1,1}"),
+                       "1:13: layout is not a permutation of the dimensions", parse_error);
+  CHECK_THROWS_WITH_AS(parse_shape("f32[2]{0} x"), "1:11: unexpected 'x' after the shape",
                        parse_error);
-  CHECK_THROWS_WITH_AS(parse_shape("f32[2,3]{1,1}"), "1:13: layout is not a permutation of the dimensions",
-                       parse_error);
-  CHECK_THROWS_WITH_AS(parse_shape("f32[2]{0} x"), "1:11: unexpected 'x' after the shape", parse_error);
 }
 
 TEST_CASE("an unsupported opcode is named with its line and column") {
-  CHECK(parse_failure(header + "  x = f32[2]{0} parameter(0)\n  ROOT y = f32[2]{0} while(x), condition=c, body=b\n}\n") ==
-        "5:22: unsupported opcode 'while'");
-  CHECK(parse_failure(header + "  x = f32[2]{0} parameter(0)\n  ROOT y = f32[2]{0} custom-call(x), custom_call_target=\"foo\"\n}\n") ==
-        "5:22: unsupported opcode 'custom-call' (custom_call_target=\"foo\"; only the identity targets Sharding and "
+  CHECK(parse_failure(header + "  x = f32[2]{0} parameter(0)\n  ROOT y = f32[2]{0} while(x), "
+                               "condition=c, body=b\n}\n") == "5:22: unsupported opcode 'while'");
+  CHECK(parse_failure(header + "  x = f32[2]{0} parameter(0)\n  ROOT y = f32[2]{0} custom-call(x), "
+                               "custom_call_target=\"foo\"\n}\n") ==
+        "5:22: unsupported opcode 'custom-call' (custom_call_target=\"foo\"; only the identity "
+        "targets Sharding and "
         "xla.sdy.FuncResultSharding are read)");
 }
 
@@ -159,19 +167,24 @@ TEST_CASE("parse errors carry line:column and what was expected") {
         "4:5: expected '=' after the instruction name, got 'f32'");
   CHECK(parse_failure(header + "  ROOT y = f32[2]{0} negate(x)\n}\n") ==
         "4:29: operand %x is not defined before this instruction");
-  CHECK(parse_failure(header + "  x = f32[2]{0} parameter(0)\n  ROOT y = f32[3]{0} negate(x)\n}\n") ==
-        "5:8: negate in computation main: result shape f32[3] should be f32[2]");
-  CHECK(parse_failure(header + "  x = f32[2]{0} parameter(0)\n  ROOT y = f32[2]{0} negate(s32[2] x)\n}\n") ==
+  CHECK(
+      parse_failure(header + "  x = f32[2]{0} parameter(0)\n  ROOT y = f32[3]{0} negate(x)\n}\n") ==
+      "5:8: negate in computation main: result shape f32[3] should be f32[2]");
+  CHECK(parse_failure(header +
+                      "  x = f32[2]{0} parameter(0)\n  ROOT y = f32[2]{0} negate(s32[2] x)\n}\n") ==
         "5:36: operand %x is declared s32[2] but is f32[2]");
   CHECK(parse_failure(header + "  ROOT c = f32[3]{0} constant({1, 2})\n}\n") ==
         "4:31: constant has 2 elements in dimension 0, shape says 3");
   CHECK(parse_failure(header + "  ROOT c = f32[3]{0} constant({...})\n}\n") ==
         "4:31: constant values are elided ('{...}'); print the module with large constants");
-  CHECK(parse_failure(header + "  ROOT c = f32[] constant(abc)\n}\n") == "4:27: expected a number, got 'abc'");
+  CHECK(parse_failure(header + "  ROOT c = f32[] constant(abc)\n}\n") ==
+        "4:27: expected a number, got 'abc'");
   CHECK(parse_failure(header + "  x = f32[2]{0} parameter(0), metadata={op_name=\"oops)\n}\n") ==
         "4:49: unterminated string");
-  CHECK(parse_failure(header + "  x = f32[2]{0} parameter(0)\n") == "5:1: expected an instruction name, got end of input");
-  CHECK(parse_failure(header + "  x = f32[2]{0} parameter(0)\n  ROOT r = f32[] reduce(x, x), dimensions={0}, to_apply=nope\n}\n") ==
+  CHECK(parse_failure(header + "  x = f32[2]{0} parameter(0)\n") ==
+        "5:1: expected an instruction name, got end of input");
+  CHECK(parse_failure(header + "  x = f32[2]{0} parameter(0)\n  ROOT r = f32[] reduce(x, x), "
+                               "dimensions={0}, to_apply=nope\n}\n") ==
         "5:8: module m: no computation named 'nope'");
   CHECK(parse_failure(header + "  x = f32[2]{0} parameter(0)\n  x = f32[2]{0} parameter(1)\n}\n") ==
         "5:3: duplicate instruction name x");
@@ -179,12 +192,14 @@ TEST_CASE("parse errors carry line:column and what was expected") {
         "3:7: computation main: parameter numbers are not 0..0");
   CHECK(parse_failure(header + "  x = f32[2]{0} parameter(0), sharding={devices=[2,2]0,1}\n}\n") ==
         "4:41: sharding lists a different number of devices than its 4 tiles");
-  CHECK(parse_failure(header + "  ROOT x = f32[2]{0} parameter(0) /* never closed\n") == "4:35: unterminated /* comment");
+  CHECK(parse_failure(header + "  ROOT x = f32[2]{0} parameter(0) /* never closed\n") ==
+        "4:35: unterminated /* comment");
 }
 
 TEST_CASE("special float values and escaped strings read back exactly") {
   module m = parse_module(header +
-                          "  ROOT c = f32[5]{0} constant({inf, -inf, nan, -0, 1e-45}), metadata={op_name=\"a\\\"b\\\\c\\001\\x41\"}\n}\n");
+                          "  ROOT c = f32[5]{0} constant({inf, -inf, nan, -0, 1e-45}), "
+                          "metadata={op_name=\"a\\\"b\\\\c\\001\\x41\"}\n}\n");
   const instruction& c = m.entry_computation().root_instruction();
   CHECK(std::isinf(c.literal->values[0]));
   CHECK(c.literal->values[1] < 0);
@@ -195,19 +210,25 @@ TEST_CASE("special float values and escaped strings read back exactly") {
 }
 
 TEST_CASE("sizes that would overflow, and nesting that would exhaust the stack, are parse errors") {
-  CHECK_THROWS_WITH_AS(parse_shape("f32[99999999999,99999999999]"), "1:28: shape: more than 2^48 elements", parse_error);
+  CHECK_THROWS_WITH_AS(parse_shape("f32[99999999999,99999999999]"),
+                       "1:28: shape: more than 2^48 elements", parse_error);
   std::string deep(100, '(');
-  CHECK_THROWS_WITH_AS(parse_shape(deep + "f32[]"), "1:66: tuple shapes nested deeper than 64", parse_error);
-  CHECK_THROWS_AS(parse_shape("f32[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]"),
+  CHECK_THROWS_WITH_AS(parse_shape(deep + "f32[]"), "1:66: tuple shapes nested deeper than 64",
+                       parse_error);
+  CHECK_THROWS_AS(parse_shape("f32[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,"
+                              "1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]"),
                   parse_error);
-  CHECK(parse_failure(header + "  x = f32[2]{0} parameter(0), sharding={devices=[65536,65536]<=[65536,65536]}\n}\n") ==
+  CHECK(parse_failure(
+            header +
+            "  x = f32[2]{0} parameter(0), sharding={devices=[65536,65536]<=[65536,65536]}\n}\n") ==
         "4:41: sharding: device counts must be positive and below 2^31");
   CHECK(parse_failure(header + "  x = f32[2]{0} parameter(99999999999)\n}\n") ==
         "3:7: computation main: parameter numbers are not 0..0");
 }
 
 TEST_CASE("constants beyond a type's range read as infinity, as IEEE rounding gives") {
-  module m = parse_module(header + "  ROOT c = f32[3]{0} constant({1e39, -1e300, 3.4028235e38})\n}\n");
+  module m =
+      parse_module(header + "  ROOT c = f32[3]{0} constant({1e39, -1e300, 3.4028235e38})\n}\n");
   const auto& v = m.entry_computation().root_instruction().literal->values;
   CHECK(v[0] == INFINITY);
   CHECK(v[1] == -INFINITY);

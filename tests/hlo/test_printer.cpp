@@ -102,7 +102,8 @@ TEST_CASE("batched dot, iota mask, select and sharding annotations print in XLA'
   CHECK(to_text(testing::attention_scores_module()) == golden_attention_scores);
 }
 
-TEST_CASE("constants of every type, fusion, call, slice with stride and escaped names print stably") {
+TEST_CASE(
+    "constants of every type, fusion, call, slice with stride and escaped names print stably") {
   CHECK(to_text(testing::misc_module()) == golden_misc);
 }
 
@@ -116,7 +117,8 @@ TEST_CASE("shapes print with layouts except for scalars; tuples in parentheses")
   shape s = shape::array(element_type::bf16, {4, 8});
   s.minor_to_major = {0, 1};
   CHECK(to_text(s) == "bf16[4,8]{0,1}");
-  CHECK(to_text(shape::make_tuple({s, shape::scalar(element_type::s32)})) == "(bf16[4,8]{0,1}, s32[])");
+  CHECK(to_text(shape::make_tuple({s, shape::scalar(element_type::s32)})) ==
+        "(bf16[4,8]{0,1}, s32[])");
   CHECK(to_text(shape::make_tuple({})) == "()");
 }
 
@@ -133,7 +135,8 @@ TEST_CASE("float values print as the shortest text that reads back to the same v
 
 TEST_CASE("sharding forms print as XLA writes them") {
   CHECK(to_text(sharding::tiled({1, 8})) == "{devices=[1,8]<=[8]}");
-  CHECK(to_text(sharding::tiled({2, 1, 4}, true)) == "{devices=[2,1,4]<=[8] last_tile_dim_replicate}");
+  CHECK(to_text(sharding::tiled({2, 1, 4}, true)) ==
+        "{devices=[2,1,4]<=[8] last_tile_dim_replicate}");
   sharding t = sharding::tiled({4, 2});
   t.iota_dims = {2, 4};
   t.iota_perm = {1, 0};

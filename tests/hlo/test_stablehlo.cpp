@@ -36,7 +36,8 @@ const char* const golden_softmax = R"mlir(module @softmax {
 }
 )mlir";
 
-const char* const golden_attention = R"mlir(module @attention_scores attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 : i32} {
+const char* const golden_attention =
+    R"mlir(module @attention_scores attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 : i32} {
   func.func public @main(%q: tensor<2x3x4xf32> {mhlo.sharding = "{devices=[2,1,1]<=[2]}"}, %k: tensor<2x3x4xf32> {mhlo.sharding = "{devices=[2,1,1]1,0}"}) -> (tensor<2x3x3xf32> {mhlo.sharding = "{replicated}"}, tensor<2x3x3xf32> {mhlo.sharding = "{maximal device=0}"}) {
     %dot = "stablehlo.dot_general"(%q, %k) {dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = [0], rhs_batching_dimensions = [0], lhs_contracting_dimensions = [2], rhs_contracting_dimensions = [2]>} : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x3xf32>
     %constant = "stablehlo.constant"() {value = dense<0.5> : tensor<f32>} : () -> tensor<f32>
@@ -54,23 +55,34 @@ const char* const golden_attention = R"mlir(module @attention_scores attributes 
 }
 )mlir";
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 }  // namespace
 
 TEST_CASE("softmax becomes func.func @main with stablehlo.reduce regions and hex -inf") {
   CHECK(to_stablehlo(testing::softmax_module()) == golden_softmax);
 }
 
-TEST_CASE("batched dot_general, broadcast_in_dim, iota mask, shardings and a tuple root as results") {
+TEST_CASE(
+    "batched dot_general, broadcast_in_dim, iota mask, shardings and a tuple root as results") {
   CHECK(to_stablehlo(testing::attention_scores_module()) == golden_attention);
 }
 
-TEST_CASE("fusion and call targets become private functions; tuples, slices and constants use MLIR syntax") {
+TEST_CASE(
+    "fusion and call targets become private functions; tuples, slices and constants use MLIR "
+    "syntax") {
   const std::string t = to_stablehlo(testing::misc_module());
-  CHECK(contains(t, "func.func private @fused_exp_y(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>) -> (tensor<2x3xf32>) {"));
+  CHECK(contains(t,
+                 "func.func private @fused_exp_y(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>) -> "
+                 "(tensor<2x3xf32>) {"));
   CHECK(contains(t, "\"func.call\"(%input__x__0, %constant) {callee = @fused_exp_y}"));
-  CHECK(contains(t, "{start_indices = array<i64: 0, 0>, limit_indices = array<i64: 2, 3>, strides = array<i64: 1, 2>}"));
-  CHECK(contains(t, "dense<[[0x3F800000, 0xC0200000, 0x33D6BF95], [0x7F800000, 0xFF800000, 0x7FC00000]]> : tensor<2x3xf32>"));
+  CHECK(contains(t,
+                 "{start_indices = array<i64: 0, 0>, limit_indices = array<i64: 2, 3>, strides = "
+                 "array<i64: 1, 2>}"));
+  CHECK(contains(t,
+                 "dense<[[0x3F800000, 0xC0200000, 0x33D6BF95], [0x7F800000, 0xFF800000, "
+                 "0x7FC00000]]> : tensor<2x3xf32>"));
   CHECK(contains(t, "dense<[true, false]> : tensor<2xi1>"));
   CHECK(contains(t, "dense<[-1099511627776, 7]> : tensor<2xi64>"));
   CHECK(contains(t, "-> tuple<tensor<2x4xf32>, tensor<6xf32>>"));
@@ -102,7 +114,9 @@ TEST_CASE("a copy is an alias, unless it carries a sharding: then a Sharding cus
   m.set_entry(b.build());
   const std::string t = to_stablehlo(m);
   CHECK(contains(t, "mhlo.num_partitions = 8 : i32"));
-  CHECK(contains(t, "%copy.1 = \"stablehlo.custom_call\"(%x) {call_target_name = \"Sharding\", mhlo.sharding = \"{devices=[8]<=[8]}\"}"));
+  CHECK(contains(t,
+                 "%copy.1 = \"stablehlo.custom_call\"(%x) {call_target_name = \"Sharding\", "
+                 "mhlo.sharding = \"{devices=[8]<=[8]}\"}"));
   CHECK(contains(t, "\"stablehlo.negate\"(%copy.1)"));
   CHECK_FALSE(contains(t, "%copy ="));
 }
@@ -120,8 +134,12 @@ TEST_CASE("compare types follow the operand type and erf is written as chlo.erf"
   b.add_tuple({a, c, e});
   m.set_entry(b.build());
   const std::string t = to_stablehlo(m);
-  CHECK(contains(t, "comparison_direction = #stablehlo<comparison_direction LT>, compare_type = #stablehlo<comparison_type SIGNED>"));
+  CHECK(contains(t,
+                 "comparison_direction = #stablehlo<comparison_direction LT>, compare_type = "
+                 "#stablehlo<comparison_type SIGNED>"));
   CHECK(contains(t, "compare_type = #stablehlo<comparison_type UNSIGNED>"));
   CHECK(contains(t, "%erf = \"chlo.erf\"(%x) : (tensor<2xf32>) -> tensor<2xf32>"));
-  CHECK(contains(t, "\"func.return\"(%compare, %compare.1, %erf) : (tensor<2xi1>, tensor<2xi1>, tensor<2xf32>) -> ()"));
+  CHECK(contains(t,
+                 "\"func.return\"(%compare, %compare.1, %erf) : (tensor<2xi1>, tensor<2xi1>, "
+                 "tensor<2xf32>) -> ()"));
 }

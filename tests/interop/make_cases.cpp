@@ -28,7 +28,9 @@ using fusedsl::hlo::reference::value;
 namespace {
 
 const element_type f32 = element_type::f32;
-shape arr(std::vector<std::int64_t> d, element_type t = f32) { return shape::array(t, std::move(d)); }
+shape arr(std::vector<std::int64_t> d, element_type t = f32) {
+  return shape::array(t, std::move(d));
+}
 
 std::mt19937_64 rng(20261129);
 
@@ -52,8 +54,10 @@ void write_value(const fs::path& path, const value& v) {
     case element_type::pred: {
       std::vector<char> b(v.data.size());
       std::vector<std::byte> bytes;
-      for (double x : v.data) bytes.push_back(std::byte{x != 0 ? std::uint8_t{1} : std::uint8_t{0}});
-      std::ofstream(path, std::ios::binary) << fusedsl::io::serialize_npy(fusedsl::io::npy_dtype::b1, dims, bytes);
+      for (double x : v.data)
+        bytes.push_back(std::byte{x != 0 ? std::uint8_t{1} : std::uint8_t{0}});
+      std::ofstream(path, std::ios::binary)
+          << fusedsl::io::serialize_npy(fusedsl::io::npy_dtype::b1, dims, bytes);
       return;
     }
     case element_type::s32: {
@@ -66,7 +70,9 @@ void write_value(const fs::path& path, const value& v) {
       fusedsl::io::write_npy<std::int64_t>(path.string(), x, dims);
       return;
     }
-    case element_type::f64: fusedsl::io::write_npy<double>(path.string(), v.data, dims); return;
+    case element_type::f64:
+      fusedsl::io::write_npy<double>(path.string(), v.data, dims);
+      return;
     default: {
       std::vector<float> x(v.data.begin(), v.data.end());
       fusedsl::io::write_npy<float>(path.string(), x, dims);
@@ -83,16 +89,18 @@ void flatten(const value& v, std::vector<value>& out) {
 
 int case_count = 0;
 
-void write_case(const fs::path& root, const std::string& name, const module& m, const std::vector<value>& inputs,
-                int partitions = 1) {
+void write_case(const fs::path& root, const std::string& name, const module& m,
+                const std::vector<value>& inputs, int partitions = 1) {
   const fs::path dir = root / name;
   fs::create_directories(dir);
   std::ofstream(dir / "module.hlo") << to_text(m);
   std::ofstream(dir / "module.mlir") << to_stablehlo(m);
-  for (std::size_t k = 0; k < inputs.size(); ++k) write_value(dir / ("input_" + std::to_string(k) + ".npy"), inputs[k]);
+  for (std::size_t k = 0; k < inputs.size(); ++k)
+    write_value(dir / ("input_" + std::to_string(k) + ".npy"), inputs[k]);
   std::vector<value> outs;
   flatten(reference::evaluate(m, inputs), outs);
-  for (std::size_t k = 0; k < outs.size(); ++k) write_value(dir / ("expected_" + std::to_string(k) + ".npy"), outs[k]);
+  for (std::size_t k = 0; k < outs.size(); ++k)
+    write_value(dir / ("expected_" + std::to_string(k) + ".npy"), outs[k]);
   if (partitions > 1) std::ofstream(dir / "partitions") << partitions << "\n";
   ++case_count;
 }
@@ -135,11 +143,12 @@ int main(int argc, char** argv) {
     if (op == opcode::log_plus_one) lo = -0.5;
     computation_builder b("main");
     b.add_unary(op, b.add_parameter(s35, "x"));
-    write_case(root, "unary_" + std::string(to_string(op)), single("unary", b.build()), {random_value(s35, lo, hi, 0)});
+    write_case(root, "unary_" + std::string(to_string(op)), single("unary", b.build()),
+               {random_value(s35, lo, hi, 0)});
   }
   // Every elementwise binary op.
-  for (opcode op : {opcode::add, opcode::subtract, opcode::multiply, opcode::divide, opcode::maximum,
-                    opcode::minimum, opcode::power, opcode::remainder}) {
+  for (opcode op : {opcode::add, opcode::subtract, opcode::multiply, opcode::divide,
+                    opcode::maximum, opcode::minimum, opcode::power, opcode::remainder}) {
     computation_builder b("main");
     auto x = b.add_parameter(s35, "x");
     b.add_binary(op, x, b.add_parameter(s35, "y"));
@@ -154,7 +163,10 @@ int main(int argc, char** argv) {
     computation_builder b("main");
     auto x = b.add_parameter(p35, "x");
     auto y = b.add_parameter(p35, "y");
-    if (op == opcode::not_) b.add_unary(op, x); else b.add_binary(op, x, y);
+    if (op == opcode::not_)
+      b.add_unary(op, x);
+    else
+      b.add_binary(op, x, y);
     write_case(root, "logical_" + std::string(to_string(op)), single("logical", b.build()),
                {random_value(p35, 0, 1), random_value(p35, 0, 1)});
   }
@@ -165,21 +177,25 @@ int main(int argc, char** argv) {
     auto x = b.add_parameter(s35, "x");
     auto y = b.add_parameter(s35, "y");
     b.add_select(b.add_compare(x, y, d), x, y);
-    write_case(root, "compare_select_" + std::string(to_string(d)), single("compare_select", b.build()),
+    write_case(root, "compare_select_" + std::string(to_string(d)),
+               single("compare_select", b.build()),
                {random_value(s35, -1, 1, 0.5), random_value(s35, -1, 1, 0.5)});
   }
   {
     computation_builder b("main");
     auto x = b.add_parameter(s35, "x");
-    b.add_clamp(b.add_constant(literal::scalar(f32, -0.5)), x, b.add_constant(literal::scalar(f32, 0.75)));
+    b.add_clamp(b.add_constant(literal::scalar(f32, -0.5)), x,
+                b.add_constant(literal::scalar(f32, 0.75)));
     write_case(root, "clamp", single("clamp", b.build()), {random_value(s35, -2, 2)});
   }
   // dot: plain matmul, batched (attention-style), bf16 operands with an f32 result.
   {
     computation_builder b("main");
-    auto a = b.add_parameter(arr({4, 8}), "a");  // separate statements: parameter numbers follow this order
+    auto a = b.add_parameter(arr({4, 8}),
+                             "a");  // separate statements: parameter numbers follow this order
     b.add_dot(a, b.add_parameter(arr({8, 5}), "b"), {{}, {1}, {}, {0}});
-    write_case(root, "dot_matmul", single("dot", b.build()), {random_value(arr({4, 8}), -1, 1), random_value(arr({8, 5}), -1, 1)});
+    write_case(root, "dot_matmul", single("dot", b.build()),
+               {random_value(arr({4, 8}), -1, 1), random_value(arr({8, 5}), -1, 1)});
   }
   {
     computation_builder b("main");
@@ -209,22 +225,26 @@ int main(int argc, char** argv) {
     auto r1 = b.add_reduce(x, b.add_constant(literal::scalar(f32, 0)), {1}, sum);
     auto r2 = b.add_reduce(x, b.add_constant(literal::scalar(f32, -INFINITY)), {0, 2}, mx);
     b.add_tuple({r1, r2});
-    write_case(root, "reduce_sum_max", single("reduce", b.build(), {sum, mx}), {random_value(arr({2, 3, 4}), -2, 2)});
+    write_case(root, "reduce_sum_max", single("reduce", b.build(), {sum, mx}),
+               {random_value(arr({2, 3, 4}), -2, 2)});
   }
   {
     computation_builder b("main");
     b.add_transpose(b.add_parameter(arr({2, 3, 4}), "x"), {2, 0, 1});
-    write_case(root, "transpose", single("transpose", b.build()), {random_value(arr({2, 3, 4}), -1, 1)});
+    write_case(root, "transpose", single("transpose", b.build()),
+               {random_value(arr({2, 3, 4}), -1, 1)});
   }
   {
     computation_builder b("main");
     b.add_reshape(b.add_parameter(arr({2, 3, 4}), "x"), {6, 4});
-    write_case(root, "reshape", single("reshape", b.build()), {random_value(arr({2, 3, 4}), -1, 1)});
+    write_case(root, "reshape", single("reshape", b.build()),
+               {random_value(arr({2, 3, 4}), -1, 1)});
   }
   {
     computation_builder b("main");
     b.add_slice(b.add_parameter(arr({6, 8}), "x"), {{1, 5, 2}, {0, 8, 3}});
-    write_case(root, "slice_strided", single("slice", b.build()), {random_value(arr({6, 8}), -1, 1)});
+    write_case(root, "slice_strided", single("slice", b.build()),
+               {random_value(arr({6, 8}), -1, 1)});
   }
   {
     computation_builder b("main");
@@ -232,7 +252,8 @@ int main(int argc, char** argv) {
     auto c = b.add_parameter(arr({2, 1}), "b");
     b.add_concatenate({a, c, b.add_parameter(arr({2, 2}), "c")}, 1);
     write_case(root, "concatenate", single("concatenate", b.build()),
-               {random_value(arr({2, 3}), -1, 1), random_value(arr({2, 1}), -1, 1), random_value(arr({2, 2}), -1, 1)});
+               {random_value(arr({2, 3}), -1, 1), random_value(arr({2, 1}), -1, 1),
+                random_value(arr({2, 2}), -1, 1)});
   }
   {
     computation_builder b("main");
@@ -243,7 +264,8 @@ int main(int argc, char** argv) {
     auto back = b.add_convert(toint, f32);
     auto p = b.add_convert(b.add_convert(x, element_type::pred), f32);
     b.add_tuple({viabf, viaf16, toint, back, p});
-    write_case(root, "convert", single("convert", b.build()), {random_value(s35, -40.3, 40.3, 0.0)});
+    write_case(root, "convert", single("convert", b.build()),
+               {random_value(s35, -40.3, 40.3, 0.0)});
   }
   {
     computation_builder b("main");
@@ -272,9 +294,11 @@ int main(int argc, char** argv) {
   write_case(root, "softmax", testing::softmax_module(), {random_value(arr({2, 4}), -3, 3)});
   {
     module m = testing::attention_scores_module();
-    write_case(root, "attention_scores_masked", m, {random_value(arr({2, 3, 4}), -1, 1), random_value(arr({2, 3, 4}), -1, 1)});
+    write_case(root, "attention_scores_masked", m,
+               {random_value(arr({2, 3, 4}), -1, 1), random_value(arr({2, 3, 4}), -1, 1)});
   }
-  write_case(root, "misc_constants_fusion_call", testing::misc_module(), {random_value(arr({2, 3}), -1, 1)});
+  write_case(root, "misc_constants_fusion_call", testing::misc_module(),
+             {random_value(arr({2, 3}), -1, 1)});
 
   // Sharded over 8 devices through the SPMD partitioner.
   {
@@ -303,7 +327,8 @@ int main(int argc, char** argv) {
     b.set_sharding(y, sharding::replicated());
     write_case(root, "sharded_megatron_mlp", single("sharded_megatron_mlp", b.build()),
                {random_value(arr({8, 32}), -1, 1), random_value(arr({32, 64}), -0.5, 0.5),
-                random_value(arr({64, 32}), -0.5, 0.5)}, 8);
+                random_value(arr({64, 32}), -0.5, 0.5)},
+               8);
   }
   {
     // Attention heads split over devices: batch dim of a batched dot.

@@ -17,8 +17,8 @@ namespace fusedsl::hlo::reference {
 
 struct value {
   hlo::shape shape;
-  std::vector<double> data;   // row-major (logical order; layouts do not change values)
-  std::vector<value> tuple;   // when shape is a tuple
+  std::vector<double> data;  // row-major (logical order; layouts do not change values)
+  std::vector<value> tuple;  // when shape is a tuple
 };
 
 namespace detail {
@@ -31,7 +31,8 @@ inline std::vector<std::int64_t> unravel(std::int64_t i, const std::vector<std::
   }
   return idx;
 }
-inline std::int64_t ravel(const std::vector<std::int64_t>& idx, const std::vector<std::int64_t>& dims) {
+inline std::int64_t ravel(const std::vector<std::int64_t>& idx,
+                          const std::vector<std::int64_t>& dims) {
   std::int64_t i = 0;
   for (std::size_t d = 0; d < dims.size(); ++d) i = i * dims[d] + idx[d];
   return i;
@@ -42,52 +43,90 @@ inline double store(element_type t, double v) {
 }
 inline double apply_unary(opcode op, element_type t, double x) {
   switch (op) {
-    case opcode::not_: return t == element_type::pred ? static_cast<double>(x == 0) : static_cast<double>(~static_cast<std::int64_t>(x));
-    case opcode::abs: return std::fabs(x);
-    case opcode::negate: return -x;
-    case opcode::exponential: return std::exp(x);
-    case opcode::exponential_minus_one: return std::expm1(x);
-    case opcode::log: return std::log(x);
-    case opcode::log_plus_one: return std::log1p(x);
-    case opcode::sqrt: return std::sqrt(x);
-    case opcode::rsqrt: return 1.0 / std::sqrt(x);
-    case opcode::tanh: return std::tanh(x);
-    case opcode::erf: return std::erf(x);
-    case opcode::logistic: return 1.0 / (1.0 + std::exp(-x));
-    case opcode::sign: return std::isnan(x) ? x : (x > 0) - (x < 0);
-    case opcode::floor: return std::floor(x);
-    case opcode::ceil: return std::ceil(x);
-    case opcode::cosine: return std::cos(x);
-    case opcode::sine: return std::sin(x);
-    case opcode::copy: return x;
-    default: throw std::logic_error("reference: not a unary op: " + std::string(to_string(op)));
+    case opcode::not_:
+      return t == element_type::pred ? static_cast<double>(x == 0)
+                                     : static_cast<double>(~static_cast<std::int64_t>(x));
+    case opcode::abs:
+      return std::fabs(x);
+    case opcode::negate:
+      return -x;
+    case opcode::exponential:
+      return std::exp(x);
+    case opcode::exponential_minus_one:
+      return std::expm1(x);
+    case opcode::log:
+      return std::log(x);
+    case opcode::log_plus_one:
+      return std::log1p(x);
+    case opcode::sqrt:
+      return std::sqrt(x);
+    case opcode::rsqrt:
+      return 1.0 / std::sqrt(x);
+    case opcode::tanh:
+      return std::tanh(x);
+    case opcode::erf:
+      return std::erf(x);
+    case opcode::logistic:
+      return 1.0 / (1.0 + std::exp(-x));
+    case opcode::sign:
+      return std::isnan(x) ? x : (x > 0) - (x < 0);
+    case opcode::floor:
+      return std::floor(x);
+    case opcode::ceil:
+      return std::ceil(x);
+    case opcode::cosine:
+      return std::cos(x);
+    case opcode::sine:
+      return std::sin(x);
+    case opcode::copy:
+      return x;
+    default:
+      throw std::logic_error("reference: not a unary op: " + std::string(to_string(op)));
   }
 }
 inline double apply_binary(opcode op, element_type t, double a, double b) {
   auto i = [](double v) { return static_cast<std::int64_t>(v); };
   switch (op) {
-    case opcode::add: return a + b;
-    case opcode::subtract: return a - b;
-    case opcode::multiply: return a * b;
-    case opcode::divide: return is_integral(t) ? static_cast<double>(i(a) / i(b)) : a / b;
-    case opcode::maximum: return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
-    case opcode::minimum: return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
-    case opcode::power: return std::pow(a, b);
-    case opcode::remainder: return std::fmod(a, b);
-    case opcode::and_: return static_cast<double>(t == element_type::pred ? (a != 0 && b != 0) : (i(a) & i(b)));
-    case opcode::or_: return static_cast<double>(t == element_type::pred ? (a != 0 || b != 0) : (i(a) | i(b)));
-    case opcode::xor_: return static_cast<double>(t == element_type::pred ? ((a != 0) != (b != 0)) : (i(a) ^ i(b)));
-    default: throw std::logic_error("reference: not a binary op: " + std::string(to_string(op)));
+    case opcode::add:
+      return a + b;
+    case opcode::subtract:
+      return a - b;
+    case opcode::multiply:
+      return a * b;
+    case opcode::divide:
+      return is_integral(t) ? static_cast<double>(i(a) / i(b)) : a / b;
+    case opcode::maximum:
+      return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+    case opcode::minimum:
+      return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
+    case opcode::power:
+      return std::pow(a, b);
+    case opcode::remainder:
+      return std::fmod(a, b);
+    case opcode::and_:
+      return static_cast<double>(t == element_type::pred ? (a != 0 && b != 0) : (i(a) & i(b)));
+    case opcode::or_:
+      return static_cast<double>(t == element_type::pred ? (a != 0 || b != 0) : (i(a) | i(b)));
+    case opcode::xor_:
+      return static_cast<double>(t == element_type::pred ? ((a != 0) != (b != 0)) : (i(a) ^ i(b)));
+    default:
+      throw std::logic_error("reference: not a binary op: " + std::string(to_string(op)));
   }
 }
 inline bool compare(comparison_direction d, double a, double b) {
   switch (d) {
-    case comparison_direction::eq: return a == b;
-    case comparison_direction::ne: return a != b;
-    case comparison_direction::lt: return a < b;
-    case comparison_direction::le: return a <= b;
-    case comparison_direction::gt: return a > b;
-    case comparison_direction::ge: return a >= b;
+    case comparison_direction::eq:
+      return a == b;
+    case comparison_direction::ne:
+      return a != b;
+    case comparison_direction::lt:
+      return a < b;
+    case comparison_direction::le:
+      return a <= b;
+    case comparison_direction::gt:
+      return a > b;
+    case comparison_direction::ge:
+      return a >= b;
   }
   return false;
 }
@@ -110,19 +149,29 @@ inline value evaluate_instruction(const module& m, const computation& c, const i
   };
   auto at = [](const value& v, std::int64_t i) { return v.data[static_cast<std::size_t>(i)]; };
   switch (in.opcode) {
-    case opcode::parameter: return args.at(static_cast<std::size_t>(in.parameter_number));
-    case opcode::constant: fill([&](std::int64_t i) { return in.literal->get(static_cast<std::size_t>(i)); }); return r;
+    case opcode::parameter:
+      return args.at(static_cast<std::size_t>(in.parameter_number));
+    case opcode::constant:
+      fill([&](std::int64_t i) { return in.literal->get(static_cast<std::size_t>(i)); });
+      return r;
     case opcode::iota:
-      fill([&](std::int64_t i) { return static_cast<double>(unravel(i, in.shape.dims)[static_cast<std::size_t>(in.iota_dimension)]); });
+      fill([&](std::int64_t i) {
+        return static_cast<double>(
+            unravel(i, in.shape.dims)[static_cast<std::size_t>(in.iota_dimension)]);
+      });
       return r;
     case opcode::convert:
       fill([&](std::int64_t i) {
         double v = at(arg(0), i);
-        return t == element_type::pred ? static_cast<double>(v != 0) : is_integral(t) ? std::trunc(v) : v;
+        return t == element_type::pred ? static_cast<double>(v != 0)
+               : is_integral(t)        ? std::trunc(v)
+                                       : v;
       });
       return r;
     case opcode::compare:
-      fill([&](std::int64_t i) { return static_cast<double>(compare(*in.direction, at(arg(0), i), at(arg(1), i))); });
+      fill([&](std::int64_t i) {
+        return static_cast<double>(compare(*in.direction, at(arg(0), i), at(arg(1), i)));
+      });
       return r;
     case opcode::select:
       fill([&](std::int64_t i) {
@@ -142,7 +191,8 @@ inline value evaluate_instruction(const module& m, const computation& c, const i
       const auto& dn = *in.dot;
       std::vector<std::size_t> lfree, rfree;
       auto is_in = [](const std::vector<std::int64_t>& v, std::size_t d) {
-        for (auto x : v) if (static_cast<std::size_t>(x) == d) return true;
+        for (auto x : v)
+          if (static_cast<std::size_t>(x) == d) return true;
         return false;
       };
       for (std::size_t d = 0; d < a.shape.dims.size(); ++d)
@@ -207,16 +257,20 @@ inline value evaluate_instruction(const module& m, const computation& c, const i
       fill([&](std::int64_t i) {
         auto ri = unravel(i, in.shape.dims);
         std::vector<std::int64_t> oi(ri.size());
-        for (std::size_t d = 0; d < ri.size(); ++d) oi[static_cast<std::size_t>(in.dimensions[d])] = ri[d];
+        for (std::size_t d = 0; d < ri.size(); ++d)
+          oi[static_cast<std::size_t>(in.dimensions[d])] = ri[d];
         return at(arg(0), ravel(oi, arg(0).shape.dims));
       });
       return r;
     case opcode::reshape:
-    case opcode::copy: fill([&](std::int64_t i) { return at(arg(0), i); }); return r;
+    case opcode::copy:
+      fill([&](std::int64_t i) { return at(arg(0), i); });
+      return r;
     case opcode::slice:
       fill([&](std::int64_t i) {
         auto ri = unravel(i, in.shape.dims);
-        for (std::size_t d = 0; d < ri.size(); ++d) ri[d] = in.slice[d].start + ri[d] * in.slice[d].stride;
+        for (std::size_t d = 0; d < ri.size(); ++d)
+          ri[d] = in.slice[d].start + ri[d] * in.slice[d].stride;
         return at(arg(0), ravel(ri, arg(0).shape.dims));
       });
       return r;
@@ -235,7 +289,8 @@ inline value evaluate_instruction(const module& m, const computation& c, const i
     case opcode::tuple:
       for (std::size_t k = 0; k < in.operands.size(); ++k) r.tuple.push_back(arg(k));
       return r;
-    case opcode::get_tuple_element: return arg(0).tuple.at(static_cast<std::size_t>(in.tuple_index));
+    case opcode::get_tuple_element:
+      return arg(0).tuple.at(static_cast<std::size_t>(in.tuple_index));
     case opcode::fusion:
     case opcode::call: {
       std::vector<value> callee_args;
@@ -248,7 +303,9 @@ inline value evaluate_instruction(const module& m, const computation& c, const i
         return r;
       }
       if (is_elementwise_binary(in.opcode)) {
-        fill([&](std::int64_t i) { return apply_binary(in.opcode, t, at(arg(0), i), at(arg(1), i)); });
+        fill([&](std::int64_t i) {
+          return apply_binary(in.opcode, t, at(arg(0), i), at(arg(1), i));
+        });
         return r;
       }
       throw std::logic_error("reference: no rule for " + std::string(to_string(in.opcode)));
@@ -259,7 +316,8 @@ inline value evaluate_instruction(const module& m, const computation& c, const i
 inline value evaluate(const module& m, const computation& c, const std::vector<value>& args) {
   std::vector<value> vals;
   vals.reserve(c.instructions.size());
-  for (const instruction& in : c.instructions) vals.push_back(evaluate_instruction(m, c, in, vals, args));
+  for (const instruction& in : c.instructions)
+    vals.push_back(evaluate_instruction(m, c, in, vals, args));
   return vals.at(c.root);
 }
 

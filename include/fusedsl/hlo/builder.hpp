@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <optional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -40,7 +40,8 @@ class computation_builder {
     return push(std::move(in), name);
   }
 
-  instruction_id add_iota(hlo::shape s, std::int64_t iota_dimension, std::string_view name = "iota") {
+  instruction_id add_iota(hlo::shape s, std::int64_t iota_dimension,
+                          std::string_view name = "iota") {
     if (s.is_tuple() || iota_dimension < 0 || iota_dimension >= s.rank())
       fail("iota", "dimension " + std::to_string(iota_dimension) + " out of range for " +
                        to_short_string(s));
@@ -52,20 +53,24 @@ class computation_builder {
   // Elementwise unary op (abs, negate, exponential, ..., copy). Use add_convert for convert.
   instruction_id add_unary(opcode op, instruction_id x, std::string_view name = {}) {
     const std::string what(to_string(op));
-    if (!is_elementwise_unary(op) || op == opcode::convert) fail(what, "is not an elementwise unary op");
+    if (!is_elementwise_unary(op) || op == opcode::convert)
+      fail(what, "is not an elementwise unary op");
     const hlo::shape& s = array_operand(what, x);
     check_type(op, s.type);
     return push(make(op, plain(s), {x}), name.empty() ? to_string(op) : name);
   }
 
   // Elementwise binary op (add, ..., power, and/or/xor). Use add_compare for compare.
-  instruction_id add_binary(opcode op, instruction_id a, instruction_id b, std::string_view name = {}) {
+  instruction_id add_binary(opcode op, instruction_id a, instruction_id b,
+                            std::string_view name = {}) {
     const std::string what(to_string(op));
-    if (!is_elementwise_binary(op) || op == opcode::compare) fail(what, "is not an elementwise binary op");
+    if (!is_elementwise_binary(op) || op == opcode::compare)
+      fail(what, "is not an elementwise binary op");
     const hlo::shape& sa = array_operand(what, a);
     const hlo::shape& sb = array_operand(what, b);
     if (!sa.compatible(sb))
-      fail(what, "operand shapes differ (" + to_short_string(sa) + " vs " + to_short_string(sb) + ")");
+      fail(what,
+           "operand shapes differ (" + to_short_string(sa) + " vs " + to_short_string(sb) + ")");
     check_type(op, sa.type);
     return push(make(op, plain(sa), {a, b}), name.empty() ? to_string(op) : name);
   }
@@ -75,7 +80,8 @@ class computation_builder {
     const hlo::shape& sa = array_operand("compare", a);
     const hlo::shape& sb = array_operand("compare", b);
     if (!sa.compatible(sb))
-      fail("compare", "operand shapes differ (" + to_short_string(sa) + " vs " + to_short_string(sb) + ")");
+      fail("compare",
+           "operand shapes differ (" + to_short_string(sa) + " vs " + to_short_string(sb) + ")");
     instruction in = make(opcode::compare, hlo::shape::array(element_type::pred, sa.dims), {a, b});
     in.direction = d;
     return push(std::move(in), name);
@@ -87,9 +93,11 @@ class computation_builder {
     const hlo::shape& sp = array_operand("select", pred);
     const hlo::shape& st = array_operand("select", on_true);
     const hlo::shape& sf = array_operand("select", on_false);
-    if (sp.type != element_type::pred) fail("select", "predicate is " + to_short_string(sp) + ", not pred");
+    if (sp.type != element_type::pred)
+      fail("select", "predicate is " + to_short_string(sp) + ", not pred");
     if (!st.compatible(sf))
-      fail("select", "branch shapes differ (" + to_short_string(st) + " vs " + to_short_string(sf) + ")");
+      fail("select",
+           "branch shapes differ (" + to_short_string(st) + " vs " + to_short_string(sf) + ")");
     if (sp.rank() != 0 && sp.dims != st.dims)
       fail("select", "predicate " + to_short_string(sp) + " does not match " + to_short_string(st));
     return push(make(opcode::select, plain(st), {pred, on_true, on_false}), name);
@@ -138,7 +146,8 @@ class computation_builder {
       if (!used_a[d]) dims.push_back(a.dims[d]);
     for (std::size_t d = 0; d < b.dims.size(); ++d)
       if (!used_b[d]) dims.push_back(b.dims[d]);
-    instruction in = make(opcode::dot, hlo::shape::array(result_type.value_or(a.type), dims), {lhs, rhs});
+    instruction in =
+        make(opcode::dot, hlo::shape::array(result_type.value_or(a.type), dims), {lhs, rhs});
     in.dot = std::move(dn);
     return push(std::move(in), name);
   }
@@ -149,8 +158,9 @@ class computation_builder {
                                std::string_view name = "broadcast") {
     const hlo::shape& s = array_operand("broadcast", x);
     if (dimensions.size() != s.dims.size())
-      fail("broadcast", "operand " + to_short_string(s) + " needs " + std::to_string(s.dims.size()) +
-                            " dimensions, got " + std::to_string(dimensions.size()));
+      fail("broadcast", "operand " + to_short_string(s) + " needs " +
+                            std::to_string(s.dims.size()) + " dimensions, got " +
+                            std::to_string(dimensions.size()));
     for (std::size_t i = 0; i < dimensions.size(); ++i) {
       std::int64_t d = dimensions[i];
       if (d < 0 || d >= static_cast<std::int64_t>(result_dims.size()) ||
@@ -160,14 +170,16 @@ class computation_builder {
         fail("broadcast", "operand " + to_short_string(s) + " dim " + std::to_string(i) +
                               " does not match result dim " + std::to_string(d));
     }
-    instruction in = make(opcode::broadcast, hlo::shape::array(s.type, std::move(result_dims)), {x});
+    instruction in =
+        make(opcode::broadcast, hlo::shape::array(s.type, std::move(result_dims)), {x});
     in.dimensions = std::move(dimensions);
     return push(std::move(in), name);
   }
 
   // Reduces `dimensions` of x with the scalar computation `to_apply` ((T, T) -> T), from init.
-  instruction_id add_reduce(instruction_id x, instruction_id init, std::vector<std::int64_t> dimensions,
-                            const computation& to_apply, std::string_view name = "reduce") {
+  instruction_id add_reduce(instruction_id x, instruction_id init,
+                            std::vector<std::int64_t> dimensions, const computation& to_apply,
+                            std::string_view name = "reduce") {
     const hlo::shape& s = array_operand("reduce", x);
     const hlo::shape& si = array_operand("reduce", init);
     if (si.rank() != 0 || si.type != s.type)
@@ -193,11 +205,13 @@ class computation_builder {
   instruction_id add_transpose(instruction_id x, std::vector<std::int64_t> permutation,
                                std::string_view name = "transpose") {
     const hlo::shape& s = array_operand("transpose", x);
-    if (permutation.size() != s.dims.size()) fail("transpose", "permutation rank differs from " + to_short_string(s));
+    if (permutation.size() != s.dims.size())
+      fail("transpose", "permutation rank differs from " + to_short_string(s));
     std::vector<bool> seen(s.dims.size(), false);
     std::vector<std::int64_t> dims;
     for (std::int64_t p : permutation) {
-      if (p < 0 || p >= s.rank() || seen[idx(p)]) fail("transpose", "not a permutation of " + to_short_string(s));
+      if (p < 0 || p >= s.rank() || seen[idx(p)])
+        fail("transpose", "not a permutation of " + to_short_string(s));
       seen[idx(p)] = true;
       dims.push_back(s.dims[idx(p)]);
     }
@@ -211,20 +225,23 @@ class computation_builder {
     const hlo::shape& s = array_operand("reshape", x);
     hlo::shape r = hlo::shape::array(s.type, std::move(dims));
     if (r.element_count() != s.element_count())
-      fail("reshape", "element counts differ (" + to_short_string(s) + " to " + to_short_string(r) + ")");
+      fail("reshape",
+           "element counts differ (" + to_short_string(s) + " to " + to_short_string(r) + ")");
     return push(make(opcode::reshape, std::move(r), {x}), name);
   }
 
-  instruction_id add_slice(instruction_id x, std::vector<slice_dim> ranges, std::string_view name = "slice") {
+  instruction_id add_slice(instruction_id x, std::vector<slice_dim> ranges,
+                           std::string_view name = "slice") {
     const hlo::shape& s = array_operand("slice", x);
-    if (ranges.size() != s.dims.size()) fail("slice", "needs one range per dimension of " + to_short_string(s));
+    if (ranges.size() != s.dims.size())
+      fail("slice", "needs one range per dimension of " + to_short_string(s));
     std::vector<std::int64_t> dims;
     for (std::size_t d = 0; d < ranges.size(); ++d) {
       const slice_dim& r = ranges[d];
       if (r.stride <= 0 || r.start < 0 || r.start > r.limit || r.limit > s.dims[d])
         fail("slice", "range [" + std::to_string(r.start) + ":" + std::to_string(r.limit) + ":" +
-                          std::to_string(r.stride) + "] invalid for dim " + std::to_string(d) + " of " +
-                          to_short_string(s));
+                          std::to_string(r.stride) + "] invalid for dim " + std::to_string(d) +
+                          " of " + to_short_string(s));
       dims.push_back(r.limit == r.start ? 0 : (r.limit - r.start - 1) / r.stride + 1);
     }
     instruction in = make(opcode::slice, hlo::shape::array(s.type, dims), {x});
@@ -236,14 +253,16 @@ class computation_builder {
                                  std::string_view name = "concatenate") {
     if (xs.empty()) fail("concatenate", "needs at least one operand");
     hlo::shape r = plain(array_operand("concatenate", xs[0]));
-    if (dimension < 0 || dimension >= r.rank()) fail("concatenate", "dimension out of range for " + to_short_string(r));
+    if (dimension < 0 || dimension >= r.rank())
+      fail("concatenate", "dimension out of range for " + to_short_string(r));
     for (std::size_t i = 1; i < xs.size(); ++i) {
       const hlo::shape& s = array_operand("concatenate", xs[i]);
       bool ok = s.type == r.type && s.rank() == r.rank();
       for (std::size_t d = 0; ok && d < s.dims.size(); ++d)
         ok = static_cast<std::int64_t>(d) == dimension || s.dims[d] == r.dims[d];
-      if (!ok) fail("concatenate", "operand " + to_short_string(s) + " does not fit " +
-                                     to_short_string(array_operand("concatenate", xs[0])));
+      if (!ok)
+        fail("concatenate", "operand " + to_short_string(s) + " does not fit " +
+                                to_short_string(array_operand("concatenate", xs[0])));
       r.dims[idx(dimension)] += s.dims[idx(dimension)];
     }
     instruction in = make(opcode::concatenate, std::move(r), std::move(xs));
@@ -261,15 +280,16 @@ class computation_builder {
                                        std::string_view name = "get-tuple-element") {
     const hlo::shape& s = get(x).shape;
     if (!s.is_tuple() || index < 0 || index >= static_cast<std::int64_t>(s.elements.size()))
-      fail("get-tuple-element", "index " + std::to_string(index) + " out of range for " + to_short_string(s));
+      fail("get-tuple-element",
+           "index " + std::to_string(index) + " out of range for " + to_short_string(s));
     instruction in = make(opcode::get_tuple_element, s.elements[idx(index)], {x});
     in.tuple_index = index;
     return push(std::move(in), name);
   }
 
   // fusion/call: operand shapes must match the callee's parameters; the result is its root's shape.
-  instruction_id add_fusion(std::vector<instruction_id> xs, const computation& callee, fusion_kind kind,
-                            std::string_view name = "fusion") {
+  instruction_id add_fusion(std::vector<instruction_id> xs, const computation& callee,
+                            fusion_kind kind, std::string_view name = "fusion") {
     instruction in = make_call(opcode::fusion, std::move(xs), callee);
     in.fusion_kind = kind;
     return push(std::move(in), name);
@@ -315,39 +335,72 @@ class computation_builder {
         if (!in.literal) fail(what, "needs a value");
         if (!in.literal->shape.compatible(s)) fail(what, "value does not match the shape");
         break;
-      case opcode::iota: need(0); add_iota(s, in.iota_dimension); break;
-      case opcode::convert: need(1); add_convert(ops[0], s.is_tuple() ? element_type::f32 : s.type); break;
+      case opcode::iota:
+        need(0);
+        add_iota(s, in.iota_dimension);
+        break;
+      case opcode::convert:
+        need(1);
+        add_convert(ops[0], s.is_tuple() ? element_type::f32 : s.type);
+        break;
       case opcode::compare:
         need(2);
         if (!in.direction) fail(what, "needs direction=");
         add_compare(ops[0], ops[1], *in.direction);
         break;
-      case opcode::select: need(3); add_select(ops[0], ops[1], ops[2]); break;
-      case opcode::clamp: need(3); add_clamp(ops[0], ops[1], ops[2]); break;
+      case opcode::select:
+        need(3);
+        add_select(ops[0], ops[1], ops[2]);
+        break;
+      case opcode::clamp:
+        need(3);
+        add_clamp(ops[0], ops[1], ops[2]);
+        break;
       case opcode::dot:
         need(2);
         add_dot(ops[0], ops[1], in.dot.value_or(dot_dimension_numbers{}),
                 s.is_tuple() ? std::nullopt : std::optional<element_type>(s.type));
         break;
-      case opcode::broadcast: need(1); add_broadcast(ops[0], s.dims, in.dimensions); break;
+      case opcode::broadcast:
+        need(1);
+        add_broadcast(ops[0], s.dims, in.dimensions);
+        break;
       case opcode::reduce:
-        if (ops.size() != 2) fail(what, "with " + std::to_string(ops.size()) + " operands (variadic reduce) is not supported");
+        if (ops.size() != 2)
+          fail(what, "with " + std::to_string(ops.size()) +
+                         " operands (variadic reduce) is not supported");
         add_reduce(ops[0], ops[1], in.dimensions, callee());
         break;
-      case opcode::transpose: need(1); add_transpose(ops[0], in.dimensions); break;
-      case opcode::reshape: need(1); add_reshape(ops[0], s.dims); break;
-      case opcode::slice: need(1); add_slice(ops[0], in.slice); break;
+      case opcode::transpose:
+        need(1);
+        add_transpose(ops[0], in.dimensions);
+        break;
+      case opcode::reshape:
+        need(1);
+        add_reshape(ops[0], s.dims);
+        break;
+      case opcode::slice:
+        need(1);
+        add_slice(ops[0], in.slice);
+        break;
       case opcode::concatenate:
         if (in.dimensions.size() != 1) fail(what, "needs dimensions={d}");
         add_concatenate(ops, in.dimensions[0]);
         break;
-      case opcode::tuple: add_tuple(ops); break;
-      case opcode::get_tuple_element: need(1); add_get_tuple_element(ops[0], in.tuple_index); break;
+      case opcode::tuple:
+        add_tuple(ops);
+        break;
+      case opcode::get_tuple_element:
+        need(1);
+        add_get_tuple_element(ops[0], in.tuple_index);
+        break;
       case opcode::fusion:
         if (!in.fusion_kind) fail(what, "needs kind=");
         add_fusion(ops, callee(), *in.fusion_kind);
         break;
-      case opcode::call: add_call(ops, callee()); break;
+      case opcode::call:
+        add_call(ops, callee());
+        break;
       default:
         if (is_elementwise_unary(in.opcode)) {
           need(1);
@@ -364,7 +417,8 @@ class computation_builder {
       names_.erase(c_.instructions.back().name);
       c_.instructions.pop_back();
       if (!inferred.compatible(s))
-        fail(what, "result shape " + to_short_string(s) + " should be " + to_short_string(inferred));
+        fail(what,
+             "result shape " + to_short_string(s) + " should be " + to_short_string(inferred));
     }
     parameter_count_ = std::max(params_before, in.parameter_number + 1);
     if (!is_identifier_token(in.name)) fail(what, "name '" + in.name + "' is not an identifier");
@@ -374,8 +428,12 @@ class computation_builder {
     return c_.instructions.size() - 1;
   }
 
-  void set_sharding(instruction_id id, hlo::sharding s) { c_.instructions.at(check(id, "set_sharding")).sharding = std::move(s); }
-  void set_op_name(instruction_id id, std::string op_name) { c_.instructions.at(check(id, "set_op_name")).op_name = to_valid_utf8(op_name); }
+  void set_sharding(instruction_id id, hlo::sharding s) {
+    c_.instructions.at(check(id, "set_sharding")).sharding = std::move(s);
+  }
+  void set_op_name(instruction_id id, std::string op_name) {
+    c_.instructions.at(check(id, "set_op_name")).op_name = to_valid_utf8(op_name);
+  }
 
   // Finishes the computation; the root defaults to the last instruction.
   computation build(std::optional<instruction_id> root = std::nullopt) const {
@@ -407,9 +465,11 @@ class computation_builder {
 
   void check_type(opcode op, element_type t) const {
     if (is_floating_only(op) && !is_floating(t))
-      fail(std::string(to_string(op)), "needs a floating-point operand, got " + std::string(to_string(t)));
+      fail(std::string(to_string(op)),
+           "needs a floating-point operand, got " + std::string(to_string(t)));
     if (is_logical(op) && is_floating(t))
-      fail(std::string(to_string(op)), "needs a pred or integer operand, got " + std::string(to_string(t)));
+      fail(std::string(to_string(op)),
+           "needs a pred or integer operand, got " + std::string(to_string(t)));
   }
 
   std::vector<bool> mark_dims(const std::string& op, const hlo::shape& s,
@@ -419,8 +479,8 @@ class computation_builder {
     for (const auto* l : lists)
       for (std::int64_t d : *l) {
         if (d < 0 || d >= s.rank() || used[idx(d)])
-          fail(op, std::string(side) + " dimension " + std::to_string(d) + " invalid or repeated for " +
-                       to_short_string(s));
+          fail(op, std::string(side) + " dimension " + std::to_string(d) +
+                       " invalid or repeated for " + to_short_string(s));
         used[idx(d)] = true;
       }
     return used;
@@ -435,16 +495,19 @@ class computation_builder {
                          std::string(to_string(t)) + "[]) -> " + std::string(to_string(t)) + "[]");
   }
 
-  instruction make_call(opcode op, std::vector<instruction_id> xs, const computation& callee) const {
+  instruction make_call(opcode op, std::vector<instruction_id> xs,
+                        const computation& callee) const {
     const std::string what(to_string(op));
     auto ps = callee.parameters();
     if (ps.size() != xs.size())
-      fail(what, callee.name + " takes " + std::to_string(ps.size()) + " operands, got " + std::to_string(xs.size()));
+      fail(what, callee.name + " takes " + std::to_string(ps.size()) + " operands, got " +
+                     std::to_string(xs.size()));
     for (std::size_t i = 0; i < xs.size(); ++i) {
       const hlo::shape& s = get(xs[i]).shape;
       if (!s.compatible(callee.instructions[ps[i]].shape))
         fail(what, "operand " + std::to_string(i) + " " + to_short_string(s) + " does not match " +
-                       callee.name + " parameter " + to_short_string(callee.instructions[ps[i]].shape));
+                       callee.name + " parameter " +
+                       to_short_string(callee.instructions[ps[i]].shape));
     }
     instruction in = make(op, callee.root_instruction().shape, std::move(xs));
     in.called_computation = callee.name;

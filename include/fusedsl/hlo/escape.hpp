@@ -46,7 +46,8 @@ constexpr bool is_reserved_type_name(std::string_view s) {
       if (c < '0' || c > '9') return false;
     return true;
   };
-  if (s.size() > 1 && (s[0] == 's' || s[0] == 'u' || s[0] == 'f' || s[0] == 'c') && digits(s.substr(1)))
+  if (s.size() > 1 && (s[0] == 's' || s[0] == 'u' || s[0] == 'f' || s[0] == 'c') &&
+      digits(s.substr(1)))
     return true;
   if (s.size() > 2 && s.substr(0, 2) == "bf" && digits(s.substr(2))) return true;
   // fNeNmN... (f8e4m3fn, f8e5m2fnuz, f4e2m1fn, f8e8m0fnu)
@@ -127,11 +128,21 @@ inline std::string quote_string(std::string_view s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default: {
         auto u = static_cast<unsigned char>(c);
         if (u < 0x20 || u >= 0x7f) {

@@ -42,18 +42,18 @@ struct instruction {
   hlo::shape shape;
   std::vector<instruction_id> operands;
 
-  std::int64_t parameter_number = -1;           // parameter
-  std::optional<hlo::literal> literal;          // constant
-  std::vector<std::int64_t> dimensions;         // broadcast, reduce, transpose, concatenate
-  std::optional<dot_dimension_numbers> dot;     // dot
-  std::optional<comparison_direction> direction;// compare
-  std::vector<slice_dim> slice;                 // slice
-  std::int64_t iota_dimension = -1;             // iota
-  std::int64_t tuple_index = -1;                // get-tuple-element
-  std::string called_computation;               // reduce/call: to_apply=, fusion: calls=
-  std::optional<hlo::fusion_kind> fusion_kind;  // fusion
-  std::optional<hlo::sharding> sharding;        // sharding={...}
-  std::string op_name;                          // metadata={op_name="..."}
+  std::int64_t parameter_number = -1;             // parameter
+  std::optional<hlo::literal> literal;            // constant
+  std::vector<std::int64_t> dimensions;           // broadcast, reduce, transpose, concatenate
+  std::optional<dot_dimension_numbers> dot;       // dot
+  std::optional<comparison_direction> direction;  // compare
+  std::vector<slice_dim> slice;                   // slice
+  std::int64_t iota_dimension = -1;               // iota
+  std::int64_t tuple_index = -1;                  // get-tuple-element
+  std::string called_computation;                 // reduce/call: to_apply=, fusion: calls=
+  std::optional<hlo::fusion_kind> fusion_kind;    // fusion
+  std::optional<hlo::sharding> sharding;          // sharding={...}
+  std::string op_name;                            // metadata={op_name="..."}
 
   friend bool operator==(const instruction&, const instruction&) = default;
 };
@@ -125,17 +125,22 @@ struct module {
 // Throws ir_error naming the computation and instruction at fault.
 inline void verify(const module& m) {
   if (!is_valid_identifier(m.name))
-    throw ir_error("module name '" + m.name + "' is not a valid HLO identifier (see escape_identifier)");
-  if (!m.find(m.entry)) throw ir_error("module " + m.name + ": entry computation '" + m.entry +
-                                       "' is missing");
+    throw ir_error("module name '" + m.name +
+                   "' is not a valid HLO identifier (see escape_identifier)");
+  if (!m.find(m.entry))
+    throw ir_error("module " + m.name + ": entry computation '" + m.entry + "' is missing");
   for (std::size_t ci = 0; ci < m.computations.size(); ++ci) {
     const computation& c = m.computations[ci];
-    auto where = [&](const instruction& in) { return "computation " + c.name + ", " + in.name + ": "; };
-    if (!is_valid_identifier(c.name)) throw ir_error("computation name '" + c.name + "' is not a valid HLO identifier");
+    auto where = [&](const instruction& in) {
+      return "computation " + c.name + ", " + in.name + ": ";
+    };
+    if (!is_valid_identifier(c.name))
+      throw ir_error("computation name '" + c.name + "' is not a valid HLO identifier");
     for (std::size_t cj = 0; cj < ci; ++cj)
       if (m.computations[cj].name == c.name) throw ir_error("duplicate computation " + c.name);
     if (c.instructions.empty()) throw ir_error("computation " + c.name + ": no instructions");
-    if (c.root >= c.instructions.size()) throw ir_error("computation " + c.name + ": root out of range");
+    if (c.root >= c.instructions.size())
+      throw ir_error("computation " + c.name + ": root out of range");
     std::vector<bool> seen_param;
     std::set<std::string_view> names;
     for (instruction_id i = 0; i < c.instructions.size(); ++i) {
@@ -144,26 +149,36 @@ inline void verify(const module& m) {
         throw ir_error(where(in) + "name is not a valid HLO identifier");
       if (!names.insert(in.name).second) throw ir_error(where(in) + "duplicate name");
       for (instruction_id op : in.operands)
-        if (op >= i) throw ir_error(where(in) + "operand " + std::to_string(op) + " is not defined before use");
+        if (op >= i)
+          throw ir_error(where(in) + "operand " + std::to_string(op) +
+                         " is not defined before use");
       if (in.opcode == opcode::parameter) {
-        if (in.parameter_number < 0 || in.parameter_number >= static_cast<std::int64_t>(c.instructions.size()))
-          throw ir_error(where(in) + "parameter number " + std::to_string(in.parameter_number) + " out of range");
+        if (in.parameter_number < 0 ||
+            in.parameter_number >= static_cast<std::int64_t>(c.instructions.size()))
+          throw ir_error(where(in) + "parameter number " + std::to_string(in.parameter_number) +
+                         " out of range");
         auto n = static_cast<std::size_t>(in.parameter_number);
         if (seen_param.size() <= n) seen_param.resize(n + 1, false);
-        if (seen_param[n]) throw ir_error(where(in) + "duplicate parameter number " + std::to_string(n));
+        if (seen_param[n])
+          throw ir_error(where(in) + "duplicate parameter number " + std::to_string(n));
         seen_param[n] = true;
       }
       if (!is_valid_utf8(in.op_name)) throw ir_error(where(in) + "op_name is not valid UTF-8");
-      if (in.opcode == opcode::constant && !in.literal) throw ir_error(where(in) + "constant without a value");
+      if (in.opcode == opcode::constant && !in.literal)
+        throw ir_error(where(in) + "constant without a value");
       if (!in.called_computation.empty()) {
         bool earlier = false;
-        for (std::size_t cj = 0; cj < ci; ++cj) earlier |= m.computations[cj].name == in.called_computation;
-        if (!earlier) throw ir_error(where(in) + "calls '" + in.called_computation +
-                                     "', which is not defined before this computation");
+        for (std::size_t cj = 0; cj < ci; ++cj)
+          earlier |= m.computations[cj].name == in.called_computation;
+        if (!earlier)
+          throw ir_error(where(in) + "calls '" + in.called_computation +
+                         "', which is not defined before this computation");
       }
     }
     for (std::size_t n = 0; n < seen_param.size(); ++n)
-      if (!seen_param[n]) throw ir_error("computation " + c.name + ": parameter " + std::to_string(n) + " is missing");
+      if (!seen_param[n])
+        throw ir_error("computation " + c.name + ": parameter " + std::to_string(n) +
+                       " is missing");
   }
 }
 

@@ -29,8 +29,10 @@ inline float to_float(double v) {
 inline double round_to(element_type t, double v) {
   if (std::isnan(v)) return std::numeric_limits<double>::quiet_NaN();
   switch (t) {
-    case element_type::f64: return v;
-    case element_type::f32: return static_cast<double>(to_float(v));
+    case element_type::f64:
+      return v;
+    case element_type::f32:
+      return static_cast<double>(to_float(v));
     case element_type::bf16: {
       float f = to_float(v);
       std::uint32_t bits = std::bit_cast<std::uint32_t>(f);
@@ -50,9 +52,11 @@ inline double round_to(element_type t, double v) {
       double quantum = std::ldexp(1.0, e - 10);
       return std::copysign(std::nearbyint(a / quantum) * quantum, v);
     }
-    case element_type::pred: return v != 0.0 ? 1.0 : 0.0;
+    case element_type::pred:
+      return v != 0.0 ? 1.0 : 0.0;
     case element_type::s32:
-    case element_type::s64: return std::trunc(v);
+    case element_type::s64:
+      return std::trunc(v);
   }
   return v;
 }
@@ -76,7 +80,8 @@ struct literal {
     literal l;
     if (is_integral(s.type)) {
       for (double x : v) {
-        if (!(x >= -0x1p63 && x < 0x1p63)) throw ir_error("literal: " + std::to_string(x) + " is not an s64 value");
+        if (!(x >= -0x1p63 && x < 0x1p63))
+          throw ir_error("literal: " + std::to_string(x) + " is not an s64 value");
         l.ints.push_back(static_cast<std::int64_t>(x));
       }
     } else {

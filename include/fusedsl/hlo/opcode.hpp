@@ -7,57 +7,57 @@
 
 namespace fusedsl::hlo {
 
-#define FUSEDSL_HLO_OPCODES(X)                           \
-  X(parameter, "parameter")                              \
-  X(constant, "constant")                                \
-  X(iota, "iota")                                        \
-  /* elementwise unary */                                \
-  X(abs, "abs")                                          \
-  X(negate, "negate")                                    \
-  X(exponential, "exponential")                          \
-  X(exponential_minus_one, "exponential-minus-one")      \
-  X(log, "log")                                          \
-  X(log_plus_one, "log-plus-one")                        \
-  X(sqrt, "sqrt")                                        \
-  X(rsqrt, "rsqrt")                                      \
-  X(tanh, "tanh")                                        \
-  X(erf, "erf")                                          \
-  X(logistic, "logistic")                                \
-  X(sign, "sign")                                        \
-  X(floor, "floor")                                      \
-  X(ceil, "ceil")                                        \
-  X(cosine, "cosine")                                    \
-  X(sine, "sine")                                        \
-  X(not_, "not")                                         \
-  X(copy, "copy")                                        \
-  X(convert, "convert")                                  \
-  /* elementwise binary */                               \
-  X(add, "add")                                          \
-  X(subtract, "subtract")                                \
-  X(multiply, "multiply")                                \
-  X(divide, "divide")                                    \
-  X(maximum, "maximum")                                  \
-  X(minimum, "minimum")                                  \
-  X(power, "power")                                      \
-  X(remainder, "remainder")                              \
-  X(and_, "and")                                         \
-  X(or_, "or")                                           \
-  X(xor_, "xor")                                         \
-  X(compare, "compare")                                  \
-  /* elementwise ternary */                              \
-  X(select, "select")                                    \
-  X(clamp, "clamp")                                      \
-  /* structural */                                       \
-  X(dot, "dot")                                          \
-  X(broadcast, "broadcast")                              \
-  X(reduce, "reduce")                                    \
-  X(transpose, "transpose")                              \
-  X(reshape, "reshape")                                  \
-  X(slice, "slice")                                      \
-  X(concatenate, "concatenate")                          \
-  X(tuple, "tuple")                                      \
-  X(get_tuple_element, "get-tuple-element")              \
-  X(fusion, "fusion")                                    \
+#define FUSEDSL_HLO_OPCODES(X)                      \
+  X(parameter, "parameter")                         \
+  X(constant, "constant")                           \
+  X(iota, "iota")                                   \
+  /* elementwise unary */                           \
+  X(abs, "abs")                                     \
+  X(negate, "negate")                               \
+  X(exponential, "exponential")                     \
+  X(exponential_minus_one, "exponential-minus-one") \
+  X(log, "log")                                     \
+  X(log_plus_one, "log-plus-one")                   \
+  X(sqrt, "sqrt")                                   \
+  X(rsqrt, "rsqrt")                                 \
+  X(tanh, "tanh")                                   \
+  X(erf, "erf")                                     \
+  X(logistic, "logistic")                           \
+  X(sign, "sign")                                   \
+  X(floor, "floor")                                 \
+  X(ceil, "ceil")                                   \
+  X(cosine, "cosine")                               \
+  X(sine, "sine")                                   \
+  X(not_, "not")                                    \
+  X(copy, "copy")                                   \
+  X(convert, "convert")                             \
+  /* elementwise binary */                          \
+  X(add, "add")                                     \
+  X(subtract, "subtract")                           \
+  X(multiply, "multiply")                           \
+  X(divide, "divide")                               \
+  X(maximum, "maximum")                             \
+  X(minimum, "minimum")                             \
+  X(power, "power")                                 \
+  X(remainder, "remainder")                         \
+  X(and_, "and")                                    \
+  X(or_, "or")                                      \
+  X(xor_, "xor")                                    \
+  X(compare, "compare")                             \
+  /* elementwise ternary */                         \
+  X(select, "select")                               \
+  X(clamp, "clamp")                                 \
+  /* structural */                                  \
+  X(dot, "dot")                                     \
+  X(broadcast, "broadcast")                         \
+  X(reduce, "reduce")                               \
+  X(transpose, "transpose")                         \
+  X(reshape, "reshape")                             \
+  X(slice, "slice")                                 \
+  X(concatenate, "concatenate")                     \
+  X(tuple, "tuple")                                 \
+  X(get_tuple_element, "get-tuple-element")         \
+  X(fusion, "fusion")                               \
   X(call, "call")
 
 enum class opcode : std::uint8_t {
@@ -75,7 +75,8 @@ inline constexpr opcode all_opcodes[] = {
 constexpr std::string_view to_string(opcode op) {
   switch (op) {
 #define FUSEDSL_X(id, text) \
-  case opcode::id: return text;
+  case opcode::id:          \
+    return text;
     FUSEDSL_HLO_OPCODES(FUSEDSL_X)
 #undef FUSEDSL_X
   }
@@ -113,8 +114,10 @@ constexpr bool is_floating_only(opcode op) {
     case opcode::floor:
     case opcode::ceil:
     case opcode::cosine:
-    case opcode::sine: return true;
-    default: return false;
+    case opcode::sine:
+      return true;
+    default:
+      return false;
   }
 }
 // Ops defined on pred and integer element types only.
@@ -126,12 +129,18 @@ enum class comparison_direction : std::uint8_t { eq, ne, lt, le, gt, ge };
 
 constexpr std::string_view to_string(comparison_direction d) {
   switch (d) {
-    case comparison_direction::eq: return "EQ";
-    case comparison_direction::ne: return "NE";
-    case comparison_direction::lt: return "LT";
-    case comparison_direction::le: return "LE";
-    case comparison_direction::gt: return "GT";
-    case comparison_direction::ge: return "GE";
+    case comparison_direction::eq:
+      return "EQ";
+    case comparison_direction::ne:
+      return "NE";
+    case comparison_direction::lt:
+      return "LT";
+    case comparison_direction::le:
+      return "LE";
+    case comparison_direction::gt:
+      return "GT";
+    case comparison_direction::ge:
+      return "GE";
   }
   return "?";
 }
@@ -146,9 +155,12 @@ enum class fusion_kind : std::uint8_t { loop, input, output };
 
 constexpr std::string_view to_string(fusion_kind k) {
   switch (k) {
-    case fusion_kind::loop: return "kLoop";
-    case fusion_kind::input: return "kInput";
-    case fusion_kind::output: return "kOutput";
+    case fusion_kind::loop:
+      return "kLoop";
+    case fusion_kind::input:
+      return "kInput";
+    case fusion_kind::output:
+      return "kOutput";
   }
   return "?";
 }

@@ -40,8 +40,21 @@ class parse_error : public std::runtime_error {
 namespace detail {
 
 enum class tok : std::uint8_t {
-  end, word, string, lbrace, rbrace, lparen, rparen, lbracket, rbracket, comma, equals, colon,
-  arrow, le, other
+  end,
+  word,
+  string,
+  lbrace,
+  rbrace,
+  lparen,
+  rparen,
+  lbracket,
+  rbracket,
+  comma,
+  equals,
+  colon,
+  arrow,
+  le,
+  other
 };
 
 struct token {
@@ -89,16 +102,36 @@ class lexer {
         }
       } else {
         switch (c) {
-          case '{': t.kind = tok::lbrace; break;
-          case '}': t.kind = tok::rbrace; break;
-          case '(': t.kind = tok::lparen; break;
-          case ')': t.kind = tok::rparen; break;
-          case '[': t.kind = tok::lbracket; break;
-          case ']': t.kind = tok::rbracket; break;
-          case ',': t.kind = tok::comma; break;
-          case '=': t.kind = tok::equals; break;
-          case ':': t.kind = tok::colon; break;
-          default: t.kind = tok::other; t.text = std::string(1, c);
+          case '{':
+            t.kind = tok::lbrace;
+            break;
+          case '}':
+            t.kind = tok::rbrace;
+            break;
+          case '(':
+            t.kind = tok::lparen;
+            break;
+          case ')':
+            t.kind = tok::rparen;
+            break;
+          case '[':
+            t.kind = tok::lbracket;
+            break;
+          case ']':
+            t.kind = tok::rbracket;
+            break;
+          case ',':
+            t.kind = tok::comma;
+            break;
+          case '=':
+            t.kind = tok::equals;
+            break;
+          case ':':
+            t.kind = tok::colon;
+            break;
+          default:
+            t.kind = tok::other;
+            t.text = std::string(1, c);
         }
         advance(1);
       }
@@ -122,7 +155,8 @@ class lexer {
 
   void skip_space_and_comments() {
     for (;;) {
-      while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r'))
+      while (i_ < s_.size() &&
+             (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r'))
         advance(1);
       if (peek(0) == '/' && peek(1) == '*') {
         std::size_t l = line_, c = col_;
@@ -158,12 +192,24 @@ class lexer {
       char e = peek(1);
       advance(2);
       switch (e) {
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case '"': out += '"'; break;
-        case '\'': out += '\''; break;
-        case '\\': out += '\\'; break;
+        case 'n':
+          out += '\n';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case '"':
+          out += '"';
+          break;
+        case '\'':
+          out += '\'';
+          break;
+        case '\\':
+          out += '\\';
+          break;
         case 'x': {
           int v = 0, n = 0;
           while (n < 2 && std::isxdigit(static_cast<unsigned char>(peek(0)))) {
@@ -199,21 +245,36 @@ class lexer {
 
 inline std::string describe(const token& t) {
   switch (t.kind) {
-    case tok::end: return "end of input";
-    case tok::word: return "'" + t.text + "'";
-    case tok::string: return "a string";
-    case tok::lbrace: return "'{'";
-    case tok::rbrace: return "'}'";
-    case tok::lparen: return "'('";
-    case tok::rparen: return "')'";
-    case tok::lbracket: return "'['";
-    case tok::rbracket: return "']'";
-    case tok::comma: return "','";
-    case tok::equals: return "'='";
-    case tok::colon: return "':'";
-    case tok::arrow: return "'->'";
-    case tok::le: return "'<='";
-    case tok::other: return "'" + t.text + "'";
+    case tok::end:
+      return "end of input";
+    case tok::word:
+      return "'" + t.text + "'";
+    case tok::string:
+      return "a string";
+    case tok::lbrace:
+      return "'{'";
+    case tok::rbrace:
+      return "'}'";
+    case tok::lparen:
+      return "'('";
+    case tok::rparen:
+      return "')'";
+    case tok::lbracket:
+      return "'['";
+    case tok::rbracket:
+      return "']'";
+    case tok::comma:
+      return "','";
+    case tok::equals:
+      return "'='";
+    case tok::colon:
+      return "':'";
+    case tok::arrow:
+      return "'->'";
+    case tok::le:
+      return "'<='";
+    case tok::other:
+      return "'" + t.text + "'";
   }
   return "?";
 }
@@ -241,7 +302,8 @@ class parser {
   }
 
   shape parse_shape(int depth = 0) {
-    if (depth > max_tuple_depth) fail(peek(), "tuple shapes nested deeper than " + std::to_string(max_tuple_depth));
+    if (depth > max_tuple_depth)
+      fail(peek(), "tuple shapes nested deeper than " + std::to_string(max_tuple_depth));
     if (accept(tok::lparen)) {
       std::vector<shape> es;
       if (!accept(tok::rparen)) {
@@ -254,7 +316,9 @@ class parser {
     const token& t = peek();
     if (t.kind != tok::word) fail(t, "expected a shape");
     auto type = parse_element_type(t.text);
-    if (!type) fail(t, "unsupported element type '" + t.text + "' (supported: pred, s32, s64, f16, bf16, f32, f64)");
+    if (!type)
+      fail(t, "unsupported element type '" + t.text +
+                  "' (supported: pred, s32, s64, f16, bf16, f32, f64)");
     next();
     expect(tok::lbracket, "'[' after the element type");
     shape s;
@@ -280,7 +344,8 @@ class parser {
         do layout.push_back(expect_int("a layout dimension", 0));
         while (accept(tok::comma));
       }
-      if (accept(tok::colon)) skip_until_rbrace();  // tiling T(..), memory space S(..): not modelled
+      if (accept(tok::colon))
+        skip_until_rbrace();  // tiling T(..), memory space S(..): not modelled
       expect(tok::rbrace, "'}' closing the layout");
       if (!layout.empty() || s.rank() == 0) {
         if (static_cast<std::int64_t>(layout.size()) != s.rank())
@@ -288,7 +353,8 @@ class parser {
                            std::to_string(s.rank()));
         std::vector<bool> seen(layout.size(), false);
         for (std::int64_t d : layout) {
-          if (d >= s.rank() || seen[static_cast<std::size_t>(d)]) fail(prev(), "layout is not a permutation of the dimensions");
+          if (d >= s.rank() || seen[static_cast<std::size_t>(d)])
+            fail(prev(), "layout is not a permutation of the dimensions");
           seen[static_cast<std::size_t>(d)] = true;
         }
         if (layout != shape::layout_of_rank(s.rank())) s.minor_to_major = std::move(layout);
@@ -303,9 +369,7 @@ class parser {
   // ---- token helpers ----
   const token& next() { return toks_[pos_ < toks_.size() - 1 ? pos_++ : pos_]; }
   const token& prev() const { return toks_[pos_ > 0 ? pos_ - 1 : 0]; }
-  const token& peek(std::size_t k) const {
-    return toks_[std::min(pos_ + k, toks_.size() - 1)];
-  }
+  const token& peek(std::size_t k) const { return toks_[std::min(pos_ + k, toks_.size() - 1)]; }
   [[noreturn]] static void fail(const token& t, const std::string& what) {
     throw parse_error(t.line, t.column, what);
   }
@@ -336,10 +400,12 @@ class parser {
     next();
     return n;
   }
-  std::int64_t expect_int(const std::string& what, std::int64_t min = std::numeric_limits<std::int64_t>::min()) {
+  std::int64_t expect_int(const std::string& what,
+                          std::int64_t min = std::numeric_limits<std::int64_t>::min()) {
     const token& t = peek();
     std::int64_t v = 0;
-    if (t.kind != tok::word || !to_int(t.text, v)) fail(t, "expected " + what + ", got " + describe(t));
+    if (t.kind != tok::word || !to_int(t.text, v))
+      fail(t, "expected " + what + ", got " + describe(t));
     if (v < min) fail(t, what + " must be at least " + std::to_string(min) + ", got " + t.text);
     next();
     return v;
@@ -495,8 +561,9 @@ class parser {
     if (custom_call) {
       const std::string target = custom_call_target_.value_or("");
       if (target != "Sharding" && target != "xla.sdy.FuncResultSharding")
-        fail(op_at, "unsupported opcode 'custom-call' (custom_call_target=\"" + target +
-                        "\"; only the identity targets Sharding and xla.sdy.FuncResultSharding are read)");
+        fail(op_at,
+             "unsupported opcode 'custom-call' (custom_call_target=\"" + target +
+                 "\"; only the identity targets Sharding and xla.sdy.FuncResultSharding are read)");
       if (in.operands.size() != 1) fail(op_at, "custom-call " + target + " takes 1 operand");
     }
     return in;
@@ -506,8 +573,8 @@ class parser {
                                const computation_builder& b) {
     std::optional<shape> declared;
     const token& t = peek();
-    if (t.kind == tok::lparen || (t.kind == tok::word && peek(1).kind == tok::lbracket &&
-                                  t.text[0] != '%')) {
+    if (t.kind == tok::lparen ||
+        (t.kind == tok::word && peek(1).kind == tok::lbracket && t.text[0] != '%')) {
       declared = parse_shape();
     }
     const token& nt = peek();
@@ -527,9 +594,12 @@ class parser {
     const std::string& s = tk.text;
     double v = 0;
     if (t == element_type::pred) {
-      if (s == "true") v = 1;
-      else if (s == "false") v = 0;
-      else fail(tk, "expected true or false, got " + describe(tk));
+      if (s == "true")
+        v = 1;
+      else if (s == "false")
+        v = 0;
+      else
+        fail(tk, "expected true or false, got " + describe(tk));
     } else if (is_integral(t)) {
       std::int64_t i = 0;
       if (!to_int(s, i)) fail(tk, "expected an integer, got " + describe(tk));
@@ -542,7 +612,9 @@ class parser {
       v = std::numeric_limits<double>::quiet_NaN();
     } else {
       bool ok = !s.empty();
-      for (char c : s) ok = ok && (std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == 'e' || c == 'E' || c == '-' || c == '+');
+      for (char c : s)
+        ok = ok && (std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == 'e' ||
+                    c == 'E' || c == '-' || c == '+');
       char* end = nullptr;
       if (ok) v = std::strtod(s.c_str(), &end);
       if (!ok || end != s.c_str() + s.size()) fail(tk, "expected a number, got " + describe(tk));
@@ -560,7 +632,8 @@ class parser {
       const token& t = peek();
       if (is_integral(s.type)) {
         std::int64_t i = 0;
-        if (t.kind != tok::word || !to_int(t.text, i)) fail(t, "expected an integer, got " + describe(t));
+        if (t.kind != tok::word || !to_int(t.text, i))
+          fail(t, "expected an integer, got " + describe(t));
         next();
         ints.push_back(i);
       } else {
@@ -599,8 +672,8 @@ class parser {
     }
     expect(tok::rbrace, "'}' or ',' in the constant");
     if (n != s.dims[d])
-      fail(open, "constant has " + std::to_string(n) + " elements in dimension " + std::to_string(d) +
-                     ", shape says " + std::to_string(s.dims[d]));
+      fail(open, "constant has " + std::to_string(n) + " elements in dimension " +
+                     std::to_string(d) + ", shape says " + std::to_string(s.dims[d]));
   }
 
   // ---- attributes ----
@@ -621,7 +694,8 @@ class parser {
     } else if (key == "direction") {
       const token& t = peek();
       auto d = t.kind == tok::word ? parse_comparison_direction(t.text) : std::nullopt;
-      if (!d) fail(t, "expected a comparison direction (EQ, NE, LT, LE, GT, GE), got " + describe(t));
+      if (!d)
+        fail(t, "expected a comparison direction (EQ, NE, LT, LE, GT, GE), got " + describe(t));
       in.direction = d;
       next();
     } else if (key == "slice") {
@@ -677,7 +751,8 @@ class parser {
   }
 
   sharding parse_sharding(int depth = 0) {
-    if (depth > max_tuple_depth) fail(peek(), "tuple shardings nested deeper than " + std::to_string(max_tuple_depth));
+    if (depth > max_tuple_depth)
+      fail(peek(), "tuple shardings nested deeper than " + std::to_string(max_tuple_depth));
     expect(tok::lbrace, "'{' opening the sharding");
     if (peek().kind == tok::lbrace || peek().kind == tok::rbrace) {  // tuple sharding
       std::vector<sharding> es;
@@ -725,15 +800,18 @@ class parser {
       std::int64_t n = 0, m = 0;
       try {
         n = s.device_count();
-        m = s.devices.empty() ? sharding::product(s.iota_dims) : static_cast<std::int64_t>(s.devices.size());
+        m = s.devices.empty() ? sharding::product(s.iota_dims)
+                              : static_cast<std::int64_t>(s.devices.size());
       } catch (const ir_error& e) {
         fail(t, e.what());
       }
       if (m != n)
-        fail(t, "sharding lists a different number of devices than its " + std::to_string(n) + " tiles");
+        fail(t, "sharding lists a different number of devices than its " + std::to_string(n) +
+                    " tiles");
       if (accept_word("last_tile_dim_replicate")) s.last_tile_dim_replicate = true;
     } else {
-      fail(t, "unsupported sharding '" + w + "' (supported: replicated, manual, maximal, devices=)");
+      fail(t,
+           "unsupported sharding '" + w + "' (supported: replicated, manual, maximal, devices=)");
     }
     // Further sharding fields (metadata={...}, last_tile_dims={...}) are not modelled.
     while (peek().kind != tok::rbrace) {
@@ -755,14 +833,17 @@ class parser {
 }  // namespace detail
 
 // Parses a whole HloModule. Throws parse_error.
-inline module parse_module(std::string_view text) { return detail::parser(text).parse_module(); }
+inline module parse_module(std::string_view text) {
+  return detail::parser(text).parse_module();
+}
 
 // Parses one shape, e.g. "f32[2,3]{1,0}". Throws parse_error.
 inline shape parse_shape(std::string_view text) {
   detail::parser p(text);
   shape s = p.parse_shape();
   if (p.peek().kind != detail::tok::end)
-    throw parse_error(p.peek().line, p.peek().column, "unexpected " + detail::describe(p.peek()) + " after the shape");
+    throw parse_error(p.peek().line, p.peek().column,
+                      "unexpected " + detail::describe(p.peek()) + " after the shape");
   return s;
 }
 

@@ -112,9 +112,12 @@ inline std::string to_text(const literal& l) {
 
 inline std::string to_text(const sharding& s) {
   switch (s.k) {
-    case sharding::kind::replicated: return "{replicated}";
-    case sharding::kind::manual: return "{manual}";
-    case sharding::kind::maximal: return "{maximal device=" + std::to_string(s.device) + "}";
+    case sharding::kind::replicated:
+      return "{replicated}";
+    case sharding::kind::manual:
+      return "{manual}";
+    case sharding::kind::maximal:
+      return "{maximal device=" + std::to_string(s.device) + "}";
     case sharding::kind::tiled: {
       std::string out = "{devices=[";
       detail::append_ints(out, s.tile_dims);
@@ -168,8 +171,12 @@ inline std::string to_text(const computation& c, const instruction& in) {
   out += ')';
 
   switch (in.opcode) {
-    case opcode::iota: out += ", iota_dimension=" + std::to_string(in.iota_dimension); break;
-    case opcode::get_tuple_element: out += ", index=" + std::to_string(in.tuple_index); break;
+    case opcode::iota:
+      out += ", iota_dimension=" + std::to_string(in.iota_dimension);
+      break;
+    case opcode::get_tuple_element:
+      out += ", index=" + std::to_string(in.tuple_index);
+      break;
     case opcode::compare:
       if (in.direction) out += ", direction=" + std::string(to_string(*in.direction));
       break;
@@ -189,19 +196,24 @@ inline std::string to_text(const computation& c, const instruction& in) {
       if (in.dot) {
         const auto& d = *in.dot;
         if (!d.lhs_batch.empty()) out += ", lhs_batch_dims=" + detail::braced(d.lhs_batch);
-        if (!d.lhs_contracting.empty()) out += ", lhs_contracting_dims=" + detail::braced(d.lhs_contracting);
+        if (!d.lhs_contracting.empty())
+          out += ", lhs_contracting_dims=" + detail::braced(d.lhs_contracting);
         if (!d.rhs_batch.empty()) out += ", rhs_batch_dims=" + detail::braced(d.rhs_batch);
-        if (!d.rhs_contracting.empty()) out += ", rhs_contracting_dims=" + detail::braced(d.rhs_contracting);
+        if (!d.rhs_contracting.empty())
+          out += ", rhs_contracting_dims=" + detail::braced(d.rhs_contracting);
       }
       break;
     case opcode::broadcast:
     case opcode::reduce:
     case opcode::transpose:
-    case opcode::concatenate: out += ", dimensions=" + detail::braced(in.dimensions); break;
+    case opcode::concatenate:
+      out += ", dimensions=" + detail::braced(in.dimensions);
+      break;
     case opcode::fusion:
       if (in.fusion_kind) out += ", kind=" + std::string(to_string(*in.fusion_kind));
       break;
-    default: break;
+    default:
+      break;
   }
   if (!in.called_computation.empty())
     out += (in.opcode == opcode::fusion ? ", calls=" : ", to_apply=") +

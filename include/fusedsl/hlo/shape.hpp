@@ -26,18 +26,25 @@ inline constexpr int max_tuple_depth = 64;
 enum class element_type : std::uint8_t { pred, s32, s64, f16, bf16, f32, f64 };
 
 inline constexpr element_type all_element_types[] = {
-    element_type::pred, element_type::s32,  element_type::s64, element_type::f16,
+    element_type::pred, element_type::s32, element_type::s64, element_type::f16,
     element_type::bf16, element_type::f32, element_type::f64};
 
 constexpr std::string_view to_string(element_type t) {
   switch (t) {
-    case element_type::pred: return "pred";
-    case element_type::s32: return "s32";
-    case element_type::s64: return "s64";
-    case element_type::f16: return "f16";
-    case element_type::bf16: return "bf16";
-    case element_type::f32: return "f32";
-    case element_type::f64: return "f64";
+    case element_type::pred:
+      return "pred";
+    case element_type::s32:
+      return "s32";
+    case element_type::s64:
+      return "s64";
+    case element_type::f16:
+      return "f16";
+    case element_type::bf16:
+      return "bf16";
+    case element_type::f32:
+      return "f32";
+    case element_type::f64:
+      return "f64";
   }
   return "?";
 }
@@ -50,13 +57,17 @@ constexpr std::optional<element_type> parse_element_type(std::string_view s) {
 
 constexpr std::size_t byte_size(element_type t) {
   switch (t) {
-    case element_type::pred: return 1;
+    case element_type::pred:
+      return 1;
     case element_type::f16:
-    case element_type::bf16: return 2;
+    case element_type::bf16:
+      return 2;
     case element_type::s32:
-    case element_type::f32: return 4;
+    case element_type::f32:
+      return 4;
     case element_type::s64:
-    case element_type::f64: return 8;
+    case element_type::f64:
+      return 8;
   }
   return 0;
 }
@@ -131,12 +142,12 @@ struct shape {
   // Throws ir_error unless 0 <= dim, rank <= max_rank and element count <= max_element_count.
   static void check_dims(const std::vector<std::int64_t>& dims) {
     if (static_cast<std::int64_t>(dims.size()) > max_rank)
-      throw ir_error("shape: rank " + std::to_string(dims.size()) + " exceeds " + std::to_string(max_rank));
+      throw ir_error("shape: rank " + std::to_string(dims.size()) + " exceeds " +
+                     std::to_string(max_rank));
     std::int64_t n = 1;
     for (std::int64_t d : dims) {
       if (d < 0) throw ir_error("shape: negative dimension " + std::to_string(d));
-      if (d > 0 && n > max_element_count / d)
-        throw ir_error("shape: more than 2^48 elements");
+      if (d > 0 && n > max_element_count / d) throw ir_error("shape: more than 2^48 elements");
       n *= d;
     }
   }

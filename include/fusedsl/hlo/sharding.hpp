@@ -14,13 +14,13 @@ struct sharding {
   enum class kind : std::uint8_t { replicated, maximal, manual, tiled, tuple };
 
   kind k = kind::replicated;
-  std::vector<std::int64_t> tile_dims;     // devices=[...] (tiled)
-  std::vector<std::int64_t> devices;       // explicit device list; empty in the iota form
-  std::vector<std::int64_t> iota_dims;     // <=[...] reshape dims of iota(N) (iota form)
-  std::vector<std::int64_t> iota_perm;     // T(...) transpose of the reshaped iota; may be empty
+  std::vector<std::int64_t> tile_dims;  // devices=[...] (tiled)
+  std::vector<std::int64_t> devices;    // explicit device list; empty in the iota form
+  std::vector<std::int64_t> iota_dims;  // <=[...] reshape dims of iota(N) (iota form)
+  std::vector<std::int64_t> iota_perm;  // T(...) transpose of the reshaped iota; may be empty
   bool last_tile_dim_replicate = false;
-  std::int64_t device = -1;                // maximal
-  std::vector<sharding> elements;          // tuple
+  std::int64_t device = -1;        // maximal
+  std::vector<sharding> elements;  // tuple
 
   static sharding replicated() { return {}; }
   static sharding manual() {
@@ -73,7 +73,8 @@ struct sharding {
   static std::int64_t product(const std::vector<std::int64_t>& v) {
     std::int64_t n = 1;
     for (std::int64_t d : v) {
-      if (d <= 0 || d > (std::int64_t{1} << 31) / n) throw ir_error("sharding: device counts must be positive and below 2^31");
+      if (d <= 0 || d > (std::int64_t{1} << 31) / n)
+        throw ir_error("sharding: device counts must be positive and below 2^31");
       n *= d;
     }
     return n;

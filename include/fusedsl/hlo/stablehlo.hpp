@@ -28,13 +28,20 @@ namespace detail {
 
 inline std::string mlir_element_type(element_type t) {
   switch (t) {
-    case element_type::pred: return "i1";
-    case element_type::s32: return "i32";
-    case element_type::s64: return "i64";
-    case element_type::f16: return "f16";
-    case element_type::bf16: return "bf16";
-    case element_type::f32: return "f32";
-    case element_type::f64: return "f64";
+    case element_type::pred:
+      return "i1";
+    case element_type::s32:
+      return "i32";
+    case element_type::s64:
+      return "i64";
+    case element_type::f16:
+      return "f16";
+    case element_type::bf16:
+      return "bf16";
+    case element_type::f32:
+      return "f32";
+    case element_type::f64:
+      return "f64";
   }
   return "?";
 }
@@ -42,7 +49,8 @@ inline std::string mlir_element_type(element_type t) {
 inline std::string mlir_type(const shape& s) {
   if (s.is_tuple()) {
     std::string out = "tuple<";
-    for (std::size_t i = 0; i < s.elements.size(); ++i) out += (i ? ", " : "") + mlir_type(s.elements[i]);
+    for (std::size_t i = 0; i < s.elements.size(); ++i)
+      out += (i ? ", " : "") + mlir_type(s.elements[i]);
     return out + ">";
   }
   std::string out = "tensor<";
@@ -68,18 +76,30 @@ inline std::string mlir_value(element_type t, double v, bool hex) {
   char buf[32];
   if (hex) {
     switch (t) {
-      case element_type::f64: std::snprintf(buf, sizeof buf, "0x%016llX", static_cast<unsigned long long>(std::bit_cast<std::uint64_t>(v))); break;
-      case element_type::f32: std::snprintf(buf, sizeof buf, "0x%08X", std::bit_cast<std::uint32_t>(static_cast<float>(v))); break;
-      case element_type::bf16: std::snprintf(buf, sizeof buf, "0x%04X", std::bit_cast<std::uint32_t>(static_cast<float>(v)) >> 16); break;
+      case element_type::f64:
+        std::snprintf(buf, sizeof buf, "0x%016llX",
+                      static_cast<unsigned long long>(std::bit_cast<std::uint64_t>(v)));
+        break;
+      case element_type::f32:
+        std::snprintf(buf, sizeof buf, "0x%08X",
+                      std::bit_cast<std::uint32_t>(static_cast<float>(v)));
+        break;
+      case element_type::bf16:
+        std::snprintf(buf, sizeof buf, "0x%04X",
+                      std::bit_cast<std::uint32_t>(static_cast<float>(v)) >> 16);
+        break;
       default: {  // f16: the value is exactly representable; build the bits from it.
         std::uint16_t bits = 0;
         double a = std::fabs(v);
-        if (std::isnan(v)) bits = 0x7E00;
-        else if (std::isinf(v)) bits = 0x7C00;
+        if (std::isnan(v))
+          bits = 0x7E00;
+        else if (std::isinf(v))
+          bits = 0x7C00;
         else if (a >= std::ldexp(1.0, -14)) {
           int e = 0;
           double m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
-          bits = static_cast<std::uint16_t>(((e + 14) << 10) | (static_cast<int>(std::ldexp(m, 11)) & 0x3ff));
+          bits = static_cast<std::uint16_t>(((e + 14) << 10) |
+                                            (static_cast<int>(std::ldexp(m, 11)) & 0x3ff));
         } else {
           bits = static_cast<std::uint16_t>(std::ldexp(a, 24));
         }
@@ -102,7 +122,8 @@ inline std::string dense(const literal& l) {
   bool hex = false;
   for (double v : l.values) hex |= !std::isfinite(v);
   auto value = [&](std::size_t i) {
-    return is_integral(l.shape.type) ? std::to_string(l.ints.at(i)) : mlir_value(l.shape.type, l.values.at(i), hex);
+    return is_integral(l.shape.type) ? std::to_string(l.ints.at(i))
+                                     : mlir_value(l.shape.type, l.values.at(i), hex);
   };
   std::string out = "dense<";
   if (dims.empty()) return out + value(0) + ">";
@@ -111,8 +132,10 @@ inline std::string dense(const literal& l) {
     out += '[';
     for (std::int64_t i = 0; i < dims[d]; ++i) {
       if (i) out += ", ";
-      if (d + 1 == dims.size()) out += value(next++);
-      else self(self, d + 1);
+      if (d + 1 == dims.size())
+        out += value(next++);
+      else
+        self(self, d + 1);
     }
     out += ']';
   };
@@ -122,19 +145,32 @@ inline std::string dense(const literal& l) {
 
 inline std::string stablehlo_name(opcode op) {
   switch (op) {
-    case opcode::exponential_minus_one: return "stablehlo.exponential_minus_one";
-    case opcode::log_plus_one: return "stablehlo.log_plus_one";
-    case opcode::cosine: return "stablehlo.cosine";
-    case opcode::sine: return "stablehlo.sine";
-    case opcode::not_: return "stablehlo.not";
-    case opcode::and_: return "stablehlo.and";
-    case opcode::or_: return "stablehlo.or";
-    case opcode::xor_: return "stablehlo.xor";
-    case opcode::erf: return "chlo.erf";
-    case opcode::dot: return "stablehlo.dot_general";
-    case opcode::broadcast: return "stablehlo.broadcast_in_dim";
-    case opcode::get_tuple_element: return "stablehlo.get_tuple_element";
-    default: return "stablehlo." + std::string(to_string(op));
+    case opcode::exponential_minus_one:
+      return "stablehlo.exponential_minus_one";
+    case opcode::log_plus_one:
+      return "stablehlo.log_plus_one";
+    case opcode::cosine:
+      return "stablehlo.cosine";
+    case opcode::sine:
+      return "stablehlo.sine";
+    case opcode::not_:
+      return "stablehlo.not";
+    case opcode::and_:
+      return "stablehlo.and";
+    case opcode::or_:
+      return "stablehlo.or";
+    case opcode::xor_:
+      return "stablehlo.xor";
+    case opcode::erf:
+      return "chlo.erf";
+    case opcode::dot:
+      return "stablehlo.dot_general";
+    case opcode::broadcast:
+      return "stablehlo.broadcast_in_dim";
+    case opcode::get_tuple_element:
+      return "stablehlo.get_tuple_element";
+    default:
+      return "stablehlo." + std::string(to_string(op));
   }
 }
 
@@ -150,7 +186,8 @@ class stablehlo_writer {
         if (in.sharding) partitions = std::max(partitions, devices_of(*in.sharding));
     out_ = "module @" + m_.name;
     if (partitions > 1)
-      out_ += " attributes {mhlo.num_partitions = " + std::to_string(partitions) + " : i32, mhlo.num_replicas = 1 : i32}";
+      out_ += " attributes {mhlo.num_partitions = " + std::to_string(partitions) +
+              " : i32, mhlo.num_replicas = 1 : i32}";
     out_ += " {\n";
     // Functions for computations reached by fusion/call; reduce bodies are inlined instead.
     for (const computation& c : m_.computations)
@@ -171,7 +208,9 @@ class stablehlo_writer {
   bool is_called_as_function(const std::string& name) const {
     for (const computation& c : m_.computations)
       for (const instruction& in : c.instructions)
-        if ((in.opcode == opcode::fusion || in.opcode == opcode::call) && in.called_computation == name) return true;
+        if ((in.opcode == opcode::fusion || in.opcode == opcode::call) &&
+            in.called_computation == name)
+          return true;
     return false;
   }
   static std::string sharding_attr(const instruction& in) {
@@ -190,14 +229,17 @@ class stablehlo_writer {
     }
     out_ += ") -> ";
     const instruction& root = c.root_instruction();
-    const bool spread = entry && root.opcode == opcode::tuple;  // several results instead of a tuple
-    std::vector<instruction_id> results = spread ? root.operands : std::vector<instruction_id>{c.root};
+    const bool spread =
+        entry && root.opcode == opcode::tuple;  // several results instead of a tuple
+    std::vector<instruction_id> results =
+        spread ? root.operands : std::vector<instruction_id>{c.root};
     out_ += "(";
     for (std::size_t i = 0; i < results.size(); ++i) {
       out_ += (i ? ", " : "") + mlir_type(c.instructions[results[i]].shape);
       const instruction& r = c.instructions[results[i]];
       const sharding* s = nullptr;
-      if (spread && root.sharding && root.sharding->k == sharding::kind::tuple && i < root.sharding->elements.size())
+      if (spread && root.sharding && root.sharding->k == sharding::kind::tuple &&
+          i < root.sharding->elements.size())
         s = &root.sharding->elements[i];
       else if (!spread && root.sharding)
         s = &*root.sharding;
@@ -206,18 +248,21 @@ class stablehlo_writer {
       if (s) out_ += " {mhlo.sharding = " + quote_string(to_text(*s)) + "}";
     }
     out_ += ") {\n";
-    write_body(c, names, "    ", "%", spread ? std::optional<instruction_id>(c.root) : std::nullopt);
+    write_body(c, names, "    ", "%",
+               spread ? std::optional<instruction_id>(c.root) : std::nullopt);
     out_ += "    \"func.return\"(";
     for (std::size_t i = 0; i < results.size(); ++i) out_ += (i ? ", " : "") + names.at(results[i]);
     out_ += ") : (";
-    for (std::size_t i = 0; i < results.size(); ++i) out_ += (i ? ", " : "") + mlir_type(c.instructions[results[i]].shape);
+    for (std::size_t i = 0; i < results.size(); ++i)
+      out_ += (i ? ", " : "") + mlir_type(c.instructions[results[i]].shape);
     out_ += ") -> ()\n  }\n";
   }
 
   // Writes every non-parameter instruction (except `skip`) of c; `names` maps ids to SSA values,
   // which are `prefix` + the instruction name.
-  void write_body(const computation& c, std::map<instruction_id, std::string>& names, const std::string& indent,
-                  const std::string& prefix, std::optional<instruction_id> skip) {
+  void write_body(const computation& c, std::map<instruction_id, std::string>& names,
+                  const std::string& indent, const std::string& prefix,
+                  std::optional<instruction_id> skip) {
     for (instruction_id i = 0; i < c.instructions.size(); ++i) {
       const instruction& in = c.instructions[i];
       if (in.opcode == opcode::parameter || (skip && *skip == i)) continue;
@@ -236,29 +281,48 @@ class stablehlo_writer {
       std::string region;
       std::string op = stablehlo_name(in.opcode);
       switch (in.opcode) {
-        case opcode::constant: attrs.push_back("value = " + dense(*in.literal) + " : " + mlir_type(in.shape)); break;
-        case opcode::iota: attrs.push_back("iota_dimension = " + std::to_string(in.iota_dimension) + " : i64"); break;
+        case opcode::constant:
+          attrs.push_back("value = " + dense(*in.literal) + " : " + mlir_type(in.shape));
+          break;
+        case opcode::iota:
+          attrs.push_back("iota_dimension = " + std::to_string(in.iota_dimension) + " : i64");
+          break;
         case opcode::compare: {
           const element_type t = c.instructions[in.operands[0]].shape.type;
-          attrs.push_back("comparison_direction = #stablehlo<comparison_direction " + std::string(to_string(*in.direction)) + ">");
+          attrs.push_back("comparison_direction = #stablehlo<comparison_direction " +
+                          std::string(to_string(*in.direction)) + ">");
           attrs.push_back(std::string("compare_type = #stablehlo<comparison_type ") +
-                          (is_floating(t) ? "FLOAT" : t == element_type::pred ? "UNSIGNED" : "SIGNED") + ">");
+                          (is_floating(t)            ? "FLOAT"
+                           : t == element_type::pred ? "UNSIGNED"
+                                                     : "SIGNED") +
+                          ">");
           break;
         }
         case opcode::dot: {
           const auto& d = *in.dot;
-          attrs.push_back("dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = " + i64_list(d.lhs_batch) +
-                          ", rhs_batching_dimensions = " + i64_list(d.rhs_batch) + ", lhs_contracting_dimensions = " +
-                          i64_list(d.lhs_contracting) + ", rhs_contracting_dimensions = " + i64_list(d.rhs_contracting) + ">");
+          attrs.push_back("dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = " +
+                          i64_list(d.lhs_batch) +
+                          ", rhs_batching_dimensions = " + i64_list(d.rhs_batch) +
+                          ", lhs_contracting_dimensions = " + i64_list(d.lhs_contracting) +
+                          ", rhs_contracting_dimensions = " + i64_list(d.rhs_contracting) + ">");
           break;
         }
-        case opcode::broadcast: attrs.push_back("broadcast_dimensions = " + i64_array(in.dimensions)); break;
-        case opcode::transpose: attrs.push_back("permutation = " + i64_array(in.dimensions)); break;
-        case opcode::concatenate: attrs.push_back("dimension = " + std::to_string(in.dimensions[0]) + " : i64"); break;
-        case opcode::get_tuple_element: attrs.push_back("index = " + std::to_string(in.tuple_index) + " : i32"); break;
+        case opcode::broadcast:
+          attrs.push_back("broadcast_dimensions = " + i64_array(in.dimensions));
+          break;
+        case opcode::transpose:
+          attrs.push_back("permutation = " + i64_array(in.dimensions));
+          break;
+        case opcode::concatenate:
+          attrs.push_back("dimension = " + std::to_string(in.dimensions[0]) + " : i64");
+          break;
+        case opcode::get_tuple_element:
+          attrs.push_back("index = " + std::to_string(in.tuple_index) + " : i32");
+          break;
         case opcode::slice: {
           std::vector<std::int64_t> st, li, sd;
-          for (const slice_dim& r : in.slice) st.push_back(r.start), li.push_back(r.limit), sd.push_back(r.stride);
+          for (const slice_dim& r : in.slice)
+            st.push_back(r.start), li.push_back(r.limit), sd.push_back(r.stride);
           attrs.push_back("start_indices = " + i64_array(st));
           attrs.push_back("limit_indices = " + i64_array(li));
           attrs.push_back("strides = " + i64_array(sd));
@@ -278,7 +342,8 @@ class stablehlo_writer {
           op = "func.call";
           attrs.push_back("callee = @" + in.called_computation);
           break;
-        default: break;
+        default:
+          break;
       }
       if (in.sharding) attrs.push_back(sharding_attr(in));
       out_ += indent + self + " = \"" + op + "\"(" + operands + ")";
@@ -308,8 +373,8 @@ class stablehlo_writer {
     }
     out_ += "):\n";
     write_body(f, names, indent + "  ", prefix, std::nullopt);
-    out_ += indent + "  \"stablehlo.return\"(" + names.at(f.root) + ") : (" + mlir_type(f.root_instruction().shape) +
-            ") -> ()\n" + indent + "}";
+    out_ += indent + "  \"stablehlo.return\"(" + names.at(f.root) + ") : (" +
+            mlir_type(f.root_instruction().shape) + ") -> ()\n" + indent + "}";
     std::string region;
     region.swap(out_);
     out_.swap(saved);
@@ -323,6 +388,8 @@ class stablehlo_writer {
 }  // namespace detail
 
 // The module as StableHLO MLIR text (see the comment at the top of this file).
-inline std::string to_stablehlo(const module& m) { return detail::stablehlo_writer(m).run(); }
+inline std::string to_stablehlo(const module& m) {
+  return detail::stablehlo_writer(m).run();
+}
 
 }  // namespace fusedsl::hlo

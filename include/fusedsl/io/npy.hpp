@@ -31,35 +31,52 @@ enum class npy_dtype : std::uint8_t { b1, i4, i8, f2, f4, f8 };
 
 constexpr std::string_view npy_descr(npy_dtype t) {
   switch (t) {
-    case npy_dtype::b1: return "|b1";
-    case npy_dtype::i4: return "<i4";
-    case npy_dtype::i8: return "<i8";
-    case npy_dtype::f2: return "<f2";
-    case npy_dtype::f4: return "<f4";
-    case npy_dtype::f8: return "<f8";
+    case npy_dtype::b1:
+      return "|b1";
+    case npy_dtype::i4:
+      return "<i4";
+    case npy_dtype::i8:
+      return "<i8";
+    case npy_dtype::f2:
+      return "<f2";
+    case npy_dtype::f4:
+      return "<f4";
+    case npy_dtype::f8:
+      return "<f8";
   }
   return "?";
 }
 constexpr std::size_t npy_item_size(npy_dtype t) {
   switch (t) {
-    case npy_dtype::b1: return 1;
-    case npy_dtype::f2: return 2;
+    case npy_dtype::b1:
+      return 1;
+    case npy_dtype::f2:
+      return 2;
     case npy_dtype::i4:
-    case npy_dtype::f4: return 4;
+    case npy_dtype::f4:
+      return 4;
     case npy_dtype::i8:
-    case npy_dtype::f8: return 8;
+    case npy_dtype::f8:
+      return 8;
   }
   return 0;
 }
 
 template <class T>
 constexpr npy_dtype npy_dtype_of() {
-  if constexpr (std::is_same_v<T, bool>) return npy_dtype::b1;
-  else if constexpr (std::is_same_v<T, std::int32_t>) return npy_dtype::i4;
-  else if constexpr (std::is_same_v<T, std::int64_t>) return npy_dtype::i8;
-  else if constexpr (std::is_same_v<T, float>) return npy_dtype::f4;
-  else if constexpr (std::is_same_v<T, double>) return npy_dtype::f8;
-  else static_assert(sizeof(T) == 0, "npy: element type has no .npy dtype (bool, int32, int64, float, double)");
+  if constexpr (std::is_same_v<T, bool>)
+    return npy_dtype::b1;
+  else if constexpr (std::is_same_v<T, std::int32_t>)
+    return npy_dtype::i4;
+  else if constexpr (std::is_same_v<T, std::int64_t>)
+    return npy_dtype::i8;
+  else if constexpr (std::is_same_v<T, float>)
+    return npy_dtype::f4;
+  else if constexpr (std::is_same_v<T, double>)
+    return npy_dtype::f8;
+  else
+    static_assert(sizeof(T) == 0,
+                  "npy: element type has no .npy dtype (bool, int32, int64, float, double)");
 }
 
 struct npy_array {
@@ -86,14 +103,16 @@ struct npy_array {
   std::vector<double> as_doubles() const;
 };
 
-static_assert(std::endian::native == std::endian::little, "npy: only little-endian hosts are supported");
+static_assert(std::endian::native == std::endian::little,
+              "npy: only little-endian hosts are supported");
 
 namespace detail {
 
 inline double half_to_double(std::uint16_t h) {
   int exp = (h >> 10) & 0x1f, frac = h & 0x3ff;
-  double v = exp == 0 ? std::ldexp(frac, -24)
-             : exp == 31 ? (frac ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity())
+  double v = exp == 0    ? std::ldexp(frac, -24)
+             : exp == 31 ? (frac ? std::numeric_limits<double>::quiet_NaN()
+                                 : std::numeric_limits<double>::infinity())
                          : std::ldexp(frac + 1024, exp - 25);
   return (h & 0x8000) ? -v : v;
 }
@@ -145,7 +164,8 @@ class header_reader {
     throw npy_error("npy: bad header at offset " + std::to_string(i_) + ": " + what);
   }
   void skip_space() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r')) ++i_;
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r'))
+      ++i_;
   }
   bool accept(char c) {
     skip_space();
@@ -186,7 +206,8 @@ class header_reader {
         v = v * 10 + (s_[i_++] - '0');
       }
       if (i_ < s_.size() && s_[i_] == 'L') ++i_;  // Python 2 longs
-      if (v != 0 && count > std::numeric_limits<std::int64_t>::max() / v) fail("element count overflows");
+      if (v != 0 && count > std::numeric_limits<std::int64_t>::max() / v)
+        fail("element count overflows");
       count *= v;
       shape.push_back(v);
       if (shape.size() > 64) fail("more than 64 dimensions");
@@ -197,7 +218,8 @@ class header_reader {
     return shape;
   }
   npy_dtype dtype_from(const std::string& d) const {
-    for (npy_dtype t : {npy_dtype::b1, npy_dtype::i4, npy_dtype::i8, npy_dtype::f2, npy_dtype::f4, npy_dtype::f8})
+    for (npy_dtype t :
+         {npy_dtype::b1, npy_dtype::i4, npy_dtype::i8, npy_dtype::f2, npy_dtype::f4, npy_dtype::f8})
       if (npy_descr(t) == d) return t;
     fail("unsupported dtype '" + d + "' (supported: |b1, <i4, <i8, <f2, <f4, <f8)");
   }
@@ -215,12 +237,39 @@ inline std::vector<double> npy_array::as_doubles() const {
   for (std::size_t i = 0; i < n; ++i) {
     const std::byte* p = data.data() + i * npy_item_size(dtype);
     switch (dtype) {
-      case npy_dtype::b1: out.push_back(static_cast<double>(*p != std::byte{0})); break;
-      case npy_dtype::i4: { std::int32_t v; std::memcpy(&v, p, 4); out.push_back(v); break; }
-      case npy_dtype::i8: { std::int64_t v; std::memcpy(&v, p, 8); out.push_back(static_cast<double>(v)); break; }
-      case npy_dtype::f2: { std::uint16_t v; std::memcpy(&v, p, 2); out.push_back(detail::half_to_double(v)); break; }
-      case npy_dtype::f4: { float v; std::memcpy(&v, p, 4); out.push_back(v); break; }
-      case npy_dtype::f8: { double v; std::memcpy(&v, p, 8); out.push_back(v); break; }
+      case npy_dtype::b1:
+        out.push_back(static_cast<double>(*p != std::byte{0}));
+        break;
+      case npy_dtype::i4: {
+        std::int32_t v;
+        std::memcpy(&v, p, 4);
+        out.push_back(v);
+        break;
+      }
+      case npy_dtype::i8: {
+        std::int64_t v;
+        std::memcpy(&v, p, 8);
+        out.push_back(static_cast<double>(v));
+        break;
+      }
+      case npy_dtype::f2: {
+        std::uint16_t v;
+        std::memcpy(&v, p, 2);
+        out.push_back(detail::half_to_double(v));
+        break;
+      }
+      case npy_dtype::f4: {
+        float v;
+        std::memcpy(&v, p, 4);
+        out.push_back(v);
+        break;
+      }
+      case npy_dtype::f8: {
+        double v;
+        std::memcpy(&v, p, 8);
+        out.push_back(v);
+        break;
+      }
     }
   }
   return out;
@@ -229,10 +278,13 @@ inline std::vector<double> npy_array::as_doubles() const {
 // Parses the bytes of a whole .npy file.
 inline npy_array parse_npy(std::string_view bytes) {
   static constexpr std::string_view magic = "\x93NUMPY";
-  if (bytes.size() < 10 || bytes.substr(0, 6) != magic) throw npy_error("npy: not an .npy file (bad magic)");
+  if (bytes.size() < 10 || bytes.substr(0, 6) != magic)
+    throw npy_error("npy: not an .npy file (bad magic)");
   const auto major = static_cast<unsigned char>(bytes[6]);
   std::size_t header_len = 0, offset = 0;
-  auto byte = [&](std::size_t i) { return static_cast<std::size_t>(static_cast<unsigned char>(bytes[i])); };
+  auto byte = [&](std::size_t i) {
+    return static_cast<std::size_t>(static_cast<unsigned char>(bytes[i]));
+  };
   if (major == 1) {
     header_len = byte(8) | byte(9) << 8;
     offset = 10;
@@ -251,8 +303,9 @@ inline npy_array parse_npy(std::string_view bytes) {
   const auto count = static_cast<std::uint64_t>(a.element_count());
   const std::uint64_t item = npy_item_size(a.dtype);
   if (count > std::numeric_limits<std::uint64_t>::max() / item || count * item != body.size())
-    throw npy_error("npy: data is " + std::to_string(body.size()) + " bytes, shape and dtype need " +
-                    std::to_string(count) + " x " + std::to_string(item));
+    throw npy_error("npy: data is " + std::to_string(body.size()) +
+                    " bytes, shape and dtype need " + std::to_string(count) + " x " +
+                    std::to_string(item));
   a.data.resize(body.size());
   if (!body.empty()) std::memcpy(a.data.data(), body.data(), body.size());
   return a;
@@ -270,17 +323,20 @@ inline npy_array read_npy(const std::string& path) {
 }
 
 // The bytes of a version 1.0 .npy file (header padded to a multiple of 64 bytes).
-inline std::string serialize_npy(npy_dtype dtype, std::span<const std::int64_t> shape, std::span<const std::byte> data) {
+inline std::string serialize_npy(npy_dtype dtype, std::span<const std::int64_t> shape,
+                                 std::span<const std::byte> data) {
   std::uint64_t count = 1;
   for (std::int64_t d : shape) {
     if (d < 0) throw npy_error("npy: negative dimension " + std::to_string(d));
     count *= static_cast<std::uint64_t>(d);
   }
   if (count * npy_item_size(dtype) != data.size())
-    throw npy_error("npy: " + std::to_string(data.size()) + " data bytes for " + std::to_string(count) +
-                    " elements of " + std::string(npy_descr(dtype)));
-  std::string dict = "{'descr': '" + std::string(npy_descr(dtype)) + "', 'fortran_order': False, 'shape': (";
-  for (std::size_t i = 0; i < shape.size(); ++i) dict += std::to_string(shape[i]) + (shape.size() == 1 ? "," : i + 1 < shape.size() ? ", " : "");
+    throw npy_error("npy: " + std::to_string(data.size()) + " data bytes for " +
+                    std::to_string(count) + " elements of " + std::string(npy_descr(dtype)));
+  std::string dict =
+      "{'descr': '" + std::string(npy_descr(dtype)) + "', 'fortran_order': False, 'shape': (";
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    dict += std::to_string(shape[i]) + (shape.size() == 1 ? "," : i + 1 < shape.size() ? ", " : "");
   dict += "), }";
   std::size_t total = 10 + dict.size() + 1;
   dict.append((64 - total % 64) % 64, ' ');
@@ -300,7 +356,8 @@ template <class T>
 std::string serialize_npy(std::span<const T> values, std::span<const std::int64_t> shape) {
   if constexpr (std::is_same_v<T, bool>) {
     std::vector<std::byte> b(values.size());
-    for (std::size_t i = 0; i < values.size(); ++i) b[i] = std::byte{values[i] ? std::uint8_t{1} : std::uint8_t{0}};
+    for (std::size_t i = 0; i < values.size(); ++i)
+      b[i] = std::byte{values[i] ? std::uint8_t{1} : std::uint8_t{0}};
     return serialize_npy(npy_dtype::b1, shape, b);
   } else {
     return serialize_npy(npy_dtype_of<T>(), shape, std::as_bytes(values));
@@ -308,7 +365,8 @@ std::string serialize_npy(std::span<const T> values, std::span<const std::int64_
 }
 
 template <class T>
-void write_npy(const std::string& path, std::span<const T> values, std::span<const std::int64_t> shape) {
+void write_npy(const std::string& path, std::span<const T> values,
+               std::span<const std::int64_t> shape) {
   const std::string bytes = serialize_npy(values, shape);
   std::ofstream f(path, std::ios::binary);
   if (!f) throw npy_error("npy: cannot write " + path);
