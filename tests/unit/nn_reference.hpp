@@ -37,7 +37,8 @@ struct weights {
   }
 };
 
-inline mat linear(const mat& x, int rows, int in, int out, const weights& w, const std::string& p, bool bias = true) {
+inline mat linear(const mat& x, int rows, int in, int out, const weights& w, const std::string& p,
+                  bool bias = true) {
   const mat W = w.get(p + ".w");
   const mat B = bias ? w.get(p + ".b") : mat(std::size_t(out), 0.0);
   mat y(std::size_t(rows * out));
@@ -50,7 +51,8 @@ inline mat linear(const mat& x, int rows, int in, int out, const weights& w, con
   return y;
 }
 
-inline mat layernorm(const mat& x, int rows, int d, const weights& w, const std::string& p, double eps = 1e-5) {
+inline mat layernorm(const mat& x, int rows, int d, const weights& w, const std::string& p,
+                     double eps = 1e-5) {
   const mat g = w.get(p + ".gamma"), b = w.get(p + ".beta");
   mat y(x.size());
   for (int r = 0; r < rows; ++r) {
@@ -58,7 +60,9 @@ inline mat layernorm(const mat& x, int rows, int d, const weights& w, const std:
     for (int j = 0; j < d; ++j) mu += x[std::size_t(r * d + j)] / d;
     for (int j = 0; j < d; ++j) var += std::pow(x[std::size_t(r * d + j)] - mu, 2) / d;
     for (int j = 0; j < d; ++j)
-      y[std::size_t(r * d + j)] = (x[std::size_t(r * d + j)] - mu) / std::sqrt(var + eps) * g[std::size_t(j)] + b[std::size_t(j)];
+      y[std::size_t(r * d + j)] =
+          (x[std::size_t(r * d + j)] - mu) / std::sqrt(var + eps) * g[std::size_t(j)] +
+          b[std::size_t(j)];
   }
   return y;
 }
@@ -70,8 +74,8 @@ inline double gelu_tanh(double v) {
 
 // Multi-head attention on `batch` sequences of L rows: head h reads key/value head h / (H / Hkv);
 // causal: row i sees keys j <= i.
-inline mat attention(const mat& x, int batch, int L, int D, int H, int Hkv, bool causal, const weights& w,
-                     const std::string& p) {
+inline mat attention(const mat& x, int batch, int L, int D, int H, int Hkv, bool causal,
+                     const weights& w, const std::string& p) {
   const int dh = D / H, rows = batch * L;
   const mat q = linear(x, rows, D, D, w, p + ".q");
   const mat k = linear(x, rows, D, Hkv * dh, w, p + ".k");
@@ -86,7 +90,8 @@ inline mat attention(const mat& x, int batch, int L, int D, int H, int Hkv, bool
         for (int j = 0; j < L; ++j) {
           double acc = 0;
           for (int d = 0; d < dh; ++d)
-            acc += q[std::size_t((b * L + i) * D + h * dh + d)] * k[std::size_t((b * L + j) * Hkv * dh + kv * dh + d)];
+            acc += q[std::size_t((b * L + i) * D + h * dh + d)] *
+                   k[std::size_t((b * L + j) * Hkv * dh + kv * dh + d)];
           s[std::size_t(j)] = acc / std::sqrt(double(dh));
           if (!causal || j <= i) m = std::max(m, s[std::size_t(j)]);
         }
@@ -97,7 +102,8 @@ inline mat attention(const mat& x, int batch, int L, int D, int H, int Hkv, bool
         }
         for (int d = 0; d < dh; ++d) {
           double acc = 0;
-          for (int j = 0; j < L; ++j) acc += s[std::size_t(j)] / sum * v[std::size_t((b * L + j) * Hkv * dh + kv * dh + d)];
+          for (int j = 0; j < L; ++j)
+            acc += s[std::size_t(j)] / sum * v[std::size_t((b * L + j) * Hkv * dh + kv * dh + d)];
           o[std::size_t((b * L + i) * D + h * dh + d)] = acc;
         }
       }
@@ -118,14 +124,16 @@ inline mat add(mat a, const mat& b) {
 }
 
 // One transformer block on [L, D] with params under prefix p ("" or "layers.3."), GELU (tanh).
-inline mat block(const mat& x, int L, int D, int H, int Hkv, int F, bool pre, bool causal, const weights& w,
-                 const std::string& p) {
+inline mat block(const mat& x, int L, int D, int H, int Hkv, int F, bool pre, bool causal,
+                 const weights& w, const std::string& p) {
   auto act = [](double v) { return gelu_tanh(v); };
   if (pre) {
-    const mat h = add(x, attention(layernorm(x, L, D, w, p + "ln1"), 1, L, D, H, Hkv, causal, w, p + "attn"));
+    const mat h =
+        add(x, attention(layernorm(x, L, D, w, p + "ln1"), 1, L, D, H, Hkv, causal, w, p + "attn"));
     return add(h, ffn(layernorm(h, L, D, w, p + "ln2"), L, D, F, w, p + "ffn", act));
   }
-  const mat h = layernorm(add(x, attention(x, 1, L, D, H, Hkv, causal, w, p + "attn")), L, D, w, p + "ln1");
+  const mat h =
+      layernorm(add(x, attention(x, 1, L, D, H, Hkv, causal, w, p + "attn")), L, D, w, p + "ln1");
   return layernorm(add(h, ffn(h, L, D, F, w, p + "ffn", act)), L, D, w, p + "ln2");
 }
 

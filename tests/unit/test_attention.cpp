@@ -8,7 +8,8 @@ constexpr int L = 8, D = 16, F = 24;
 
 // Evaluate graph g with input "x" = xv and random weights; returns output 0 and the weights.
 template <class G, class X>
-std::pair<fd::dynamic_tensor, nnref::weights> run_with_weights(const G& g, X& xv, unsigned seed = 5) {
+std::pair<fd::dynamic_tensor, nnref::weights> run_with_weights(const G& g, X& xv,
+                                                               unsigned seed = 5) {
   fd::reference::evaluator ev{g};
   nnref::weights w(ev.required(), seed);
   w.bind(ev);
@@ -36,7 +37,9 @@ TEST_CASE("linear is x @ w + b, with params <prefix>.w [in, out] and <prefix>.b 
   test::check_close(y2, nnref::linear(as_mat(xv), 2 * L, D, 5, w2, "proj", false), 1e-5, 1e-5);
 }
 
-TEST_CASE("multi-head attention (4 heads) matches softmax(q k^T / sqrt(dh)) v, then the output projection") {
+TEST_CASE(
+    "multi-head attention (4 heads) matches softmax(q k^T / sqrt(dh)) v, then the output "
+    "projection") {
   constexpr auto x = fd::input<"x", float, L, D>();
   auto xv = test::random_tensor<float, L, D>(2);
   auto [y, w] = run_with_weights(fd::graph::flatten(fd::nn::attention<"attn", 4>(x)), xv);
@@ -52,7 +55,8 @@ TEST_CASE("causal attention: row i attends to keys 0..i only") {
   // Row 0 sees only itself: its output does not change when later rows change.
   auto xv2 = test::random_tensor<float, L, D>(3);  // the same values as xv
   for (int j = D; j < L * D; ++j) xv2[j] += 1.0f;
-  auto [y2, w2] = run_with_weights(fd::graph::flatten(fd::nn::attention<"attn", 4, 4, true>(x)), xv2);
+  auto [y2, w2] =
+      run_with_weights(fd::graph::flatten(fd::nn::attention<"attn", 4, 4, true>(x)), xv2);
   for (int j = 0; j < D; ++j) CHECK(y2.data<float>()[j] == y.data<float>()[j]);
 }
 
@@ -61,7 +65,8 @@ TEST_CASE("grouped-query attention: 4 query heads share 2 key/value heads, causa
   auto xv = test::random_tensor<float, L, D>(4);
   fd::reference::evaluator probe{fd::graph::flatten(fd::nn::attention<"attn", 4, 2, true>(x))};
   for (const auto& s : probe.required())
-    if (s.name == "attn.k.w") CHECK(s.shape == fd::make_dims(D, 2 * D / 4));  // kv projections are narrower
+    if (s.name == "attn.k.w")
+      CHECK(s.shape == fd::make_dims(D, 2 * D / 4));  // kv projections are narrower
   auto [y, w] = run_with_weights(fd::graph::flatten(fd::nn::attention<"attn", 4, 2, true>(x)), xv);
   test::check_close(y, nnref::attention(as_mat(xv), 1, L, D, 4, 2, true, w, "attn"), 1e-5, 1e-4);
 }
@@ -91,16 +96,20 @@ TEST_CASE("feed-forward is fc2(act(fc1(x))) for each activation") {
     test::check_close(y, nnref::ffn(xm, L, D, F, w, "ffn", nnref::gelu_tanh), 1e-5, 1e-4);
   }
   {
-    auto [y, w] = run_with_weights(fd::graph::flatten(fd::nn::feed_forward<"ffn", F, activation::relu>(x)), xv);
-    test::check_close(y, nnref::ffn(xm, L, D, F, w, "ffn", [](double v) { return v > 0 ? v : 0; }), 1e-5, 1e-4);
+    auto [y, w] = run_with_weights(
+        fd::graph::flatten(fd::nn::feed_forward<"ffn", F, activation::relu>(x)), xv);
+    test::check_close(y, nnref::ffn(xm, L, D, F, w, "ffn", [](double v) { return v > 0 ? v : 0; }),
+                      1e-5, 1e-4);
   }
   {
-    auto [y, w] = run_with_weights(fd::graph::flatten(fd::nn::feed_forward<"ffn", F, activation::gelu>(x)), xv);
+    auto [y, w] = run_with_weights(
+        fd::graph::flatten(fd::nn::feed_forward<"ffn", F, activation::gelu>(x)), xv);
     auto gelu = [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); };
     test::check_close(y, nnref::ffn(xm, L, D, F, w, "ffn", gelu), 1e-5, 1e-4);
   }
   {
-    auto [y, w] = run_with_weights(fd::graph::flatten(fd::nn::feed_forward<"ffn", F, activation::silu>(x)), xv);
+    auto [y, w] = run_with_weights(
+        fd::graph::flatten(fd::nn::feed_forward<"ffn", F, activation::silu>(x)), xv);
     auto silu = [](double v) { return v / (1 + std::exp(-v)); };
     test::check_close(y, nnref::ffn(xm, L, D, F, w, "ffn", silu), 1e-5, 1e-4);
   }

@@ -13,8 +13,10 @@ constexpr auto& g = fd::graph::flatten(fd::matmul(x, w));
 TEST_CASE("required() lists every input and param with dtype and shape") {
   fd::reference::evaluator ev{g};
   REQUIRE(ev.required().size() == 2);
-  CHECK(ev.required()[0] == fd::reference::binding_spec{"x", fd::dtype::f32, fd::make_dims(4, 8), fd::graph::op_kind::input});
-  CHECK(ev.required()[1] == fd::reference::binding_spec{"w", fd::dtype::f32, fd::make_dims(8, 3), fd::graph::op_kind::param});
+  CHECK(ev.required()[0] == fd::reference::binding_spec{"x", fd::dtype::f32, fd::make_dims(4, 8),
+                                                        fd::graph::op_kind::input});
+  CHECK(ev.required()[1] == fd::reference::binding_spec{"w", fd::dtype::f32, fd::make_dims(8, 3),
+                                                        fd::graph::op_kind::param});
 }
 
 TEST_CASE("a missing binding is reported with its expected shape when run() is called") {
@@ -22,39 +24,47 @@ TEST_CASE("a missing binding is reported with its expected shape when run() is c
   fd::reference::evaluator ev{g};
   ev.bind("x", xv);
   CHECK_THROWS_WITH_AS(ev.run(), "binding \"w\": missing (expected f32[8,3])", fd::binding_error);
-  CHECK_THROWS_WITH_AS(fd::reference::run(g, {}), doctest::Contains("binding \"x\": missing (expected f32[4,8])"),
+  CHECK_THROWS_WITH_AS(fd::reference::run(g, {}),
+                       doctest::Contains("binding \"x\": missing (expected f32[4,8])"),
                        fd::binding_error);
 }
 
 TEST_CASE("an unknown name is rejected when bound, naming it and what the program reads") {
   auto xv = test::random_tensor<float, 4, 8>(1);
   fd::reference::evaluator ev{g};
-  CHECK_THROWS_WITH_AS(ev.bind("wq", xv),
-                       "binding \"wq\": the program has no input or param of this name (it has: x, w)",
-                       fd::binding_error);
+  CHECK_THROWS_WITH_AS(
+      ev.bind("wq", xv),
+      "binding \"wq\": the program has no input or param of this name (it has: x, w)",
+      fd::binding_error);
   CHECK_THROWS_AS(fd::reference::run(g, {{"x", xv}, {"w", xv}, {"extra", xv}}), fd::binding_error);
 }
 
 TEST_CASE("a wrong shape names the binding and both shapes") {
   auto wrong = test::random_tensor<float, 3, 8>(2);
   fd::reference::evaluator ev{g};
-  CHECK_THROWS_WITH_AS(ev.bind("w", wrong), "binding \"w\": expected f32[8,3], got f32[3,8]", fd::binding_error);
+  CHECK_THROWS_WITH_AS(ev.bind("w", wrong), "binding \"w\": expected f32[8,3], got f32[3,8]",
+                       fd::binding_error);
   auto rank3 = test::random_tensor<float, 1, 4, 8>(2);
-  CHECK_THROWS_WITH_AS(ev.bind("x", rank3), "binding \"x\": expected f32[4,8], got f32[1,4,8]", fd::binding_error);
+  CHECK_THROWS_WITH_AS(ev.bind("x", rank3), "binding \"x\": expected f32[4,8], got f32[1,4,8]",
+                       fd::binding_error);
 }
 
 TEST_CASE("a wrong dtype names the binding and both dtypes") {
   fd::tensor<fd::bf16, 4, 8> xb;
   fd::tensor<std::int32_t, 8, 3> wi;
   fd::reference::evaluator ev{g};
-  CHECK_THROWS_WITH_AS(ev.bind("x", xb), "binding \"x\": expected f32[4,8], got bf16[4,8]", fd::binding_error);
-  CHECK_THROWS_WITH_AS(ev.bind("w", wi), "binding \"w\": expected f32[8,3], got i32[8,3]", fd::binding_error);
+  CHECK_THROWS_WITH_AS(ev.bind("x", xb), "binding \"x\": expected f32[4,8], got bf16[4,8]",
+                       fd::binding_error);
+  CHECK_THROWS_WITH_AS(ev.bind("w", wi), "binding \"w\": expected f32[8,3], got i32[8,3]",
+                       fd::binding_error);
 }
 
 TEST_CASE("a tensor_ref without data is rejected") {
   fd::reference::evaluator ev{g};
   const fd::tensor_ref null{nullptr, fd::dtype::f32, fd::make_dims(4, 8)};
-  CHECK_THROWS_WITH_AS(ev.bind("x", null), doctest::Contains("binding \"x\": the tensor has no data"), fd::binding_error);
+  CHECK_THROWS_WITH_AS(ev.bind("x", null),
+                       doctest::Contains("binding \"x\": the tensor has no data"),
+                       fd::binding_error);
 }
 
 TEST_CASE("binding errors are fusedsl errors and std::runtime_errors") {
@@ -69,11 +79,14 @@ TEST_CASE("per-layer params of a stack are checked under their full names") {
   constexpr auto& gs = fd::graph::flatten(fd::nn::stack<"layers", 2>(body, x));
   fd::reference::evaluator ev{gs};
   auto wrong = test::random_tensor<float, 8, 4>(3);
-  CHECK_THROWS_WITH_AS(ev.bind("layers.1.fc.w", wrong), "binding \"layers.1.fc.w\": expected f32[8,8], got f32[8,4]",
+  CHECK_THROWS_WITH_AS(ev.bind("layers.1.fc.w", wrong),
+                       "binding \"layers.1.fc.w\": expected f32[8,8], got f32[8,4]",
                        fd::binding_error);
-  CHECK_THROWS_WITH_AS(ev.bind("fc.w", wrong), doctest::Contains("binding \"fc.w\": the program has no input"),
+  CHECK_THROWS_WITH_AS(ev.bind("fc.w", wrong),
+                       doctest::Contains("binding \"fc.w\": the program has no input"),
                        fd::binding_error);
-  CHECK_THROWS_WITH_AS(ev.bind("layers.2.fc.w", wrong), doctest::Contains("no input or param"), fd::binding_error);
+  CHECK_THROWS_WITH_AS(ev.bind("layers.2.fc.w", wrong), doctest::Contains("no input or param"),
+                       fd::binding_error);
 }
 
 TEST_CASE("a later bind replaces an earlier one, and an evaluator runs again with new data") {
@@ -86,7 +99,8 @@ TEST_CASE("a later bind replaces an earlier one, and an evaluator runs again wit
   auto a = ev.run();
   ev.bind("w", w2);
   auto b = ev.run();
-  for (int i = 0; i < 12; ++i) CHECK(b[0].data<float>()[i] == doctest::Approx(2.0f * a[0].data<float>()[i]));
+  for (int i = 0; i < 12; ++i)
+    CHECK(b[0].data<float>()[i] == doctest::Approx(2.0f * a[0].data<float>()[i]));
   ev.clear();
   CHECK_THROWS_AS(ev.run(), fd::binding_error);
 }
@@ -95,7 +109,8 @@ TEST_CASE("a malformed node table is a graph_error naming the node, before anyth
   auto broken = g;  // a copy we may corrupt: input, param, matmul
   SUBCASE("a shape its operands do not give") {
     broken.nodes[2].shape = fd::make_dims(4, 4);
-    CHECK_THROWS_WITH_AS(fd::reference::evaluator{broken}, doctest::Contains("node %2 (matmul)"), fd::graph::graph_error);
+    CHECK_THROWS_WITH_AS(fd::reference::evaluator{broken}, doctest::Contains("node %2 (matmul)"),
+                         fd::graph::graph_error);
   }
   SUBCASE("an operand that does not precede its node") {
     broken.nodes[2].in[1] = 2;
@@ -114,7 +129,16 @@ TEST_CASE("a malformed node table is a graph_error naming the node, before anyth
     auto bad = gs;
     bad.nodes[1].end = 12;
     bad.nodes[1].shape = fd::make_dims(4, 12);
-    CHECK_THROWS_WITH_AS(fd::reference::evaluator{bad}, doctest::Contains("node %1 (slice"), fd::graph::graph_error);
+    CHECK_THROWS_WITH_AS(fd::reference::evaluator{bad}, doctest::Contains("node %1 (slice"),
+                         fd::graph::graph_error);
+  }
+  SUBCASE("a composite whose gamma is not a vector of the last axis (ids are the caller's)") {
+    constexpr auto gm = fd::param<"g", float, 8>();
+    constexpr auto& gl = fd::graph::flatten(fd::rmsnorm(fd::exp(x), gm));
+    auto bad = gl;  // x, exp, g, rmsnorm
+    bad.nodes[2].shape = fd::make_dims(4);
+    CHECK_THROWS_WITH_AS(fd::reference::evaluator{bad}, doctest::Contains("node %3 (rmsnorm"),
+                         fd::graph::graph_error);
   }
   SUBCASE("an operand count beyond the table") {
     broken.nodes[2].n_in = 40;

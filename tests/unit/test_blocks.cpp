@@ -25,7 +25,9 @@ TEST_CASE("a post-LN block is LN2(h + ffn(h)) with h = LN1(x + attn(x))") {
   test::check_close(y[0], nnref::block(as_mat(xv), L, D, H, H, F, false, false, w, ""), 1e-4, 1e-4);
 }
 
-TEST_CASE("a pre-LN block with causal grouped-query attention is h + ffn(LN2(h)) with h = x + attn(LN1(x))") {
+TEST_CASE(
+    "a pre-LN block with causal grouped-query attention is h + ffn(LN2(h)) with h = x + "
+    "attn(LN1(x))") {
   constexpr auto blk = fd::nn::transformer_block<fd::nn::pre_ln, H, F, 2, true>;
   auto xv = test::random_tensor<float, L, D>(2);
   fd::reference::evaluator ev{fd::graph::flatten(blk(x))};
@@ -53,11 +55,14 @@ TEST_CASE("a stack of 2 blocks applies layer 0 then layer 1, each with its own p
 
   // Swapping the two layers' weights changes the result: each iteration reads its own params.
   for (auto& [name, t] : w.t)
-    if (name.rfind("layers.0.", 0) == 0) ev.bind("layers.1." + name.substr(9), t.ref());
-    else ev.bind("layers.0." + name.substr(9), t.ref());
+    if (name.rfind("layers.0.", 0) == 0)
+      ev.bind("layers.1." + name.substr(9), t.ref());
+    else
+      ev.bind("layers.0." + name.substr(9), t.ref());
   auto swapped = ev.run();
   const auto h1 = nnref::block(as_mat(xv), L, D, H, H, F, true, true, w, "layers.1.");
-  test::check_close(swapped[0], nnref::block(h1, L, D, H, H, F, true, true, w, "layers.0."), 1e-4, 1e-4);
+  test::check_close(swapped[0], nnref::block(h1, L, D, H, H, F, true, true, w, "layers.0."), 1e-4,
+                    1e-4);
 }
 
 TEST_CASE("a stack of a user block reads per-layer params and shared inputs") {
@@ -71,8 +76,8 @@ TEST_CASE("a stack of a user block reads per-layer params and shared inputs") {
   fd::reference::evaluator ev{g};
   std::vector<std::string> names;
   for (const auto& s : ev.required()) names.push_back(s.name);
-  CHECK(names == std::vector<std::string>{"x", "mlp.0.fc.w", "mlp.0.fc.b", "scale", "mlp.1.fc.w", "mlp.1.fc.b",
-                                          "mlp.2.fc.w", "mlp.2.fc.b"});
+  CHECK(names == std::vector<std::string>{"x", "mlp.0.fc.w", "mlp.0.fc.b", "scale", "mlp.1.fc.w",
+                                          "mlp.1.fc.b", "mlp.2.fc.w", "mlp.2.fc.b"});
   nnref::weights w(ev.required(), 14);
   w.bind(ev);
   ev.bind("x", xv).bind("scale", sv);
@@ -81,7 +86,8 @@ TEST_CASE("a stack of a user block reads per-layer params and shared inputs") {
   for (int l = 0; l < 3; ++l) {
     const auto z = nnref::linear(h, L, D, D, w, "mlp." + std::to_string(l) + ".fc");
     for (int i = 0; i < L * D; ++i)
-      h[std::size_t(i)] += 0.5 * z[std::size_t(i)] * (1 + std::erf(z[std::size_t(i)] / std::sqrt(2.0))) * sv[i % D];
+      h[std::size_t(i)] +=
+          0.5 * z[std::size_t(i)] * (1 + std::erf(z[std::size_t(i)] / std::sqrt(2.0))) * sv[i % D];
   }
   test::check_close(y[0], h, 1e-4, 1e-4);
 }

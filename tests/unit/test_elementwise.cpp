@@ -1,8 +1,8 @@
 // Elementwise ops of the reference backend against plain loops: unary functions, binary ops with
 // every kind of broadcasting, comparisons and select, integer masks, and edge values.
-#include "test_util.hpp"
-
 #include <limits>
+
+#include "test_util.hpp"
 
 namespace {
 
@@ -36,24 +36,61 @@ void check_unary(E e, F f, float lo, float hi) {
 
 TEST_CASE("unary ops match their formulas on random data") {
   const double pi = 3.14159265358979323846;
-  SUBCASE("neg") { check_unary(-x, [](double v) { return -v; }, -3, 3); }
-  SUBCASE("abs") { check_unary(fd::abs(x), [](double v) { return std::abs(v); }, -3, 3); }
-  SUBCASE("exp") { check_unary(fd::exp(x), [](double v) { return std::exp(v); }, -5, 5); }
-  SUBCASE("log") { check_unary(fd::log(x), [](double v) { return std::log(v); }, 0.01f, 10); }
-  SUBCASE("sqrt") { check_unary(fd::sqrt(x), [](double v) { return std::sqrt(v); }, 0, 10); }
-  SUBCASE("rsqrt") { check_unary(fd::rsqrt(x), [](double v) { return 1 / std::sqrt(v); }, 0.01f, 10); }
-  SUBCASE("tanh") { check_unary(fd::tanh(x), [](double v) { return std::tanh(v); }, -4, 4); }
-  SUBCASE("erf") { check_unary(fd::erf(x), [](double v) { return std::erf(v); }, -3, 3); }
-  SUBCASE("sigmoid") { check_unary(fd::sigmoid(x), [](double v) { return 1 / (1 + std::exp(-v)); }, -8, 8); }
-  SUBCASE("relu") { check_unary(fd::relu(x), [](double v) { return v > 0 ? v : 0; }, -3, 3); }
-  SUBCASE("silu") { check_unary(fd::silu(x), [](double v) { return v / (1 + std::exp(-v)); }, -8, 8); }
+  SUBCASE("neg") {
+    check_unary(
+        -x, [](double v) { return -v; }, -3, 3);
+  }
+  SUBCASE("abs") {
+    check_unary(
+        fd::abs(x), [](double v) { return std::abs(v); }, -3, 3);
+  }
+  SUBCASE("exp") {
+    check_unary(
+        fd::exp(x), [](double v) { return std::exp(v); }, -5, 5);
+  }
+  SUBCASE("log") {
+    check_unary(
+        fd::log(x), [](double v) { return std::log(v); }, 0.01f, 10);
+  }
+  SUBCASE("sqrt") {
+    check_unary(
+        fd::sqrt(x), [](double v) { return std::sqrt(v); }, 0, 10);
+  }
+  SUBCASE("rsqrt") {
+    check_unary(
+        fd::rsqrt(x), [](double v) { return 1 / std::sqrt(v); }, 0.01f, 10);
+  }
+  SUBCASE("tanh") {
+    check_unary(
+        fd::tanh(x), [](double v) { return std::tanh(v); }, -4, 4);
+  }
+  SUBCASE("erf") {
+    check_unary(
+        fd::erf(x), [](double v) { return std::erf(v); }, -3, 3);
+  }
+  SUBCASE("sigmoid") {
+    check_unary(
+        fd::sigmoid(x), [](double v) { return 1 / (1 + std::exp(-v)); }, -8, 8);
+  }
+  SUBCASE("relu") {
+    check_unary(
+        fd::relu(x), [](double v) { return v > 0 ? v : 0; }, -3, 3);
+  }
+  SUBCASE("silu") {
+    check_unary(
+        fd::silu(x), [](double v) { return v / (1 + std::exp(-v)); }, -8, 8);
+  }
   SUBCASE("gelu (erf form)") {
-    check_unary(fd::gelu(x), [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }, -4, 4);
+    check_unary(
+        fd::gelu(x), [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }, -4, 4);
   }
   SUBCASE("gelu (tanh form)") {
-    check_unary(fd::gelu_tanh(x), [&](double v) {
-      return 0.5 * v * (1 + std::tanh(std::sqrt(2 / pi) * (v + 0.044715 * v * v * v)));
-    }, -4, 4);
+    check_unary(
+        fd::gelu_tanh(x),
+        [&](double v) {
+          return 0.5 * v * (1 + std::tanh(std::sqrt(2 / pi) * (v + 0.044715 * v * v * v)));
+        },
+        -4, 4);
   }
 }
 
@@ -144,7 +181,9 @@ TEST_CASE("binary ops broadcast like NumPy") {
     std::vector<double> want2(3 * 42);
     for (int k = 0; k < 3; ++k)
       for (int i = 0; i < 6; ++i)
-        for (int j = 0; j < 7; ++j) want2[std::size_t((k * 6 + i) * 7 + j)] = double(xv(i, j) > mv(k, 0, j) ? xv(i, j) : mv(k, 0, j));
+        for (int j = 0; j < 7; ++j)
+          want2[std::size_t((k * 6 + i) * 7 + j)] =
+              double(xv(i, j) > mv(k, 0, j) ? xv(i, j) : mv(k, 0, j));
     auto got2 = eval2(fd::max(x, m), xv, mv);
     CHECK(got2.shape() == fd::make_dims(3, 6, 7));
     test::check_close(got2, want2, 0);
@@ -183,7 +222,8 @@ TEST_CASE("where broadcasts its predicate, and a causal mask from iota works in 
   std::vector<double> want(50);
   for (int h = 0; h < 2; ++h)
     for (int i = 0; i < 5; ++i)
-      for (int j = 0; j < 5; ++j) want[std::size_t((h * 5 + i) * 5 + j)] = i >= j ? double(sv(h, i, j)) : double(-1e9f);
+      for (int j = 0; j < 5; ++j)
+        want[std::size_t((h * 5 + i) * 5 + j)] = i >= j ? double(sv(h, i, j)) : double(-1e9f);
   auto got = eval1(masked, sv);
   test::check_close(got, want, 0);
 }
@@ -191,7 +231,8 @@ TEST_CASE("where broadcasts its predicate, and a causal mask from iota works in 
 TEST_CASE("i32 arithmetic is exact and integer division by zero is an error naming the node") {
   constexpr auto i = fd::iota<std::int32_t, 0, 3, 4>();
   constexpr auto j = fd::iota<std::int32_t, 1, 3, 4>();
-  auto outs = fd::reference::run(fd::graph::flatten(i * fd::lit<10.0> + j, fd::max(i, j), i - j), {});
+  auto outs =
+      fd::reference::run(fd::graph::flatten(i * fd::lit<10.0> + j, fd::max(i, j), i - j), {});
   std::vector<double> a(12), b(12), c(12);
   for (int r = 0; r < 3; ++r)
     for (int k = 0; k < 4; ++k) {
@@ -211,16 +252,22 @@ TEST_CASE("i32 arithmetic is exact and integer division by zero is an error nami
 TEST_CASE("edge values: infinities and NaN follow IEEE arithmetic, max and min propagate NaN") {
   fd::tensor<float, 6, 7> xv, yv;
   for (int i = 0; i < 42; ++i) xv[i] = yv[i] = 1.0f;
-  xv[0] = inf; yv[0] = inf;          // inf - inf = NaN
-  xv[1] = qnan; yv[1] = 1.0f;         // NaN propagates
-  xv[2] = 1.0f; yv[2] = 0.0f;        // 1/0 = inf
-  xv[3] = -1.0f; yv[3] = qnan;        // max(-1, NaN) = NaN
-  xv[4] = -inf; yv[4] = 5.0f;
+  xv[0] = inf;
+  yv[0] = inf;  // inf - inf = NaN
+  xv[1] = qnan;
+  yv[1] = 1.0f;  // NaN propagates
+  xv[2] = 1.0f;
+  yv[2] = 0.0f;  // 1/0 = inf
+  xv[3] = -1.0f;
+  yv[3] = qnan;  // max(-1, NaN) = NaN
+  xv[4] = -inf;
+  yv[4] = 5.0f;
   auto sub = eval2(x - y, xv, yv);
   auto div = eval2(x / y, xv, yv);
   auto mx = eval2(fd::max(x, y), xv, yv);
   auto mn = eval2(fd::min(x, y), xv, yv);
-  const auto s = test::values(sub), d = test::values(div), M = test::values(mx), m = test::values(mn);
+  const auto s = test::values(sub), d = test::values(div), M = test::values(mx),
+             m = test::values(mn);
   CHECK(std::isnan(s[0]));
   CHECK(std::isnan(s[1]));
   CHECK(d[2] == inf);
@@ -252,13 +299,14 @@ TEST_CASE("bf16 and f16 results are rounded to their dtype after every node") {
   constexpr auto b = fd::input<"x", fd::bf16, 6, 7>();
   constexpr auto h = fd::input<"x", fd::f16, 6, 7>();
   // (x * 0.1) + x: the weak constant takes the tensor's dtype, each node rounds.
-  auto gb = eval1((b * fd::lit<0.1>) + fd::exp(b), xb);
-  auto gh = eval1((h * fd::lit<0.1>) + fd::exp(h), xh);
+  auto gb = eval1((b * fd::lit<0.1>)+fd::exp(b), xb);
+  auto gh = eval1((h * fd::lit<0.1>)+fd::exp(h), xh);
   REQUIRE(gb.type() == fd::dtype::bf16);
   REQUIRE(gh.type() == fd::dtype::f16);
   for (int i = 0; i < 42; ++i) {
     const float vb = float(xb[i]), vh = float(xh[i]);
-    const float pb = float(fd::bf16(vb * float(fd::bf16(0.1f)))), eb = float(fd::bf16(std::exp(vb)));
+    const float pb = float(fd::bf16(vb * float(fd::bf16(0.1f)))),
+                eb = float(fd::bf16(std::exp(vb)));
     const float ph = float(fd::f16(vh * float(fd::f16(0.1f)))), eh = float(fd::f16(std::exp(vh)));
     CHECK(gb.data<fd::bf16>()[i] == fd::bf16(pb + eb));
     CHECK(gh.data<fd::f16>()[i] == fd::f16(ph + eh));

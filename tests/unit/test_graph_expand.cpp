@@ -1,8 +1,7 @@
 // graph::expand: row composites become exactly their documented primitives, everything else is
 // copied, block bodies stay regions; it runs in constant evaluation and at run time alike.
-#include "test_util.hpp"
-
 #include "fusedsl/graph/expand.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -37,10 +36,10 @@ constexpr auto x = fd::input<"x", float, 4, 8>();
 TEST_CASE("softmax expands to max, guarded shift, exp, sum, guarded divide") {
   constexpr auto& g = fd::graph::flatten(fd::softmax(x));
   constexpr auto& e = fd::graph::expand<g>();
-  static_assert(ops_are(e, std::array{op_kind::input, op_kind::reduce_max, op_kind::constant, op_kind::eq,
-                                      op_kind::constant, op_kind::select, op_kind::sub, op_kind::exp,
-                                      op_kind::reduce_sum, op_kind::eq, op_kind::constant, op_kind::select,
-                                      op_kind::div}));
+  static_assert(ops_are(e, std::array{op_kind::input, op_kind::reduce_max, op_kind::constant,
+                                      op_kind::eq, op_kind::constant, op_kind::select, op_kind::sub,
+                                      op_kind::exp, op_kind::reduce_sum, op_kind::eq,
+                                      op_kind::constant, op_kind::select, op_kind::div}));
   static_assert(e[1].keepdims && e[1].axis == 1 && e[1].shape == fd::make_dims(4, 1));
   static_assert(e[2].value == -std::numeric_limits<double>::infinity() && e[2].weak);
   static_assert(e[9].in[1] == 4);  // s == 0 reuses the constant 0
@@ -58,7 +57,9 @@ TEST_CASE("log_softmax expands to (x - m') - log(s')") {
   static_assert(count(e, op_kind::div) == 0);
 }
 
-TEST_CASE("layernorm expands to mean, centre, variance, rsqrt(var + eps), scale and shift; rmsnorm without centring") {
+TEST_CASE(
+    "layernorm expands to mean, centre, variance, rsqrt(var + eps), scale and shift; rmsnorm "
+    "without centring") {
   constexpr auto gm = fd::param<"g", float, 8>();
   constexpr auto bt = fd::param<"b", float, 8>();
   constexpr auto& g = fd::graph::flatten(fd::layernorm<1e-3>(x, gm, bt), fd::rmsnorm(x, gm));
@@ -68,8 +69,8 @@ TEST_CASE("layernorm expands to mean, centre, variance, rsqrt(var + eps), scale 
   static_assert(count(e, op_kind::rsqrt) == 2);
   static_assert(count(e, op_kind::sub) == 1);
   static_assert(e.n_outputs == 2);
-  static_assert(e[e.outputs[0]].op == op_kind::add);   // ... * gamma + beta
-  static_assert(e[e.outputs[1]].op == op_kind::mul);   // ... * gamma
+  static_assert(e[e.outputs[0]].op == op_kind::add);  // ... * gamma + beta
+  static_assert(e[e.outputs[1]].op == op_kind::mul);  // ... * gamma
   constexpr bool eps_kept = [] {
     bool ln = false, rms = false;
     for (int i = 0; i < e.size(); ++i) {
@@ -89,7 +90,8 @@ TEST_CASE("expanding a stack keeps its body a region and expands the composites 
   static_assert(only_primitives(e));
   static_assert(e.n_regions == 2);
   static_assert(count(e, op_kind::repeat) == 1 && e[e.outputs[0]].op == op_kind::repeat);
-  static_assert(e[e.regions[1].placeholder].op == op_kind::placeholder && e[e.regions[1].placeholder].region == 1);
+  static_assert(e[e.regions[1].placeholder].op == op_kind::placeholder &&
+                e[e.regions[1].placeholder].region == 1);
   static_assert(e[e.regions[1].result].region == 1);
   // The softmax becomes 12 nodes (+11); each layernorm 10 (+9), the second sharing the first's eps.
   static_assert(e.size() == g.size() + 11 + 9 + 8);
@@ -107,7 +109,8 @@ TEST_CASE("expand gives the same table at run time as in constant evaluation") {
   CHECK(fd::graph::to_text(fd::graph::view_of(b)) == fd::graph::to_text(e));
 }
 
-TEST_CASE("the reference backend computes softmax bit for bit as the primitives written out by hand") {
+TEST_CASE(
+    "the reference backend computes softmax bit for bit as the primitives written out by hand") {
   constexpr double ninf = -std::numeric_limits<double>::infinity();
   constexpr auto m = fd::max<1, true>(x);
   constexpr auto m_safe = fd::where(fd::eq(m, fd::lit<ninf>), fd::lit<0.0>, m);

@@ -32,7 +32,8 @@ constexpr bool no_dead_nodes(const G& g) {
     bool used = false;
     for (int o = 0; o < g.n_outputs; ++o) used = used || g.outputs[std::size_t(o)] == i;
     for (int r = 1; r < g.n_regions; ++r)
-      used = used || g.regions[std::size_t(r)].result == i || g.regions[std::size_t(r)].placeholder == i;
+      used = used || g.regions[std::size_t(r)].result == i ||
+             g.regions[std::size_t(r)].placeholder == i;
     for (int j = i + 1; j < g.size(); ++j)
       for (int k = 0; k < g[j].n_in; ++k) used = used || g[j].in[std::size_t(k)] == i;
     if (!used) return false;
@@ -53,7 +54,8 @@ TEST_CASE("identical subexpressions merge into one node") {
 
   // The same param named twice is one node; two outputs share their common part.
   constexpr auto w = fd::param<"w", float, 128, 128>();
-  constexpr auto& g2 = fd::graph::flatten(fd::matmul(x, w) + fd::matmul(x, w), fd::relu(fd::matmul(x, w)));
+  constexpr auto& g2 =
+      fd::graph::flatten(fd::matmul(x, w) + fd::matmul(x, w), fd::relu(fd::matmul(x, w)));
   static_assert(count(g2, op_kind::param) == 1);
   static_assert(count(g2, op_kind::matmul) == 1);
   static_assert(g2.n_outputs == 2);
@@ -62,14 +64,15 @@ TEST_CASE("identical subexpressions merge into one node") {
 
 TEST_CASE("a post-LN block flattens to 47 nodes: 8 matmuls, 16 params, 2 layernorms, 1 softmax") {
   constexpr auto& g = fd::graph::flatten(fd::nn::transformer_block<fd::nn::post_ln, 4, 512>(x));
-  static_assert(count(g, op_kind::matmul) == 8);     // q, k, v, o, scores, p @ v, fc1, fc2
-  static_assert(count(g, op_kind::param) == 16);     // 4 x (w, b) attention, 2 x (w, b) ffn, 2 x (gamma, beta)
+  static_assert(count(g, op_kind::matmul) == 8);  // q, k, v, o, scores, p @ v, fc1, fc2
+  static_assert(count(g, op_kind::param) ==
+                16);  // 4 x (w, b) attention, 2 x (w, b) ffn, 2 x (gamma, beta)
   static_assert(count(g, op_kind::layernorm) == 2);
   static_assert(count(g, op_kind::softmax) == 1);
-  static_assert(count(g, op_kind::add) == 8);        // 6 biases, 2 residuals
-  static_assert(count(g, op_kind::reshape) == 4);    // split q, k, v; merge
+  static_assert(count(g, op_kind::add) == 8);      // 6 biases, 2 residuals
+  static_assert(count(g, op_kind::reshape) == 4);  // split q, k, v; merge
   static_assert(count(g, op_kind::transpose) == 4);
-  static_assert(count(g, op_kind::mul) == 1);        // the 1/sqrt(dh) scale
+  static_assert(count(g, op_kind::mul) == 1);  // the 1/sqrt(dh) scale
   static_assert(count(g, op_kind::constant) == 1);
   static_assert(count(g, op_kind::gelu_tanh) == 1);
   static_assert(count(g, op_kind::input) == 1);
@@ -80,7 +83,8 @@ TEST_CASE("a post-LN block flattens to 47 nodes: 8 matmuls, 16 params, 2 layerno
 }
 
 TEST_CASE("causal grouped-query attention adds the mask and the head grouping, nothing else") {
-  constexpr auto& g = fd::graph::flatten(fd::nn::transformer_block<fd::nn::pre_ln, 4, 512, 2, true>(x));
+  constexpr auto& g =
+      fd::graph::flatten(fd::nn::transformer_block<fd::nn::pre_ln, 4, 512, 2, true>(x));
   // 47 + 2 reshapes for the grouping (queries into kv groups, the output back to heads)
   // + 7 for the mask (reshape, 2 iotas, ge, -inf, select, reshape back).
   static_assert(g.size() == 47 + 2 + 7);
@@ -97,7 +101,8 @@ TEST_CASE("a stack is one body region and one repeat node, whatever its depth") 
   constexpr auto blk = fd::nn::transformer_block<fd::nn::post_ln, 4, 512>;
   constexpr auto& g2 = fd::graph::flatten(fd::nn::stack<"layers", 2>(blk, x));
   constexpr auto& g12 = fd::graph::flatten(fd::nn::stack<"layers", 12>(blk, x));
-  static_assert(g2.size() == 49);  // x and repeat in the main graph; placeholder and 46 nodes in the body
+  static_assert(g2.size() ==
+                49);  // x and repeat in the main graph; placeholder and 46 nodes in the body
   static_assert(g12.size() == g2.size());
   static_assert(g2.n_regions == 2);
   static_assert(count(g12, op_kind::repeat) == 1);
@@ -112,7 +117,8 @@ TEST_CASE("a stack is one body region and one repeat node, whatever its depth") 
 
 TEST_CASE("required_bindings names each layer's params <prefix>.<i>.<param>, in reading order") {
   constexpr auto blk = fd::nn::transformer_block<fd::nn::post_ln, 4, 512>;
-  const auto specs = fd::reference::required_bindings(fd::graph::flatten(fd::nn::stack<"layers", 3>(blk, x)));
+  const auto specs =
+      fd::reference::required_bindings(fd::graph::flatten(fd::nn::stack<"layers", 3>(blk, x)));
   REQUIRE(specs.size() == 1 + 3 * 16);
   CHECK(specs[0].name == "x");
   CHECK(specs[0].kind == op_kind::input);
@@ -123,7 +129,8 @@ TEST_CASE("required_bindings names each layer's params <prefix>.<i>.<param>, in 
   CHECK(specs.back().name == "layers.2.ln2.beta");
   for (std::size_t i = 1; i < specs.size(); ++i) CHECK(specs[i].kind == op_kind::param);
   bool fc1 = false;
-  for (const auto& s : specs) fc1 = fc1 || (s.name == "layers.2.ffn.fc1.w" && s.shape == fd::make_dims(128, 512));
+  for (const auto& s : specs)
+    fc1 = fc1 || (s.name == "layers.2.ffn.fc1.w" && s.shape == fd::make_dims(128, 512));
   CHECK(fc1);
 }
 

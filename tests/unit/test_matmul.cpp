@@ -31,8 +31,8 @@ TEST_CASE("2-D matmul, with either or both operands read transposed") {
   constexpr auto at = fd::input<"at", float, K, M>();
   constexpr auto bt = fd::input<"bt", float, N, K>();
   auto outs = fd::reference::run(
-      fd::graph::flatten(fd::matmul(a, b), fd::matmul<true, false>(at, b), fd::matmul<false, true>(a, bt),
-                         fd::matmul<true, true>(at, bt)),
+      fd::graph::flatten(fd::matmul(a, b), fd::matmul<true, false>(at, b),
+                         fd::matmul<false, true>(a, bt), fd::matmul<true, true>(at, bt)),
       {{"a", av}, {"b", bv}, {"at", atv}, {"bt", btv}});
   auto A = [&](int, int i, int p) { return av(i, p); };
   auto B = [&](int, int p, int j) { return bv(p, j); };
@@ -52,8 +52,9 @@ TEST_CASE("batched matmul multiplies matching batch entries") {
   auto bv = test::random_tensor<float, 2, 3, 4, 6>(6);
   auto out = fd::reference::run(fd::graph::flatten(fd::matmul(a, b)), {{"a", av}, {"b", bv}});
   CHECK(out[0].shape() == fd::make_dims(2, 3, 5, 6));
-  auto want = loop_matmul(6, 5, 6, 4, [&](int t, int i, int p) { return av(t / 3, t % 3, i, p); },
-                          [&](int t, int p, int j) { return bv(t / 3, t % 3, p, j); });
+  auto want = loop_matmul(
+      6, 5, 6, 4, [&](int t, int i, int p) { return av(t / 3, t % 3, i, p); },
+      [&](int t, int p, int j) { return bv(t / 3, t % 3, p, j); });
   test::check_close(out[0], want, 1e-5, 1e-5);
 }
 
@@ -62,10 +63,12 @@ TEST_CASE("batch axes broadcast: [2,1,5,4] x [3,6,4] (transposed) gives [2,3,5,6
   constexpr auto b = fd::input<"b", float, 3, 6, 4>();
   auto av = test::random_tensor<float, 2, 1, 5, 4>(7);
   auto bv = test::random_tensor<float, 3, 6, 4>(8);
-  auto out = fd::reference::run(fd::graph::flatten(fd::matmul<false, true>(a, b)), {{"a", av}, {"b", bv}});
+  auto out =
+      fd::reference::run(fd::graph::flatten(fd::matmul<false, true>(a, b)), {{"a", av}, {"b", bv}});
   CHECK(out[0].shape() == fd::make_dims(2, 3, 5, 6));
-  auto want = loop_matmul(6, 5, 6, 4, [&](int t, int i, int p) { return av(t / 3, 0, i, p); },
-                          [&](int t, int p, int j) { return bv(t % 3, j, p); });
+  auto want = loop_matmul(
+      6, 5, 6, 4, [&](int t, int i, int p) { return av(t / 3, 0, i, p); },
+      [&](int t, int p, int j) { return bv(t % 3, j, p); });
   test::check_close(out[0], want, 1e-5, 1e-5);
 }
 
@@ -76,8 +79,9 @@ TEST_CASE("a matrix times a batch of matrices: [8,4] x [3,4,5]") {
   auto bv = test::random_tensor<float, 3, 4, 5>(10);
   auto out = fd::reference::run(fd::graph::flatten(fd::matmul(a, b)), {{"a", av}, {"b", bv}});
   CHECK(out[0].shape() == fd::make_dims(3, 8, 5));
-  auto want = loop_matmul(3, 8, 5, 4, [&](int, int i, int p) { return av(i, p); },
-                          [&](int t, int p, int j) { return bv(t, p, j); });
+  auto want = loop_matmul(
+      3, 8, 5, 4, [&](int, int i, int p) { return av(i, p); },
+      [&](int t, int p, int j) { return bv(t, p, j); });
   test::check_close(out[0], want, 1e-5, 1e-5);
 }
 
@@ -92,8 +96,9 @@ TEST_CASE("bf16 matmul multiplies in f32 and rounds the result to bf16") {
   for (int i = 0; i < 96; ++i) bv[i] = fd::bf16(bf[i]);
   auto out = fd::reference::run(fd::graph::flatten(fd::matmul(a, b)), {{"a", av}, {"b", bv}});
   REQUIRE(out[0].type() == fd::dtype::bf16);
-  auto want = loop_matmul(1, 4, 3, 32, [&](int, int i, int p) { return float(av(i, p)); },
-                          [&](int, int p, int j) { return float(bv(p, j)); });
+  auto want = loop_matmul(
+      1, 4, 3, 32, [&](int, int i, int p) { return float(av(i, p)); },
+      [&](int, int p, int j) { return float(bv(p, j)); });
   for (std::size_t i = 0; i < want.size(); ++i) {
     const float got = float(out[0].data<fd::bf16>()[i]);
     CHECK(std::abs(got - want[i]) <= std::abs(want[i]) / 128 + 1e-6);  // within one bf16 rounding

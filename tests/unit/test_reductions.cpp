@@ -1,7 +1,7 @@
 // Reductions against plain loops: sum, mean, max, min over every axis, with and without keepdims.
-#include "test_util.hpp"
-
 #include <limits>
+
+#include "test_util.hpp"
 
 namespace {
 
@@ -26,10 +26,14 @@ std::vector<double> expected(const fd::tensor<float, 3, 4, 5>& xv, int axis, kin
         idx[o1] = a;
         idx[o2] = b;
         const double v = xv(idx[0], idx[1], idx[2]);
-        if (r == 0 && (k == kind::max || k == kind::min)) acc = v;
-        else if (k == kind::max) acc = v > acc ? v : acc;
-        else if (k == kind::min) acc = v < acc ? v : acc;
-        else acc += v;
+        if (r == 0 && (k == kind::max || k == kind::min))
+          acc = v;
+        else if (k == kind::max)
+          acc = v > acc ? v : acc;
+        else if (k == kind::min)
+          acc = v < acc ? v : acc;
+        else
+          acc += v;
       }
       out.push_back(k == kind::mean ? acc / n[axis] : acc);
     }
@@ -38,9 +42,9 @@ std::vector<double> expected(const fd::tensor<float, 3, 4, 5>& xv, int axis, kin
 
 template <int Axis, bool Keep>
 void check_axis(const fd::tensor<float, 3, 4, 5>& xv) {
-  auto outs = fd::reference::run(
-      fd::graph::flatten(fd::sum<Axis, Keep>(x), fd::mean<Axis, Keep>(x), fd::max<Axis, Keep>(x), fd::min<Axis, Keep>(x)),
-      {{"x", xv.ref()}});
+  auto outs = fd::reference::run(fd::graph::flatten(fd::sum<Axis, Keep>(x), fd::mean<Axis, Keep>(x),
+                                                    fd::max<Axis, Keep>(x), fd::min<Axis, Keep>(x)),
+                                 {{"x", xv.ref()}});
   REQUIRE(outs.size() == 4);
   const fd::dims want_shape = fd::reduce_shape(xs, Axis, Keep).value;
   for (auto& o : outs) CHECK(o.shape() == want_shape);
@@ -54,10 +58,21 @@ void check_axis(const fd::tensor<float, 3, 4, 5>& xv) {
 
 TEST_CASE("sum, mean, max and min reduce each axis, dropping it or keeping it as 1") {
   const auto xv = test::random_tensor<float, 3, 4, 5>(7, -2, 2);
-  SUBCASE("axis 0") { check_axis<0, false>(xv); check_axis<0, true>(xv); }
-  SUBCASE("axis 1") { check_axis<1, false>(xv); check_axis<1, true>(xv); }
-  SUBCASE("axis 2") { check_axis<2, false>(xv); check_axis<2, true>(xv); }
-  SUBCASE("axis -1 is the last axis") { check_axis<-1, true>(xv); }
+  SUBCASE("axis 0") {
+    check_axis<0, false>(xv);
+    check_axis<0, true>(xv);
+  }
+  SUBCASE("axis 1") {
+    check_axis<1, false>(xv);
+    check_axis<1, true>(xv);
+  }
+  SUBCASE("axis 2") {
+    check_axis<2, false>(xv);
+    check_axis<2, true>(xv);
+  }
+  SUBCASE("axis -1 is the last axis") {
+    check_axis<-1, true>(xv);
+  }
 }
 
 TEST_CASE("a rank-1 reduction gives a scalar, and a keepdims result broadcasts back") {
@@ -87,14 +102,15 @@ TEST_CASE("max and min propagate NaN; -inf and +inf are ordinary extremes") {
   xv(0, 1, 2) = std::numeric_limits<float>::quiet_NaN();
   xv(1, 2, 3) = std::numeric_limits<float>::infinity();
   xv(2, 3, 4) = -std::numeric_limits<float>::infinity();
-  auto outs = fd::reference::run(fd::graph::flatten(fd::max<2>(x), fd::min<2>(x), fd::sum<2>(x)), {{"x", xv}});
+  auto outs = fd::reference::run(fd::graph::flatten(fd::max<2>(x), fd::min<2>(x), fd::sum<2>(x)),
+                                 {{"x", xv}});
   const auto mx = test::values(outs[0]), mn = test::values(outs[1]), sm = test::values(outs[2]);
   CHECK(std::isnan(mx[1 * 1 + 0]));  // row (0,1)
   CHECK(std::isnan(mn[1]));
   CHECK(std::isnan(sm[1]));
   CHECK(mx[4 + 2] == std::numeric_limits<float>::infinity());   // row (1,2)
   CHECK(mn[8 + 3] == -std::numeric_limits<float>::infinity());  // row (2,3)
-  CHECK(mx[0] == 4.0f);  // row (0,0) holds 0..4
+  CHECK(mx[0] == 4.0f);                                         // row (0,0) holds 0..4
 }
 
 TEST_CASE("a bf16 reduction accumulates in f32 and rounds once") {
@@ -112,7 +128,8 @@ TEST_CASE("a bf16 reduction accumulates in f32 and rounds once") {
 
 TEST_CASE("integer reductions: sum, max and min of i32 are exact") {
   constexpr auto i = fd::iota<std::int32_t, 1, 3, 6>();
-  auto outs = fd::reference::run(fd::graph::flatten(fd::sum<1>(i), fd::max<1>(i), fd::min<0>(i)), {});
+  auto outs =
+      fd::reference::run(fd::graph::flatten(fd::sum<1>(i), fd::max<1>(i), fd::min<0>(i)), {});
   test::check_close(outs[0], {15, 15, 15}, 0);
   test::check_close(outs[1], {5, 5, 5}, 0);
   test::check_close(outs[2], {0, 1, 2, 3, 4, 5}, 0);

@@ -1,8 +1,8 @@
 // softmax, log_softmax, layernorm and rmsnorm against their formulas in double, and the defined
 // results at the edges: a row entirely -inf under a mask, NaN in a row.
-#include "test_util.hpp"
-
 #include <limits>
+
+#include "test_util.hpp"
 
 namespace {
 
@@ -32,24 +32,28 @@ std::vector<double> softmax_ref(const fd::tensor<float, 3, 4, 5>& xv, int axis, 
 
 TEST_CASE("softmax along each axis matches exp(x - max) / sum") {
   auto xv = test::random_tensor<float, 3, 4, 5>(1, -4, 4);
-  auto outs = fd::reference::run(fd::graph::flatten(fd::softmax<0>(x), fd::softmax<1>(x), fd::softmax<2>(x)), {{"x", xv}});
+  auto outs = fd::reference::run(
+      fd::graph::flatten(fd::softmax<0>(x), fd::softmax<1>(x), fd::softmax<2>(x)), {{"x", xv}});
   REQUIRE(outs.size() == 3);
   test::check_close(outs[0], softmax_ref(xv, 0, false), 1e-6, 1e-5);
   test::check_close(outs[1], softmax_ref(xv, 1, false), 1e-6, 1e-5);
   test::check_close(outs[2], softmax_ref(xv, 2, false), 1e-6, 1e-5);
-  auto last = fd::reference::run(fd::graph::flatten(fd::softmax(x)), {{"x", xv}});  // the default axis is the last
+  auto last = fd::reference::run(fd::graph::flatten(fd::softmax(x)),
+                                 {{"x", xv}});  // the default axis is the last
   test::check_close(last[0], softmax_ref(xv, 2, false), 1e-6, 1e-5);
 }
 
 TEST_CASE("log_softmax matches x - max - log(sum)") {
   auto xv = test::random_tensor<float, 3, 4, 5>(2, -4, 4);
-  auto outs = fd::reference::run(fd::graph::flatten(fd::log_softmax<1>(x), fd::log_softmax(x)), {{"x", xv}});
+  auto outs = fd::reference::run(fd::graph::flatten(fd::log_softmax<1>(x), fd::log_softmax(x)),
+                                 {{"x", xv}});
   test::check_close(outs[0], softmax_ref(xv, 1, true), 1e-5, 1e-5);
   test::check_close(outs[1], softmax_ref(xv, 2, true), 1e-5, 1e-5);
 }
 
 TEST_CASE("softmax is stable for large logits") {
-  auto xv = test::random_tensor<float, 3, 4, 5>(3, 80, 100);  // exp(100) overflows f32 without the shift
+  auto xv =
+      test::random_tensor<float, 3, 4, 5>(3, 80, 100);  // exp(100) overflows f32 without the shift
   auto out = fd::reference::run(fd::graph::flatten(fd::softmax(x)), {{"x", xv}});
   test::check_close(out[0], softmax_ref(xv, 2, false), 1e-6, 1e-5);
 }
@@ -87,8 +91,10 @@ TEST_CASE("NaN anywhere in a row makes that softmax row NaN and leaves the other
   xv(1, 2, 3) = std::numeric_limits<float>::quiet_NaN();
   auto out = fd::reference::run(fd::graph::flatten(fd::softmax(x)), {{"x", xv}});
   const auto p = test::values(out[0]);
-  for (int j = 0; j < 5; ++j) CHECK(std::isnan(p[std::size_t(test::offset(fd::make_dims(3, 4, 5), {1, 2, j}))]));
-  for (int j = 0; j < 5; ++j) CHECK(!std::isnan(p[std::size_t(test::offset(fd::make_dims(3, 4, 5), {1, 1, j}))]));
+  for (int j = 0; j < 5; ++j)
+    CHECK(std::isnan(p[std::size_t(test::offset(fd::make_dims(3, 4, 5), {1, 2, j}))]));
+  for (int j = 0; j < 5; ++j)
+    CHECK(!std::isnan(p[std::size_t(test::offset(fd::make_dims(3, 4, 5), {1, 1, j}))]));
 }
 
 TEST_CASE("layernorm and rmsnorm match their formulas over the last axis") {
@@ -97,8 +103,9 @@ TEST_CASE("layernorm and rmsnorm match their formulas over the last axis") {
   auto xv = test::random_tensor<float, 3, 4, 5>(6, -3, 3);
   auto gv = test::random_tensor<float, 5>(7, 0.5f, 1.5f);
   auto bv = test::random_tensor<float, 5>(8);
-  auto outs = fd::reference::run(fd::graph::flatten(fd::layernorm(x, g, b), fd::rmsnorm(x, g), fd::layernorm<0.5>(x, g, b)),
-                                 {{"x", xv}, {"g", gv}, {"b", bv}});
+  auto outs = fd::reference::run(
+      fd::graph::flatten(fd::layernorm(x, g, b), fd::rmsnorm(x, g), fd::layernorm<0.5>(x, g, b)),
+      {{"x", xv}, {"g", gv}, {"b", bv}});
   std::vector<double> ln(60), rms(60), ln_big_eps(60);
   for (int r = 0; r < 12; ++r) {
     double mu = 0, ms = 0, var = 0;
@@ -126,7 +133,8 @@ TEST_CASE("a constant row normalises to beta (variance 0 meets eps)") {
   for (int i = 0; i < 60; ++i) xv[i] = 7.0f;
   auto gv = test::random_tensor<float, 5>(9);
   auto bv = test::random_tensor<float, 5>(10);
-  auto out = fd::reference::run(fd::graph::flatten(fd::layernorm(x, g, b)), {{"x", xv}, {"g", gv}, {"b", bv}});
+  auto out = fd::reference::run(fd::graph::flatten(fd::layernorm(x, g, b)),
+                                {{"x", xv}, {"g", gv}, {"b", bv}});
   std::vector<double> want(60);
   for (int i = 0; i < 60; ++i) want[std::size_t(i)] = bv[i % 5];
   test::check_close(out[0], want, 0);
@@ -157,7 +165,8 @@ TEST_CASE("bf16 softmax and layernorm stay within bf16 rounding of the f32 resul
     for (int j = 0; j < 32; ++j) {
       sm[std::size_t(r * 32 + j)] = std::exp(double(float(hv(r, j))) - m) / sum;
       ln[std::size_t(r * 32 + j)] =
-          (double(float(hv(r, j))) - mu) / std::sqrt(var + 1e-5) * double(float(gv[j])) + double(float(bv[j]));
+          (double(float(hv(r, j))) - mu) / std::sqrt(var + 1e-5) * double(float(gv[j])) +
+          double(float(bv[j]));
     }
   }
   // Each primitive rounds to bf16 (8 bits of mantissa): a few ulps of 2^-8 in all.

@@ -51,7 +51,8 @@ TEST_CASE("transpose swaps the last two axes of a rank-4 tensor") {
 
 TEST_CASE("reshape keeps the row-major element order") {
   auto xv = test::random_tensor<float, 2, 3, 4>(3);
-  auto out = fd::reference::run(fd::graph::flatten(fd::reshape<6, 4>(x), fd::reshape<24>(x)), {{"x", xv}});
+  auto out =
+      fd::reference::run(fd::graph::flatten(fd::reshape<6, 4>(x), fd::reshape<24>(x)), {{"x", xv}});
   CHECK(out[0].shape() == fd::make_dims(6, 4));
   CHECK(out[1].shape() == fd::make_dims(24));
   std::vector<double> want(xv.span().begin(), xv.span().end());
@@ -61,9 +62,9 @@ TEST_CASE("reshape keeps the row-major element order") {
 
 TEST_CASE("slice takes [begin, end) along one axis, for each axis") {
   auto xv = test::random_tensor<float, 2, 3, 4>(4);
-  auto outs = fd::reference::run(
-      fd::graph::flatten(fd::slice<0, 1, 2>(x), fd::slice<1, 1, 3>(x), fd::slice<2, 1, 3>(x), fd::slice<-1, 0, 1>(x)),
-      {{"x", xv}});
+  auto outs = fd::reference::run(fd::graph::flatten(fd::slice<0, 1, 2>(x), fd::slice<1, 1, 3>(x),
+                                                    fd::slice<2, 1, 3>(x), fd::slice<-1, 0, 1>(x)),
+                                 {{"x", xv}});
   std::vector<double> w0, w1, w2, w3;
   for (int a = 0; a < 2; ++a)
     for (int b = 0; b < 3; ++b)
@@ -129,8 +130,8 @@ TEST_CASE("structural ops copy bf16 and pred elements bit for bit") {
   for (int i = 0; i < 12; ++i) hv[i] = fd::bf16::from_bits(std::uint16_t(0x3f80 + 7 * i));
   hv[5] = fd::bf16::from_bits(0x7fc1);  // a NaN with a payload survives a copy
   constexpr auto mask = fd::iota<std::int32_t, 0, 3, 4>() > fd::iota<std::int32_t, 1, 3, 4>();
-  auto outs = fd::reference::run(fd::graph::flatten(fd::transpose(h), fd::slice<1, 1, 3>(fd::transpose(mask))),
-                                 {{"h", hv}});
+  auto outs = fd::reference::run(
+      fd::graph::flatten(fd::transpose(h), fd::slice<1, 1, 3>(fd::transpose(mask))), {{"h", hv}});
   REQUIRE(outs[0].type() == fd::dtype::bf16);
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 4; ++j) CHECK(outs[0].data<fd::bf16>()[j * 3 + i].bits == hv(i, j).bits);

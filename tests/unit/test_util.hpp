@@ -30,34 +30,50 @@ inline std::vector<float> values(const fd::tensor_ref& t) {
   std::vector<float> r(std::size_t(t.shape.size()));
   for (std::size_t i = 0; i < r.size(); ++i) {
     switch (t.type) {
-      case fd::dtype::f32: r[i] = t.as<const float>()[i]; break;
-      case fd::dtype::bf16: r[i] = float(t.as<const fd::bf16>()[i]); break;
-      case fd::dtype::f16: r[i] = float(t.as<const fd::f16>()[i]); break;
-      case fd::dtype::i32: r[i] = float(t.as<const std::int32_t>()[i]); break;
-      case fd::dtype::boolean: r[i] = t.as<const bool>()[i] ? 1.0f : 0.0f; break;
+      case fd::dtype::f32:
+        r[i] = t.as<const float>()[i];
+        break;
+      case fd::dtype::bf16:
+        r[i] = float(t.as<const fd::bf16>()[i]);
+        break;
+      case fd::dtype::f16:
+        r[i] = float(t.as<const fd::f16>()[i]);
+        break;
+      case fd::dtype::i32:
+        r[i] = float(t.as<const std::int32_t>()[i]);
+        break;
+      case fd::dtype::boolean:
+        r[i] = t.as<const bool>()[i] ? 1.0f : 0.0f;
+        break;
     }
   }
   return r;
 }
-inline std::vector<float> values(fd::dynamic_tensor& t) { return values(t.ref()); }
+inline std::vector<float> values(fd::dynamic_tensor& t) {
+  return values(t.ref());
+}
 
 // Checks every element: |got - want| <= atol + rtol |want|; NaN must meet NaN and an infinity the
 // same infinity. Reports the first bad element and the count.
-inline void check_close(fd::dynamic_tensor& got, const std::vector<double>& want, double atol, double rtol = 0.0) {
+inline void check_close(fd::dynamic_tensor& got, const std::vector<double>& want, double atol,
+                        double rtol = 0.0) {
   const std::vector<float> g = values(got);
   REQUIRE(g.size() == want.size());
   std::size_t bad = 0, first = 0;
   for (std::size_t i = 0; i < g.size(); ++i) {
     const double w = want[i], v = g[i];
     bool ok;
-    if (std::isnan(w)) ok = std::isnan(v);
-    else if (std::isinf(w)) ok = v == w;
-    else ok = std::abs(v - w) <= atol + rtol * std::abs(w);
+    if (std::isnan(w))
+      ok = std::isnan(v);
+    else if (std::isinf(w))
+      ok = v == w;
+    else
+      ok = std::abs(v - w) <= atol + rtol * std::abs(w);
     if (!ok && bad++ == 0) first = i;
   }
-  INFO("first mismatch at element " << first << ": got " << (g.empty() ? 0.0f : g[first]) << ", want "
-                                    << (want.empty() ? 0.0 : want[first]) << " (" << bad << " of " << g.size()
-                                    << " differ)");
+  INFO("first mismatch at element " << first << ": got " << (g.empty() ? 0.0f : g[first])
+                                    << ", want " << (want.empty() ? 0.0 : want[first]) << " ("
+                                    << bad << " of " << g.size() << " differ)");
   CHECK(bad == 0);
 }
 

@@ -81,7 +81,8 @@ constexpr int emit_norm_primitives(builder& b, op_kind k, int x, int gamma, int 
 // The graph g with every row composite replaced by its primitives; merged, pruned, in topological
 // order. Regions keep their numbers; outputs keep their order.
 constexpr builder expand(const graph_view& g) {
-  if (g.n_regions < 1 || g.n_regions > max_regions || g.n_outputs < 0 || g.n_outputs > max_outputs || g.size < 0)
+  if (g.n_regions < 1 || g.n_regions > max_regions || g.n_outputs < 0 ||
+      g.n_outputs > max_outputs || g.size < 0)
     fail("expand: a malformed graph (region, output or node count)");
   builder b;
   b.regions.assign(g.regions, g.regions + g.n_regions);
@@ -95,20 +96,26 @@ constexpr builder expand(const graph_view& g) {
       n.in[std::size_t(k)] = id[std::size_t(o)];
     }
     if (n.region < 0 || n.region >= g.n_regions) fail("expand: a node lies in no region");
-    if (n.op == op_kind::layernorm && n.n_in != 3) fail("expand: layernorm needs x, gamma and beta");
+    if (n.op == op_kind::layernorm && n.n_in != 3)
+      fail("expand: layernorm needs x, gamma and beta");
     if (n.op == op_kind::rmsnorm && n.n_in != 2) fail("expand: rmsnorm needs x and gamma");
-    if ((n.op == op_kind::softmax || n.op == op_kind::log_softmax) && n.n_in != 1) fail("expand: softmax takes one operand");
+    if ((n.op == op_kind::softmax || n.op == op_kind::log_softmax) && n.n_in != 1)
+      fail("expand: softmax takes one operand");
     b.region = n.region;
     switch (n.op) {
       case op_kind::softmax:
       case op_kind::log_softmax:
-        id[std::size_t(i)] = emit_softmax_primitives(b, n.in[0], n.axis, n.op == op_kind::log_softmax);
+        id[std::size_t(i)] =
+            emit_softmax_primitives(b, n.in[0], n.axis, n.op == op_kind::log_softmax);
         break;
       case op_kind::layernorm:
       case op_kind::rmsnorm:
-        id[std::size_t(i)] = emit_norm_primitives(b, n.op, n.in[0], n.in[1], n.n_in > 2 ? n.in[2] : -1, n.value);
+        id[std::size_t(i)] =
+            emit_norm_primitives(b, n.op, n.in[0], n.in[1], n.n_in > 2 ? n.in[2] : -1, n.value);
         break;
-      default: id[std::size_t(i)] = b.add(n); break;
+      default:
+        id[std::size_t(i)] = b.add(n);
+        break;
     }
   }
   b.region = 0;
@@ -145,6 +152,8 @@ struct expanded {
 
 // The expanded node table of a constexpr graph: `constexpr auto& e = graph::expand<g>();`.
 template <const auto& G>
-constexpr const auto& expand() { return expanded<G>::value; }
+constexpr const auto& expand() {
+  return expanded<G>::value;
+}
 
 }  // namespace fusedsl::graph

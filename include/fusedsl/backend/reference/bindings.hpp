@@ -27,9 +27,12 @@ struct binding_spec {
 };
 
 // "f32[128,64]"
-inline std::string describe(dtype t, const dims& s) { return std::string(name_of(t)) + to_string(s); }
+inline std::string describe(dtype t, const dims& s) {
+  return std::string(name_of(t)) + to_string(s);
+}
 
-// The name iteration `layer` of a repeat with `prefix` gives to the body's param `name`: "p.i.name".
+// The name iteration `layer` of a repeat with `prefix` gives to the body's param `name`:
+// "p.i.name".
 inline std::string layer_name(std::string_view prefix, int layer, std::string_view name) {
   std::string r(prefix);
   if (!r.empty()) r += '.';
@@ -45,8 +48,8 @@ inline void add_spec(std::vector<binding_spec>& out, binding_spec s) {
   for (const binding_spec& o : out) {
     if (o.name != s.name) continue;
     if (o.type != s.type || !(o.shape == s.shape))
-      throw graph::graph_error("graph: \"" + s.name + "\" is read both as " + describe(o.type, o.shape) + " and as " +
-                               describe(s.type, s.shape));
+      throw graph::graph_error("graph: \"" + s.name + "\" is read both as " +
+                               describe(o.type, o.shape) + " and as " + describe(s.type, s.shape));
     return;
   }
   out.push_back(std::move(s));
@@ -54,20 +57,23 @@ inline void add_spec(std::vector<binding_spec>& out, binding_spec s) {
 
 // Collect the leaves of `region`, params named with `param_prefix` ("" or "layers.3."); recurse
 // into the bodies of repeat nodes.
-inline void collect(const graph::graph_view& g, int region, const std::string& param_prefix, int depth,
-                    std::vector<binding_spec>& out) {
-  if (depth > graph::max_regions) throw graph::graph_error("graph: repeated blocks nest in a cycle");
+inline void collect(const graph::graph_view& g, int region, const std::string& param_prefix,
+                    int depth, std::vector<binding_spec>& out) {
+  if (depth > graph::max_regions)
+    throw graph::graph_error("graph: repeated blocks nest in a cycle");
   for (int i = 0; i < g.size; ++i) {
     const graph::node& n = g[i];
     if (n.region != region) continue;
-    if (n.op == graph::op_kind::input) add_spec(out, {std::string(n.name.view()), n.type, n.shape, n.op});
+    if (n.op == graph::op_kind::input)
+      add_spec(out, {std::string(n.name.view()), n.type, n.shape, n.op});
     else if (n.op == graph::op_kind::param)
       add_spec(out, {param_prefix + std::string(n.name.view()), n.type, n.shape, n.op});
     else if (n.op == graph::op_kind::repeat) {
       if (n.body <= 0 || n.body >= g.n_regions || n.body == region)
         throw graph::graph_error("graph: a repeat node names a body region that does not exist");
       for (int l = 0; l < n.count; ++l)
-        collect(g, n.body, layer_name(param_prefix + std::string(n.name.view()), l, ""), depth + 1, out);
+        collect(g, n.body, layer_name(param_prefix + std::string(n.name.view()), l, ""), depth + 1,
+                out);
     }
   }
 }
@@ -85,8 +91,8 @@ inline std::vector<binding_spec> required_bindings(const graph::graph_view& g) {
 // Throws binding_error unless t matches spec: `binding "w": expected f32[128,64], got f32[64,128]`.
 inline void check_binding(const binding_spec& spec, const tensor_ref& t) {
   if (t.type != spec.type || !(t.shape == spec.shape))
-    throw binding_error("binding \"" + spec.name + "\": expected " + describe(spec.type, spec.shape) + ", got " +
-                        describe(t.type, t.shape));
+    throw binding_error("binding \"" + spec.name + "\": expected " +
+                        describe(spec.type, spec.shape) + ", got " + describe(t.type, t.shape));
   if (t.data == nullptr && t.shape.size() != 0)
     throw binding_error("binding \"" + spec.name + "\": the tensor has no data (null pointer)");
 }

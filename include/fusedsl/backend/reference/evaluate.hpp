@@ -1,6 +1,6 @@
 #pragma once
-// The reference backend: evaluates a graph node by node, unfused, with Eigen. It is the ground truth
-// for every other backend and the "unfused" baseline of the benchmarks.
+// The reference backend: evaluates a graph node by node, unfused, with Eigen. It is the ground
+// truth for every other backend and the "unfused" baseline of the benchmarks.
 //
 //   fusedsl::reference::evaluator ev{graph};      // any graph<N> or graph_view
 //   ev.bind("x", x).bind({{"w", w}, {"b", b}});   // by name; dtype and shape checked here
@@ -34,10 +34,11 @@ using binding = std::pair<std::string_view, tensor_ref>;
 
 class evaluator {
  public:
-  // Expands and checks the graph (graph::graph_error when it is malformed); lists its bindings.
-  explicit evaluator(const graph::graph_view& g) : program_(graph::expand(g)) {
+  // Checks and expands the graph (graph::graph_error, naming the node, when it is malformed);
+  // lists its bindings.
+  explicit evaluator(const graph::graph_view& g) : program_(checked_expand(g)) {
     const graph::graph_view v = program();
-    validate(v);
+    validate(v);  // cheap, and guards every index the kernels compute
     required_ = required_bindings(v);
     plan_regions();
   }
@@ -45,7 +46,9 @@ class evaluator {
   // Bind one tensor by name (a later bind of the same name replaces it).
   evaluator& bind(std::string_view name, tensor_ref t) {
     const binding_spec* spec = find(name);
-    if (!spec) throw binding_error("binding \"" + std::string(name) + "\": the program has no input or param of this name" + known_names());
+    if (!spec)
+      throw binding_error("binding \"" + std::string(name) +
+                          "\": the program has no input or param of this name" + known_names());
     check_binding(*spec, t);
     bound_[spec->name] = t;
     return *this;
@@ -54,7 +57,9 @@ class evaluator {
     for (const binding& b : bs) bind(b.first, b.second);
     return *this;
   }
-  evaluator& bind(std::initializer_list<binding> bs) { return bind(std::span<const binding>(bs.begin(), bs.size())); }
+  evaluator& bind(std::initializer_list<binding> bs) {
+    return bind(std::span<const binding>(bs.begin(), bs.size()));
+  }
 
   // Forget every binding.
   void clear() { bound_.clear(); }
@@ -65,7 +70,8 @@ class evaluator {
     for (const binding_spec& s : required_)
       if (!bound_.count(s.name)) {
         if (!missing.empty()) missing += "; ";
-        missing += "binding \"" + s.name + "\": missing (expected " + describe(s.type, s.shape) + ")";
+        missing +=
+            "binding \"" + s.name + "\": missing (expected " + describe(s.type, s.shape) + ")";
       }
     if (!missing.empty()) throw binding_error(missing);
 
@@ -73,7 +79,8 @@ class evaluator {
     std::vector<slot> vals(std::size_t(g.size));
     run_region(0, "", vals);
     std::vector<dynamic_tensor> outs;
-    for (int o = 0; o < g.n_outputs; ++o) outs.push_back(copy_of(vals[std::size_t(g.outputs[o])].ref));
+    for (int o = 0; o < g.n_outputs; ++o)
+      outs.push_back(copy_of(vals[std::size_t(g.outputs[o])].ref));
     return outs;
   }
 
@@ -94,6 +101,11 @@ class evaluator {
   std::map<std::string, tensor_ref, std::less<>> bound_;
   std::vector<std::vector<int>> region_nodes_;   // the ids of each region's nodes, in order
   std::vector<std::vector<int>> release_after_;  // per node: operands whose last reader it is
+
+  static graph::builder checked_expand(const graph::graph_view& g) {
+    validate(g, true);  // errors name the caller's node ids, not the expanded table's
+    return graph::expand(g);
+  }
 
   const binding_spec* find(std::string_view name) const {
     for (const binding_spec& s : required_)
@@ -123,14 +135,17 @@ class evaluator {
       region_nodes_[std::size_t(g[i].region)].push_back(i);
       for (int k = 0; k < g[i].n_in; ++k) {
         const int o = g[i].in[std::size_t(k)];
-        if (g[o].region == g[i].region) last[std::size_t(o)] = i;
-        else pinned[std::size_t(o)] = true;
+        if (g[o].region == g[i].region)
+          last[std::size_t(o)] = i;
+        else
+          pinned[std::size_t(o)] = true;
       }
     }
     for (int o = 0; o < g.n_outputs; ++o) pinned[std::size_t(g.outputs[o])] = true;
     for (int r = 1; r < g.n_regions; ++r) pinned[std::size_t(g.regions[r].result)] = true;
     for (int i = 0; i < g.size; ++i)
-      if (!pinned[std::size_t(i)] && last[std::size_t(i)] >= 0) release_after_[std::size_t(last[std::size_t(i)])].push_back(i);
+      if (!pinned[std::size_t(i)] && last[std::size_t(i)] >= 0)
+        release_after_[std::size_t(last[std::size_t(i)])].push_back(i);
   }
 
   static dynamic_tensor copy_of(const tensor_ref& t) {
@@ -144,7 +159,8 @@ class evaluator {
   }
 
   // An operand's value, converted to dtype `want` when it is a weak constant of another dtype.
-  static tensor_ref operand_as(const graph::node& c, const tensor_ref& v, dtype want, dynamic_tensor& scratch) {
+  static tensor_ref operand_as(const graph::node& c, const tensor_ref& v, dtype want,
+                               dynamic_tensor& scratch) {
     if (c.op != graph::op_kind::constant || !c.weak || c.type == want) return v;
     scratch = kernels::fill(want, c.shape, c.value);
     return scratch.ref();
@@ -156,25 +172,33 @@ class evaluator {
       const graph::node& n = g[i];
       slot& out = vals[std::size_t(i)];
       switch (n.op) {
-        case graph::op_kind::input: out.ref = bound_.find(n.name.view())->second; break;
-        case graph::op_kind::param: out.ref = bound_.find(param_prefix + std::string(n.name.view()))->second; break;
-        case graph::op_kind::placeholder: break;  // set by the repeat node that runs this region
-        case graph::op_kind::repeat: run_repeat(n, param_prefix, vals, out); break;
+        case graph::op_kind::input:
+          out.ref = bound_.find(n.name.view())->second;
+          break;
+        case graph::op_kind::param:
+          out.ref = bound_.find(param_prefix + std::string(n.name.view()))->second;
+          break;
+        case graph::op_kind::placeholder:
+          break;  // set by the repeat node that runs this region
+        case graph::op_kind::repeat:
+          run_repeat(n, param_prefix, vals, out);
+          break;
         default:
           try {
             set(out, compute(n, vals));
           } catch (const binding_error&) {
             throw;
           } catch (const error& e) {
-            throw error(std::string(e.what()) + " (at node %" + std::to_string(i) + ": " + graph::describe(n) + " " +
-                        describe(n.type, n.shape) + ")");
+            throw error(std::string(e.what()) + " (at node %" + std::to_string(i) + ": " +
+                        graph::describe(n) + " " + describe(n.type, n.shape) + ")");
           }
       }
       for (int o : release_after_[std::size_t(i)]) vals[std::size_t(o)] = slot{};
     }
   }
 
-  void run_repeat(const graph::node& n, const std::string& param_prefix, std::vector<slot>& vals, slot& out) const {
+  void run_repeat(const graph::node& n, const std::string& param_prefix, std::vector<slot>& vals,
+                  slot& out) const {
     const graph::region_info& body = program().regions[n.body];
     dynamic_tensor carry = copy_of(vals[std::size_t(n.in[0])].ref);
     const std::string prefix = param_prefix + std::string(n.name.view());
@@ -184,7 +208,9 @@ class evaluator {
       ph.ref = carry.ref();
       run_region(n.body, layer_name(prefix, l, ""), vals);
       slot& res = vals[std::size_t(body.result)];
-      dynamic_tensor next = res.owned.raw() && res.ref.data == res.owned.raw() ? std::move(res.owned) : copy_of(res.ref);
+      dynamic_tensor next = res.owned.raw() && res.ref.data == res.owned.raw()
+                                ? std::move(res.owned)
+                                : copy_of(res.ref);
       res = slot{};
       carry = std::move(next);
     }
@@ -194,33 +220,44 @@ class evaluator {
   dynamic_tensor compute(const graph::node& n, const std::vector<slot>& vals) const {
     using graph::op_kind;
     const graph::graph_view g = program();
-    auto in = [&](int k) -> const tensor_ref& { return vals[std::size_t(n.in[std::size_t(k)])].ref; };
+    auto in = [&](int k) -> const tensor_ref& {
+      return vals[std::size_t(n.in[std::size_t(k)])].ref;
+    };
     auto arg = [&](int k) -> const graph::node& { return g[n.in[std::size_t(k)]]; };
     dynamic_tensor s1, s2;  // weak constants converted to the dtype they meet
     if (graph::is_binary(n.op) || graph::is_compare(n.op)) {
       const dtype t = detail::compute_type(arg(0), arg(1));
-      return kernels::binary(n.op, operand_as(arg(0), in(0), t, s1), operand_as(arg(1), in(1), t, s2), n.shape,
-                             n.type);
+      return kernels::binary(n.op, operand_as(arg(0), in(0), t, s1),
+                             operand_as(arg(1), in(1), t, s2), n.shape, n.type);
     }
     if (n.op == op_kind::select)
-      return kernels::select(in(0), operand_as(arg(1), in(1), n.type, s1), operand_as(arg(2), in(2), n.type, s2),
-                             n.shape, n.type);
+      return kernels::select(in(0), operand_as(arg(1), in(1), n.type, s1),
+                             operand_as(arg(2), in(2), n.type, s2), n.shape, n.type);
     switch (n.op) {
-      case op_kind::constant: return kernels::fill(n.type, n.shape, n.value);
-      case op_kind::iota: return kernels::iota(n.type, n.shape, n.axis);
-      case op_kind::cast: return kernels::cast(in(0), n.type);
-      case op_kind::matmul: return kernels::matmul(in(0), in(1), n.trans_a, n.trans_b, n.shape, n.type);
+      case op_kind::constant:
+        return kernels::fill(n.type, n.shape, n.value);
+      case op_kind::iota:
+        return kernels::iota(n.type, n.shape, n.axis);
+      case op_kind::cast:
+        return kernels::cast(in(0), n.type);
+      case op_kind::matmul:
+        return kernels::matmul(in(0), in(1), n.trans_a, n.trans_b, n.shape, n.type);
       case op_kind::transpose:
-        return kernels::transpose(in(0), std::span<const int>(n.perm.data(), std::size_t(n.shape.rank)), n.shape);
-      case op_kind::reshape: return kernels::reshape(in(0), n.shape);
-      case op_kind::broadcast: return kernels::broadcast(in(0), n.shape);
-      case op_kind::slice: return kernels::slice(in(0), n.axis, n.begin, n.shape);
+        return kernels::transpose(
+            in(0), std::span<const int>(n.perm.data(), std::size_t(n.shape.rank)), n.shape);
+      case op_kind::reshape:
+        return kernels::reshape(in(0), n.shape);
+      case op_kind::broadcast:
+        return kernels::broadcast(in(0), n.shape);
+      case op_kind::slice:
+        return kernels::slice(in(0), n.axis, n.begin, n.shape);
       case op_kind::concat: {
         std::vector<tensor_ref> parts;
         for (int k = 0; k < n.n_in; ++k) parts.push_back(in(k));
         return kernels::concat(parts, n.axis, n.shape);
       }
-      default: break;
+      default:
+        break;
     }
     if (graph::is_unary(n.op)) return kernels::unary(n.op, in(0), n.type);
     if (graph::is_reduce(n.op)) return kernels::reduce(n.op, in(0), n.axis, n.shape, n.type);
@@ -229,7 +266,8 @@ class evaluator {
 };
 
 // Evaluate g once with the given bindings: `reference::run(g, {{"x", x}, {"w", w}})`.
-inline std::vector<dynamic_tensor> run(const graph::graph_view& g, std::initializer_list<binding> bs) {
+inline std::vector<dynamic_tensor> run(const graph::graph_view& g,
+                                       std::initializer_list<binding> bs) {
   evaluator ev{g};
   ev.bind(bs);
   return ev.run();

@@ -48,19 +48,26 @@ using strides = std::array<std::int64_t, max_rank>;
 // Truncate toward zero, saturate at the i32 limits; NaN gives 0 (a defined result, unlike C++).
 inline std::int32_t saturate_i32(double v) {
   if (v != v) return 0;
-  if (v <= double(std::numeric_limits<std::int32_t>::min())) return std::numeric_limits<std::int32_t>::min();
-  if (v >= double(std::numeric_limits<std::int32_t>::max())) return std::numeric_limits<std::int32_t>::max();
+  if (v <= double(std::numeric_limits<std::int32_t>::min()))
+    return std::numeric_limits<std::int32_t>::min();
+  if (v >= double(std::numeric_limits<std::int32_t>::max()))
+    return std::numeric_limits<std::int32_t>::max();
   return std::int32_t(v);
 }
 
 // An f32 value rounded to dtype t and read back as f32 (what storing it in t keeps).
 inline float round_to(dtype t, float v) {
   switch (t) {
-    case dtype::f32: return v;
-    case dtype::bf16: return float(bf16(v));
-    case dtype::f16: return float(f16(v));
-    case dtype::i32: return float(saturate_i32(v));
-    case dtype::boolean: return v != 0.0f ? 1.0f : 0.0f;
+    case dtype::f32:
+      return v;
+    case dtype::bf16:
+      return float(bf16(v));
+    case dtype::f16:
+      return float(f16(v));
+    case dtype::i32:
+      return float(saturate_i32(v));
+    case dtype::boolean:
+      return v != 0.0f ? 1.0f : 0.0f;
   }
   return v;
 }
@@ -78,11 +85,20 @@ class f32_data {
     }
     copy_.resize(n);
     switch (t.type) {
-      case dtype::bf16: for (std::size_t i = 0; i < n; ++i) copy_[i] = float(t.as<const bf16>()[i]); break;
-      case dtype::f16: for (std::size_t i = 0; i < n; ++i) copy_[i] = float(t.as<const f16>()[i]); break;
-      case dtype::i32: for (std::size_t i = 0; i < n; ++i) copy_[i] = float(t.as<const std::int32_t>()[i]); break;
-      case dtype::boolean: for (std::size_t i = 0; i < n; ++i) copy_[i] = t.as<const bool>()[i] ? 1.0f : 0.0f; break;
-      case dtype::f32: break;
+      case dtype::bf16:
+        for (std::size_t i = 0; i < n; ++i) copy_[i] = float(t.as<const bf16>()[i]);
+        break;
+      case dtype::f16:
+        for (std::size_t i = 0; i < n; ++i) copy_[i] = float(t.as<const f16>()[i]);
+        break;
+      case dtype::i32:
+        for (std::size_t i = 0; i < n; ++i) copy_[i] = float(t.as<const std::int32_t>()[i]);
+        break;
+      case dtype::boolean:
+        for (std::size_t i = 0; i < n; ++i) copy_[i] = t.as<const bool>()[i] ? 1.0f : 0.0f;
+        break;
+      case dtype::f32:
+        break;
     }
     p_ = copy_.data();
   }
@@ -100,8 +116,12 @@ inline std::vector<std::int64_t> int_data(const tensor_ref& t) {
   const std::size_t n = std::size_t(t.shape.size());
   std::vector<std::int64_t> r(n);
   switch (t.type) {
-    case dtype::i32: for (std::size_t i = 0; i < n; ++i) r[i] = t.as<const std::int32_t>()[i]; break;
-    case dtype::boolean: for (std::size_t i = 0; i < n; ++i) r[i] = t.as<const bool>()[i] ? 1 : 0; break;
+    case dtype::i32:
+      for (std::size_t i = 0; i < n; ++i) r[i] = t.as<const std::int32_t>()[i];
+      break;
+    case dtype::boolean:
+      for (std::size_t i = 0; i < n; ++i) r[i] = t.as<const bool>()[i] ? 1 : 0;
+      break;
     default: {
       const f32_data f(t);
       for (std::size_t i = 0; i < n; ++i) r[i] = saturate_i32(f.data()[i]);
@@ -116,7 +136,8 @@ inline std::vector<std::int64_t> int_data(const tensor_ref& t) {
 class f32_sink {
  public:
   explicit f32_sink(dynamic_tensor& out) : out_(out) {
-    if (out.type() == dtype::f32) p_ = out.data<float>();
+    if (out.type() == dtype::f32)
+      p_ = out.data<float>();
     else {
       tmp_.resize(std::size_t(out.shape().size()));
       p_ = tmp_.data();
@@ -126,11 +147,20 @@ class f32_sink {
   void commit() {
     const std::size_t n = tmp_.size();
     switch (out_.type()) {
-      case dtype::f32: break;
-      case dtype::bf16: for (std::size_t i = 0; i < n; ++i) out_.data<bf16>()[i] = bf16(tmp_[i]); break;
-      case dtype::f16: for (std::size_t i = 0; i < n; ++i) out_.data<f16>()[i] = f16(tmp_[i]); break;
-      case dtype::i32: for (std::size_t i = 0; i < n; ++i) out_.data<std::int32_t>()[i] = saturate_i32(tmp_[i]); break;
-      case dtype::boolean: for (std::size_t i = 0; i < n; ++i) out_.data<bool>()[i] = tmp_[i] != 0.0f; break;
+      case dtype::f32:
+        break;
+      case dtype::bf16:
+        for (std::size_t i = 0; i < n; ++i) out_.data<bf16>()[i] = bf16(tmp_[i]);
+        break;
+      case dtype::f16:
+        for (std::size_t i = 0; i < n; ++i) out_.data<f16>()[i] = f16(tmp_[i]);
+        break;
+      case dtype::i32:
+        for (std::size_t i = 0; i < n; ++i) out_.data<std::int32_t>()[i] = saturate_i32(tmp_[i]);
+        break;
+      case dtype::boolean:
+        for (std::size_t i = 0; i < n; ++i) out_.data<bool>()[i] = tmp_[i] != 0.0f;
+        break;
     }
   }
 
@@ -145,9 +175,12 @@ inline void store_ints(dynamic_tensor& out, const std::vector<std::int64_t>& v) 
   const std::size_t n = v.size();
   switch (out.type()) {
     case dtype::i32:
-      for (std::size_t i = 0; i < n; ++i) out.data<std::int32_t>()[i] = std::int32_t(std::uint32_t(std::uint64_t(v[i])));
+      for (std::size_t i = 0; i < n; ++i)
+        out.data<std::int32_t>()[i] = std::int32_t(std::uint32_t(std::uint64_t(v[i])));
       break;
-    case dtype::boolean: for (std::size_t i = 0; i < n; ++i) out.data<bool>()[i] = v[i] != 0; break;
+    case dtype::boolean:
+      for (std::size_t i = 0; i < n; ++i) out.data<bool>()[i] = v[i] != 0;
+      break;
     default: {
       f32_sink s(out);
       for (std::size_t i = 0; i < n; ++i) s.data()[i] = float(v[i]);
@@ -200,28 +233,45 @@ void strided_loop(const dims& out, const std::array<strides, K>& st, F&& f) {
 
 // ---- elementwise ----
 
-inline float nan_max(float x, float y) { return (x != x || y != y) ? x + y : (x > y ? x : y); }
-inline float nan_min(float x, float y) { return (x != x || y != y) ? x + y : (x < y ? x : y); }
+inline float nan_max(float x, float y) {
+  return (x != x || y != y) ? x + y : (x > y ? x : y);
+}
+inline float nan_min(float x, float y) {
+  return (x != x || y != y) ? x + y : (x < y ? x : y);
+}
 
 inline float apply_unary(op_kind k, float x) {
   switch (k) {
-    case op_kind::neg: return -x;
-    case op_kind::abs: return std::fabs(x);
-    case op_kind::exp: return std::exp(x);
-    case op_kind::log: return std::log(x);
-    case op_kind::sqrt: return std::sqrt(x);
-    case op_kind::rsqrt: return 1.0f / std::sqrt(x);
-    case op_kind::tanh: return std::tanh(x);
-    case op_kind::erf: return std::erf(x);
-    case op_kind::sigmoid: return 1.0f / (1.0f + std::exp(-x));
-    case op_kind::relu: return x < 0.0f ? 0.0f : x;  // NaN stays NaN
-    case op_kind::gelu_erf: return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
+    case op_kind::neg:
+      return -x;
+    case op_kind::abs:
+      return std::fabs(x);
+    case op_kind::exp:
+      return std::exp(x);
+    case op_kind::log:
+      return std::log(x);
+    case op_kind::sqrt:
+      return std::sqrt(x);
+    case op_kind::rsqrt:
+      return 1.0f / std::sqrt(x);
+    case op_kind::tanh:
+      return std::tanh(x);
+    case op_kind::erf:
+      return std::erf(x);
+    case op_kind::sigmoid:
+      return 1.0f / (1.0f + std::exp(-x));
+    case op_kind::relu:
+      return x < 0.0f ? 0.0f : x;  // NaN stays NaN
+    case op_kind::gelu_erf:
+      return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
     case op_kind::gelu_tanh: {
       const float c = 0.79788456080286536f;  // sqrt(2 / pi)
       return 0.5f * x * (1.0f + std::tanh(c * (x + 0.044715f * x * x * x)));
     }
-    case op_kind::silu: return x / (1.0f + std::exp(-x));
-    default: throw error(std::string("reference: not a unary op: ") + std::string(graph::name_of(k)));
+    case op_kind::silu:
+      return x / (1.0f + std::exp(-x));
+    default:
+      throw error(std::string("reference: not a unary op: ") + std::string(graph::name_of(k)));
   }
 }
 
@@ -234,9 +284,15 @@ inline dynamic_tensor unary(op_kind k, const tensor_ref& x, dtype out_type) {
   const float* a = in.data();
   float* o = s.data();
   switch (k) {  // the common ones get a loop of their own, the rest share a switch per element
-    case op_kind::exp: for (std::int64_t i = 0; i < n; ++i) o[i] = std::exp(a[i]); break;
-    case op_kind::neg: for (std::int64_t i = 0; i < n; ++i) o[i] = -a[i]; break;
-    default: for (std::int64_t i = 0; i < n; ++i) o[i] = apply_unary(k, a[i]); break;
+    case op_kind::exp:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = std::exp(a[i]);
+      break;
+    case op_kind::neg:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = -a[i];
+      break;
+    default:
+      for (std::int64_t i = 0; i < n; ++i) o[i] = apply_unary(k, a[i]);
+      break;
   }
   s.commit();
   return out;
@@ -246,56 +302,84 @@ inline dynamic_tensor unary(op_kind k, const tensor_ref& x, dtype out_type) {
 template <class Fn>
 void with_float_arithmetic(op_kind k, Fn&& fn) {
   switch (k) {
-    case op_kind::add: return fn([](float x, float y) { return x + y; });
-    case op_kind::sub: return fn([](float x, float y) { return x - y; });
-    case op_kind::mul: return fn([](float x, float y) { return x * y; });
-    case op_kind::div: return fn([](float x, float y) { return x / y; });
-    case op_kind::max: return fn([](float x, float y) { return nan_max(x, y); });
-    case op_kind::min: return fn([](float x, float y) { return nan_min(x, y); });
-    case op_kind::pow: return fn([](float x, float y) { return std::pow(x, y); });
-    default: throw error(std::string("reference: not a binary op: ") + std::string(graph::name_of(k)));
+    case op_kind::add:
+      return fn([](float x, float y) { return x + y; });
+    case op_kind::sub:
+      return fn([](float x, float y) { return x - y; });
+    case op_kind::mul:
+      return fn([](float x, float y) { return x * y; });
+    case op_kind::div:
+      return fn([](float x, float y) { return x / y; });
+    case op_kind::max:
+      return fn([](float x, float y) { return nan_max(x, y); });
+    case op_kind::min:
+      return fn([](float x, float y) { return nan_min(x, y); });
+    case op_kind::pow:
+      return fn([](float x, float y) { return std::pow(x, y); });
+    default:
+      throw error(std::string("reference: not a binary op: ") + std::string(graph::name_of(k)));
   }
 }
 
 // IEEE comparisons: every one but ne is false when an operand is NaN.
 inline bool float_compare(op_kind k, float x, float y) {
   switch (k) {
-    case op_kind::eq: return x == y;
-    case op_kind::ne: return x != y;
-    case op_kind::lt: return x < y;
-    case op_kind::le: return x <= y;
-    case op_kind::gt: return x > y;
-    case op_kind::ge: return x >= y;
-    default: throw error(std::string("reference: not a comparison: ") + std::string(graph::name_of(k)));
+    case op_kind::eq:
+      return x == y;
+    case op_kind::ne:
+      return x != y;
+    case op_kind::lt:
+      return x < y;
+    case op_kind::le:
+      return x <= y;
+    case op_kind::gt:
+      return x > y;
+    case op_kind::ge:
+      return x >= y;
+    default:
+      throw error(std::string("reference: not a comparison: ") + std::string(graph::name_of(k)));
   }
 }
 
 inline std::int64_t int_binary(op_kind k, std::int64_t x, std::int64_t y) {
   switch (k) {
-    case op_kind::add: return x + y;
-    case op_kind::sub: return x - y;
-    case op_kind::mul: return x * y;
+    case op_kind::add:
+      return x + y;
+    case op_kind::sub:
+      return x - y;
+    case op_kind::mul:
+      return x * y;
     case op_kind::div:
       if (y == 0) throw error("div: integer division by zero");
       return x / y;
-    case op_kind::max: return x > y ? x : y;
-    case op_kind::min: return x < y ? x : y;
-    case op_kind::eq: return x == y;
-    case op_kind::ne: return x != y;
-    case op_kind::lt: return x < y;
-    case op_kind::le: return x <= y;
-    case op_kind::gt: return x > y;
-    case op_kind::ge: return x >= y;
-    default: throw error(std::string(graph::name_of(k)) + ": not defined for i32 or pred operands");
+    case op_kind::max:
+      return x > y ? x : y;
+    case op_kind::min:
+      return x < y ? x : y;
+    case op_kind::eq:
+      return x == y;
+    case op_kind::ne:
+      return x != y;
+    case op_kind::lt:
+      return x < y;
+    case op_kind::le:
+      return x <= y;
+    case op_kind::gt:
+      return x > y;
+    case op_kind::ge:
+      return x >= y;
+    default:
+      throw error(std::string(graph::name_of(k)) + ": not defined for i32 or pred operands");
   }
 }
 
 // A binary op or comparison with NumPy broadcasting. Both operands hold the compute dtype (weak
 // constants already converted); the result has out_type and out_shape.
-inline dynamic_tensor binary(op_kind k, const tensor_ref& a, const tensor_ref& b, const dims& out_shape,
-                             dtype out_type) {
+inline dynamic_tensor binary(op_kind k, const tensor_ref& a, const tensor_ref& b,
+                             const dims& out_shape, dtype out_type) {
   dynamic_tensor out(out_type, out_shape);
-  const std::array<strides, 2> st{broadcast_strides(a.shape, out_shape), broadcast_strides(b.shape, out_shape)};
+  const std::array<strides, 2> st{broadcast_strides(a.shape, out_shape),
+                                  broadcast_strides(b.shape, out_shape)};
   if (is_floating(a.type)) {
     const f32_data x(a), y(b);
     const float* pa = x.data();
@@ -327,10 +411,11 @@ inline dynamic_tensor binary(op_kind k, const tensor_ref& a, const tensor_ref& b
 }
 
 // where(pred, a, b) with broadcasting; a and b hold the result dtype.
-inline dynamic_tensor select(const tensor_ref& p, const tensor_ref& a, const tensor_ref& b, const dims& out_shape,
-                             dtype out_type) {
+inline dynamic_tensor select(const tensor_ref& p, const tensor_ref& a, const tensor_ref& b,
+                             const dims& out_shape, dtype out_type) {
   dynamic_tensor out(out_type, out_shape);
-  const std::array<strides, 3> st{broadcast_strides(p.shape, out_shape), broadcast_strides(a.shape, out_shape),
+  const std::array<strides, 3> st{broadcast_strides(p.shape, out_shape),
+                                  broadcast_strides(a.shape, out_shape),
                                   broadcast_strides(b.shape, out_shape)};
   const bool* pp = p.as<const bool>();
   // Values are copied bit for bit, so no rounding happens and NaN payloads survive.
@@ -339,7 +424,8 @@ inline dynamic_tensor select(const tensor_ref& p, const tensor_ref& a, const ten
   const auto* pb = static_cast<const unsigned char*>(b.data);
   auto* o = static_cast<unsigned char*>(out.raw());
   strided_loop(out_shape, st, [&](std::int64_t i, const std::array<std::int64_t, 3>& off) {
-    const unsigned char* src = pp[off[0]] ? pa + std::size_t(off[1]) * es : pb + std::size_t(off[2]) * es;
+    const unsigned char* src =
+        pp[off[0]] ? pa + std::size_t(off[1]) * es : pb + std::size_t(off[2]) * es;
     std::memcpy(o + std::size_t(i) * es, src, es);
   });
   return out;
@@ -356,7 +442,8 @@ inline dynamic_tensor cast(const tensor_ref& x, dtype to) {
     const f32_data in(x);
     const std::int64_t n = x.shape.size();
     if (to == dtype::boolean) {
-      for (std::int64_t i = 0; i < n; ++i) out.data<bool>()[i] = in.data()[i] != 0.0f;  // NaN -> true
+      for (std::int64_t i = 0; i < n; ++i)
+        out.data<bool>()[i] = in.data()[i] != 0.0f;  // NaN -> true
       return out;
     }
     f32_sink s(out);
@@ -379,8 +466,10 @@ inline dynamic_tensor fill(dtype t, const dims& shape, double v) {
   } else {
     const std::int32_t iv = saturate_i32(v);
     for (std::int64_t i = 0; i < n; ++i) {
-      if (t == dtype::i32) out.data<std::int32_t>()[i] = iv;
-      else out.data<bool>()[i] = v != 0.0;
+      if (t == dtype::i32)
+        out.data<std::int32_t>()[i] = iv;
+      else
+        out.data<bool>()[i] = v != 0.0;
     }
   }
   return out;
@@ -399,7 +488,8 @@ inline dynamic_tensor iota(dtype t, const dims& shape, int axis) {
 // ---- reductions ----
 
 // Reduce x over `axis` (accumulating in f32 in index order, or in 64-bit integers).
-inline dynamic_tensor reduce(op_kind k, const tensor_ref& x, int axis, const dims& out_shape, dtype out_type) {
+inline dynamic_tensor reduce(op_kind k, const tensor_ref& x, int axis, const dims& out_shape,
+                             dtype out_type) {
   dynamic_tensor out(out_type, out_shape);
   std::int64_t outer = 1, inner = 1;
   for (int i = 0; i < axis; ++i) outer *= x.shape[i];
@@ -417,12 +507,18 @@ inline dynamic_tensor reduce(op_kind k, const tensor_ref& x, int axis, const dim
       for (std::int64_t j = 1; j < len; ++j) {
         const float* s_j = src + j * inner;
         switch (k) {
-          case op_kind::reduce_sum: case op_kind::reduce_mean:
+          case op_kind::reduce_sum:
+          case op_kind::reduce_mean:
             for (std::int64_t i = 0; i < inner; ++i) row[i] += s_j[i];
             break;
-          case op_kind::reduce_max: for (std::int64_t i = 0; i < inner; ++i) row[i] = nan_max(row[i], s_j[i]); break;
-          case op_kind::reduce_min: for (std::int64_t i = 0; i < inner; ++i) row[i] = nan_min(row[i], s_j[i]); break;
-          default: throw error("reference: not a reduction");
+          case op_kind::reduce_max:
+            for (std::int64_t i = 0; i < inner; ++i) row[i] = nan_max(row[i], s_j[i]);
+            break;
+          case op_kind::reduce_min:
+            for (std::int64_t i = 0; i < inner; ++i) row[i] = nan_min(row[i], s_j[i]);
+            break;
+          default:
+            throw error("reference: not a reduction");
         }
       }
       if (k == op_kind::reduce_mean)
@@ -431,8 +527,10 @@ inline dynamic_tensor reduce(op_kind k, const tensor_ref& x, int axis, const dim
     s.commit();
     return out;
   }
-  if (k == op_kind::reduce_mean) throw error("reduce_mean: needs a floating-point operand (cast it first)");
-  if (k == op_kind::reduce_sum && x.type == dtype::boolean) throw error("reduce_sum: not defined for pred operands");
+  if (k == op_kind::reduce_mean)
+    throw error("reduce_mean: needs a floating-point operand (cast it first)");
+  if (k == op_kind::reduce_sum && x.type == dtype::boolean)
+    throw error("reduce_sum: not defined for pred operands");
   const std::vector<std::int64_t> a = int_data(x);
   std::vector<std::int64_t> r(std::size_t(outer * inner));
   for (std::int64_t p = 0; p < outer; ++p)
@@ -440,9 +538,12 @@ inline dynamic_tensor reduce(op_kind k, const tensor_ref& x, int axis, const dim
       std::int64_t acc = a[std::size_t(p * len * inner + i)];
       for (std::int64_t j = 1; j < len; ++j) {
         const std::int64_t v = a[std::size_t((p * len + j) * inner + i)];
-        if (k == op_kind::reduce_sum) acc = std::int64_t(std::uint64_t(acc) + std::uint64_t(v));
-        else if (k == op_kind::reduce_max) acc = v > acc ? v : acc;
-        else acc = v < acc ? v : acc;
+        if (k == op_kind::reduce_sum)
+          acc = std::int64_t(std::uint64_t(acc) + std::uint64_t(v));
+        else if (k == op_kind::reduce_max)
+          acc = v > acc ? v : acc;
+        else
+          acc = v < acc ? v : acc;
       }
       r[std::size_t(p * inner + i)] = acc;
     }
@@ -454,8 +555,8 @@ inline dynamic_tensor reduce(op_kind k, const tensor_ref& x, int axis, const dim
 
 // [..., M, K] x [..., K, N] -> [..., M, N] with broadcast batch axes; each matrix product is one
 // call of Eigen's GEMM on f32 operands.
-inline dynamic_tensor matmul(const tensor_ref& a, const tensor_ref& b, bool ta, bool tb, const dims& out_shape,
-                             dtype out_type) {
+inline dynamic_tensor matmul(const tensor_ref& a, const tensor_ref& b, bool ta, bool tb,
+                             const dims& out_shape, dtype out_type) {
   if (!is_floating(a.type) || !is_floating(b.type))
     throw error("matmul: the reference backend multiplies floating-point tensors only");
   using matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -477,17 +578,23 @@ inline dynamic_tensor matmul(const tensor_ref& a, const tensor_ref& b, bool ta, 
   const std::array<strides, 2> st{broadcast_strides(ba, batch), broadcast_strides(bb, batch)};
   matrix at, bt;
   strided_loop(batch, st, [&](std::int64_t i, const std::array<std::int64_t, 2>& off) {
-    const Eigen::Map<const matrix> ma(x.data() + off[0] * ar * ac, Eigen::Index(ar), Eigen::Index(ac));
-    const Eigen::Map<const matrix> mb(y.data() + off[1] * br * bc, Eigen::Index(br), Eigen::Index(bc));
+    const Eigen::Map<const matrix> ma(x.data() + off[0] * ar * ac, Eigen::Index(ar),
+                                      Eigen::Index(ac));
+    const Eigen::Map<const matrix> mb(y.data() + off[1] * br * bc, Eigen::Index(br),
+                                      Eigen::Index(bc));
     Eigen::Map<matrix> mc(s.data() + i * m * n, Eigen::Index(m), Eigen::Index(n));
     // A transposed operand is copied row-major first, so that one GEMM kernel serves all four
     // cases (each storage-order pair is a separate, slow-to-compile instantiation in Eigen).
     if (ta) at = ma.transpose();
     if (tb) bt = mb.transpose();
-    if (ta && tb) mc.noalias() = at * bt;
-    else if (ta) mc.noalias() = at * mb;
-    else if (tb) mc.noalias() = ma * bt;
-    else mc.noalias() = ma * mb;
+    if (ta && tb)
+      mc.noalias() = at * bt;
+    else if (ta)
+      mc.noalias() = at * mb;
+    else if (tb)
+      mc.noalias() = ma * bt;
+    else
+      mc.noalias() = ma * mb;
   });
   s.commit();
   return out;
@@ -496,17 +603,20 @@ inline dynamic_tensor matmul(const tensor_ref& a, const tensor_ref& b, bool ta, 
 // ---- structure (bit-exact copies, any dtype) ----
 
 // out[i] = in[base + off(i)] for the given per-axis strides of `in`, elements of es bytes.
-inline void gather(const tensor_ref& in, std::int64_t base, const strides& st, dynamic_tensor& out) {
+inline void gather(const tensor_ref& in, std::int64_t base, const strides& st,
+                   dynamic_tensor& out) {
   const std::size_t es = std::size_t(size_of(in.type));
   const auto* src = static_cast<const unsigned char*>(in.data) + std::size_t(base) * es;
   auto* dst = static_cast<unsigned char*>(out.raw());
-  strided_loop(out.shape(), std::array<strides, 1>{st}, [&](std::int64_t i, const std::array<std::int64_t, 1>& off) {
-    std::memcpy(dst + std::size_t(i) * es, src + std::size_t(off[0]) * es, es);
-  });
+  strided_loop(out.shape(), std::array<strides, 1>{st},
+               [&](std::int64_t i, const std::array<std::int64_t, 1>& off) {
+                 std::memcpy(dst + std::size_t(i) * es, src + std::size_t(off[0]) * es, es);
+               });
 }
 
 // out axis j is in axis perm[j].
-inline dynamic_tensor transpose(const tensor_ref& x, std::span<const int> perm, const dims& out_shape) {
+inline dynamic_tensor transpose(const tensor_ref& x, std::span<const int> perm,
+                                const dims& out_shape) {
   dynamic_tensor out(x.type, out_shape);
   strides st{};
   for (std::size_t j = 0; j < perm.size(); ++j) st[j] = x.shape.stride(perm[j]);
@@ -526,7 +636,8 @@ inline dynamic_tensor broadcast(const tensor_ref& x, const dims& out_shape) {
   return out;
 }
 
-inline dynamic_tensor slice(const tensor_ref& x, int axis, std::int64_t begin, const dims& out_shape) {
+inline dynamic_tensor slice(const tensor_ref& x, int axis, std::int64_t begin,
+                            const dims& out_shape) {
   dynamic_tensor out(x.type, out_shape);
   strides st{};
   for (int a = 0; a < x.shape.rank; ++a) st[std::size_t(a)] = x.shape.stride(a);
@@ -539,14 +650,16 @@ inline dynamic_tensor concat(std::span<const tensor_ref> xs, int axis, const dim
   const std::size_t es = std::size_t(size_of(xs[0].type));
   std::int64_t outer = 1;
   for (int i = 0; i < axis; ++i) outer *= out_shape[i];
-  const std::int64_t out_row = out_shape[axis] * out_shape.stride(axis);  // elements per outer index
+  const std::int64_t out_row =
+      out_shape[axis] * out_shape.stride(axis);  // elements per outer index
   auto* dst = static_cast<unsigned char*>(out.raw());
   std::int64_t at = 0;  // offset of this operand's chunk inside an output row
   for (const tensor_ref& x : xs) {
     const std::int64_t chunk = x.shape[axis] * x.shape.stride(axis);
     const auto* src = static_cast<const unsigned char*>(x.data);
     for (std::int64_t p = 0; p < outer; ++p)
-      std::memcpy(dst + std::size_t(p * out_row + at) * es, src + std::size_t(p * chunk) * es, std::size_t(chunk) * es);
+      std::memcpy(dst + std::size_t(p * out_row + at) * es, src + std::size_t(p * chunk) * es,
+                  std::size_t(chunk) * es);
     at += chunk;
   }
   return out;

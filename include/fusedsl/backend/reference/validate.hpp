@@ -15,7 +15,8 @@ namespace fusedsl::reference {
 namespace detail {
 
 [[noreturn]] inline void bad_node(const graph::graph_view& g, int i, const std::string& why) {
-  throw graph::graph_error("graph: node %" + std::to_string(i) + " (" + graph::describe(g[i]) + "): " + why);
+  throw graph::graph_error("graph: node %" + std::to_string(i) + " (" + graph::describe(g[i]) +
+                           "): " + why);
 }
 
 inline bool valid_dims(const dims& s) {
@@ -28,7 +29,9 @@ inline bool valid_dims(const dims& s) {
   return true;
 }
 
-inline bool weak_constant(const graph::node& n) { return n.op == graph::op_kind::constant && n.weak; }
+inline bool weak_constant(const graph::node& n) {
+  return n.op == graph::op_kind::constant && n.weak;
+}
 
 // The dtype an elementwise node computes in: its operands' dtype, where a weak constant yields.
 inline dtype compute_type(const graph::node& a, const graph::node& b) {
@@ -39,27 +42,37 @@ inline dtype compute_type(const graph::node& a, const graph::node& b) {
 }  // namespace detail
 
 // Throws graph::graph_error naming the first node whose shape, dtype, operands or attributes are
-// inconsistent. Row composites are rejected: run graph::expand first.
-inline void validate(const graph::graph_view& g) {
-  using graph::op_kind;
+// inconsistent. Row composites are checked too when allowed, rejected otherwise (a table that has
+// been through graph::expand has none).
+inline void validate(const graph::graph_view& g, bool allow_composites = false) {
   using detail::bad_node;
-  if (g.size < 0 || (g.size > 0 && g.nodes == nullptr)) throw graph::graph_error("graph: no node table");
-  if (g.n_regions < 1 || g.n_regions > graph::max_regions) throw graph::graph_error("graph: bad region count");
-  if (g.n_outputs < 0 || g.n_outputs > graph::max_outputs) throw graph::graph_error("graph: bad output count");
+  using graph::op_kind;
+  if (g.size < 0 || (g.size > 0 && g.nodes == nullptr))
+    throw graph::graph_error("graph: no node table");
+  if (g.n_regions < 1 || g.n_regions > graph::max_regions)
+    throw graph::graph_error("graph: bad region count");
+  if (g.n_outputs < 0 || g.n_outputs > graph::max_outputs)
+    throw graph::graph_error("graph: bad output count");
   for (int o = 0; o < g.n_outputs; ++o)
     if (g.outputs[o] < 0 || g.outputs[o] >= g.size || g[g.outputs[o]].region != 0)
-      throw graph::graph_error("graph: output " + std::to_string(o) + " is not a node of the main graph");
+      throw graph::graph_error("graph: output " + std::to_string(o) +
+                               " is not a node of the main graph");
   for (int r = 1; r < g.n_regions; ++r) {
     const graph::region_info& ri = g.regions[r];
-    if (ri.placeholder < 0 || ri.placeholder >= g.size || g[ri.placeholder].op != op_kind::placeholder ||
-        g[ri.placeholder].region != r || ri.result < 0 || ri.result >= g.size || g[ri.result].region != r)
-      throw graph::graph_error("graph: region " + std::to_string(r) + " has no valid placeholder and result");
-    if (!(g[ri.result].shape == g[ri.placeholder].shape) || g[ri.result].type != g[ri.placeholder].type)
-      throw graph::graph_error("graph: region " + std::to_string(r) + " returns a tensor unlike its input");
+    if (ri.placeholder < 0 || ri.placeholder >= g.size ||
+        g[ri.placeholder].op != op_kind::placeholder || g[ri.placeholder].region != r ||
+        ri.result < 0 || ri.result >= g.size || g[ri.result].region != r)
+      throw graph::graph_error("graph: region " + std::to_string(r) +
+                               " has no valid placeholder and result");
+    if (!(g[ri.result].shape == g[ri.placeholder].shape) ||
+        g[ri.result].type != g[ri.placeholder].type)
+      throw graph::graph_error("graph: region " + std::to_string(r) +
+                               " returns a tensor unlike its input");
   }
   for (int i = 0; i < g.size; ++i) {
     const graph::node& n = g[i];
-    if (std::size_t(n.op) > std::size_t(op_kind::repeat) || std::size_t(n.type) > std::size_t(dtype::boolean))
+    if (std::size_t(n.op) > std::size_t(op_kind::repeat) ||
+        std::size_t(n.type) > std::size_t(dtype::boolean))
       throw graph::graph_error("graph: node %" + std::to_string(i) + " has an unknown op or dtype");
     if (!detail::valid_dims(n.shape)) bad_node(g, i, "bad shape");
     if (n.region < 0 || n.region >= g.n_regions) bad_node(g, i, "lies in no region");
@@ -67,7 +80,8 @@ inline void validate(const graph::graph_view& g) {
     for (int k = 0; k < n.n_in; ++k) {
       const int o = n.in[std::size_t(k)];
       if (o < 0 || o >= i) bad_node(g, i, "an operand does not precede the node");
-      if (g[o].region != n.region && g[o].region != 0) bad_node(g, i, "an operand lies in another block body");
+      if (g[o].region != n.region && g[o].region != 0)
+        bad_node(g, i, "an operand lies in another block body");
     }
     auto operand = [&](int k) -> const graph::node& { return g[n.in[std::size_t(k)]]; };
     auto expect_operands = [&](int count) {
@@ -82,13 +96,15 @@ inline void validate(const graph::graph_view& g) {
       expect_operands(0);
     } else if (k == op_kind::placeholder) {
       expect_operands(0);
-      if (n.region == 0 || g.regions[n.region].placeholder != i) bad_node(g, i, "a placeholder outside a block body");
+      if (n.region == 0 || g.regions[n.region].placeholder != i)
+        bad_node(g, i, "a placeholder outside a block body");
     } else if (k == op_kind::iota) {
       expect_operands(0);
       if (n.axis < 0 || n.axis >= n.shape.rank) bad_node(g, i, "axis out of range");
     } else if (graph::is_unary(k)) {
       expect_operands(1);
-      if (!is_floating(n.type) || operand(0).type != n.type) bad_node(g, i, "needs a floating-point operand of its dtype");
+      if (!is_floating(n.type) || operand(0).type != n.type)
+        bad_node(g, i, "needs a floating-point operand of its dtype");
       expect_shape({operand(0).shape});
     } else if (graph::is_binary(k) || graph::is_compare(k)) {
       expect_operands(2);
@@ -104,7 +120,8 @@ inline void validate(const graph::graph_view& g) {
       if (p.type != dtype::boolean) bad_node(g, i, "the predicate must be pred");
       if (a.type != b.type && !detail::weak_constant(a) && !detail::weak_constant(b))
         bad_node(g, i, "operands have different dtypes");
-      if (n.type != detail::compute_type(a, b)) bad_node(g, i, "its dtype differs from the one its operands give");
+      if (n.type != detail::compute_type(a, b))
+        bad_node(g, i, "its dtype differs from the one its operands give");
       const shape_result ab = broadcast_shapes(a.shape, b.shape);
       if (!ab.ok()) bad_node(g, i, ab.error);
       expect_shape(broadcast_shapes(p.shape, ab.value));
@@ -118,7 +135,8 @@ inline void validate(const graph::graph_view& g) {
       expect_shape(reduce_shape(operand(0).shape, n.axis, n.keepdims));
     } else if (k == op_kind::matmul) {
       expect_operands(2);
-      if (operand(0).type != n.type || operand(1).type != n.type) bad_node(g, i, "operands differ in dtype");
+      if (operand(0).type != n.type || operand(1).type != n.type)
+        bad_node(g, i, "operands differ in dtype");
       expect_shape(matmul_shape(operand(0).shape, operand(1).shape, n.trans_a, n.trans_b));
     } else if (k == op_kind::transpose) {
       expect_operands(1);
@@ -159,16 +177,33 @@ inline void validate(const graph::graph_view& g) {
       expect_shape(concat_shape(parts, n.n_in, n.axis));
     } else if (k == op_kind::repeat) {
       expect_operands(1);
-      if (n.body <= 0 || n.body >= g.n_regions || n.body == n.region) bad_node(g, i, "its body is not a block region");
+      if (n.body <= 0 || n.body >= g.n_regions || n.body == n.region)
+        bad_node(g, i, "its body is not a block region");
       if (n.count < 1) bad_node(g, i, "the number of iterations must be positive");
       const graph::node& ph = g[g.regions[n.body].placeholder];
-      if (!(ph.shape == operand(0).shape) || ph.type != operand(0).type || !(n.shape == ph.shape) || n.type != ph.type)
+      if (!(ph.shape == operand(0).shape) || ph.type != operand(0).type || !(n.shape == ph.shape) ||
+          n.type != ph.type)
         bad_node(g, i, "its input and result differ from the body's");
       if (g.regions[n.body].placeholder > i) bad_node(g, i, "its body does not precede it");
       for (int j = i + 1; j < g.size; ++j)
         if (g[j].region == n.body) bad_node(g, i, "its body does not precede it");
-    } else {
+    } else if (!allow_composites) {
       bad_node(g, i, "a row composite; run graph::expand first");
+    } else if (k == op_kind::softmax || k == op_kind::log_softmax) {
+      expect_operands(1);
+      if (!is_floating(n.type) || operand(0).type != n.type)
+        bad_node(g, i, "needs a floating-point operand of its dtype");
+      if (n.axis < 0 || n.axis >= n.shape.rank) bad_node(g, i, "axis out of range");
+      expect_shape({operand(0).shape});
+    } else {  // layernorm (x, gamma, beta), rmsnorm (x, gamma)
+      expect_operands(k == op_kind::layernorm ? 3 : 2);
+      if (!is_floating(n.type) || operand(0).type != n.type)
+        bad_node(g, i, "needs a floating-point operand of its dtype");
+      if (n.shape.rank < 1) bad_node(g, i, "needs an operand of rank 1 or more");
+      for (int o = 1; o < n.n_in; ++o)
+        if (!(operand(o).shape == make_dims(n.shape.back())) || operand(o).type != n.type)
+          bad_node(g, i, "gamma and beta must be vectors of the last axis, of the operand's dtype");
+      expect_shape({operand(0).shape});
     }
   }
 }
