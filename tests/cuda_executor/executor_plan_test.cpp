@@ -1,11 +1,12 @@
 // The device executor's group -> launch mapping, checked on the host (no CUDA needed): which
 // kernel each fusion group becomes, with which shapes, strides and operands, and which groups are
 // refused with a reason.
+#include "fusedsl/backend/cuda/executor_plan.hpp"
+
 #include <doctest/doctest.h>
 
 #include <string>
 
-#include "fusedsl/backend/cuda/executor_plan.hpp"
 #include "fusedsl/models/transformer.hpp"
 
 namespace fd = fusedsl;
@@ -37,7 +38,8 @@ int param_node(const Program&, std::string_view name) {
 template <std::size_t N>
 const fd::cuda::gemm_launch* gemm_reading(const fd::cuda::launch_plan<N>& p, int weight) {
   for (int i = 0; i < p.n_launches; ++i)
-    if (p.launches[std::size_t(i)].kind == launch_kind::gemm && p.launches[std::size_t(i)].gemm.b.node == weight)
+    if (p.launches[std::size_t(i)].kind == launch_kind::gemm &&
+        p.launches[std::size_t(i)].gemm.b.node == weight)
       return &p.launches[std::size_t(i)].gemm;
   return nullptr;
 }
@@ -63,7 +65,8 @@ TEST_CASE("the bf16 seed transformer maps every group to a GEMM, flash-attention
   }
 }
 
-TEST_CASE("the horizontal Q/K/V group becomes three GEMMs with their biases, each into its own buffer") {
+TEST_CASE(
+    "the horizontal Q/K/V group becomes three GEMMs with their biases, each into its own buffer") {
   constexpr auto p = seed_bf16::program;
   static constexpr auto lp = launches_of(p);
   int group = -1;
@@ -86,12 +89,15 @@ TEST_CASE("the horizontal Q/K/V group becomes three GEMMs with their biases, eac
   }
 }
 
-TEST_CASE("flash attention reads Q, K and V as row views [seq, heads * head_dim] of the projection buffers") {
+TEST_CASE(
+    "flash attention reads Q, K and V as row views [seq, heads * head_dim] of the projection "
+    "buffers") {
   constexpr auto p = seed_bf16::program;
   static constexpr auto lp = launches_of(p);
   const fd::cuda::attention_launch* a = nullptr;
   for (int i = 0; i < lp.n_launches; ++i)
-    if (lp.launches[std::size_t(i)].kind == launch_kind::attention) a = &lp.launches[std::size_t(i)].attention;
+    if (lp.launches[std::size_t(i)].kind == launch_kind::attention)
+      a = &lp.launches[std::size_t(i)].attention;
   REQUIRE(a != nullptr);
   CHECK(a->heads == 4);
   CHECK(a->kv_heads == 4);
@@ -169,7 +175,8 @@ TEST_CASE("a causal pre-LN model maps its iota mask onto the kernel's causal fla
   bool ln_on_input = false;
   for (int i = 0; i < lp.n_launches; ++i)
     if (lp.launches[std::size_t(i)].kind == launch_kind::row)
-      ln_on_input = ln_on_input || p.graph[lp.launches[std::size_t(i)].row.in].op == op_kind::placeholder;
+      ln_on_input =
+          ln_on_input || p.graph[lp.launches[std::size_t(i)].row.in].op == op_kind::placeholder;
   CHECK(ln_on_input);
 }
 
@@ -177,7 +184,8 @@ TEST_CASE("f32 attention is refused with the group and the reason") {
   static constexpr auto lp = launches_of(fd::models::seed::program);
   CHECK_FALSE(lp.ok());
   REQUIRE(lp.failed_group >= 0);
-  CHECK(fd::models::seed::program.fusion.groups[std::size_t(lp.failed_group)].kind == fd::plan::group_kind::attention);
+  CHECK(fd::models::seed::program.fusion.groups[std::size_t(lp.failed_group)].kind ==
+        fd::plan::group_kind::attention);
   CHECK(std::string(lp.error).find("attention on f32 operands") != std::string::npos);
 }
 

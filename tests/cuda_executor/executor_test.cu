@@ -55,18 +55,23 @@ double error_against_reference(const Program& p, unsigned seed, int calls, bool&
     for (std::int64_t i = 0; i < info.shape.size(); ++i) {
       float v = nd(rng) * (info.kind == fd::graph::op_kind::input ? 10.0f : 1.0f);
       if (info.name.find("gamma") != std::string::npos) v += 1.0f;
-      if (info.type == fd::dtype::bf16) t.data<fd::bf16>()[i] = fd::bf16(v);
-      else if (info.type == fd::dtype::f16) t.data<fd::f16>()[i] = fd::f16(v);
-      else t.data<float>()[i] = v;
+      if (info.type == fd::dtype::bf16)
+        t.data<fd::bf16>()[i] = fd::bf16(v);
+      else if (info.type == fd::dtype::f16)
+        t.data<fd::f16>()[i] = fd::f16(v);
+      else
+        t.data<float>()[i] = v;
     }
     ex.bind(info.name, t.ref());
     names.push_back(info.name);
     wide.emplace_back(fd::dtype::f32, info.shape);
-    for (std::int64_t i = 0; i < info.shape.size(); ++i) wide.back().data<float>()[i] = value_at(t, i);
+    for (std::int64_t i = 0; i < info.shape.size(); ++i)
+      wide.back().data<float>()[i] = value_at(t, i);
   }
   const bool twin = !std::is_same_v<Program, Twin>;
   std::vector<std::pair<std::string_view, fd::tensor_ref>> refs;
-  for (std::size_t i = 0; i < names.size(); ++i) refs.emplace_back(names[i], twin ? wide[i].ref() : data[i].ref());
+  for (std::size_t i = 0; i < names.size(); ++i)
+    refs.emplace_back(names[i], twin ? wide[i].ref() : data[i].ref());
   const auto expected = fd::test::run_reference(fd::graph::graph_view(Twin::graph), refs);
 
   std::vector<fd::dynamic_tensor> first, outs;
@@ -78,7 +83,8 @@ double error_against_reference(const Program& p, unsigned seed, int calls, bool&
       outs.emplace_back(n.type, n.shape);
     }
     ex.run();
-    for (int o = 0; o < Program::graph.n_outputs; ++o) ex.read_output(o, outs[std::size_t(o)].ref());
+    for (int o = 0; o < Program::graph.n_outputs; ++o)
+      ex.read_output(o, outs[std::size_t(o)].ref());
     ex.synchronize();
     if (c == 0) {
       for (auto& t : outs) {
@@ -87,7 +93,8 @@ double error_against_reference(const Program& p, unsigned seed, int calls, bool&
       }
     } else {
       for (std::size_t o = 0; o < outs.size(); ++o)
-        replays_agree = replays_agree && std::memcmp(first[o].raw(), outs[o].raw(), outs[o].ref().bytes()) == 0;
+        replays_agree =
+            replays_agree && std::memcmp(first[o].raw(), outs[o].raw(), outs[o].ref().bytes()) == 0;
     }
   }
   CHECK(ex.runner().captured());
@@ -111,11 +118,14 @@ using causal_f32 = fd::models::transformer<128, 128, 4, 512, 3, fd::nn::pre_ln, 
 
 }  // namespace
 
-TEST_CASE("the bf16 seed transformer runs as one CUDA graph and matches the reference within 1e-2") {
+TEST_CASE(
+    "the bf16 seed transformer runs as one CUDA graph and matches the reference within 1e-2") {
   bool same = false, same_again = false;
-  const double err = error_against_reference<seed_bf16::program_type, seed_f32::program_type>(seed_bf16::program, 11, 3, same);
+  const double err = error_against_reference<seed_bf16::program_type, seed_f32::program_type>(
+      seed_bf16::program, 11, 3, same);
   const double err_bf16_ref = error_against_reference(seed_bf16::program, 11, 1, same_again);
-  MESSAGE("seed bf16: relative L2 error " << err << " against the f32 reference, " << err_bf16_ref << " against the bf16 one");
+  MESSAGE("seed bf16: relative L2 error " << err << " against the f32 reference, " << err_bf16_ref
+                                          << " against the bf16 one");
   CHECK(err < 1e-2);
   CHECK(err_bf16_ref < 2e-2);
   CHECK(same);
@@ -130,15 +140,20 @@ TEST_CASE("the seed transformer's launch list: 9 kernels per layer, 2 layers, na
   CHECK(ex.device_bytes() >= std::size_t(seed_bf16::program.memory.arena_bytes));
 }
 
-TEST_CASE("a 3-layer causal pre-LN bf16 stack (carry-buffer ping-pong) matches the reference within 1e-2") {
+TEST_CASE(
+    "a 3-layer causal pre-LN bf16 stack (carry-buffer ping-pong) matches the reference within "
+    "1e-2") {
   bool same = false;
-  const double err = error_against_reference<causal_bf16::program_type, causal_f32::program_type>(causal_bf16::program, 12, 2, same);
-  MESSAGE("causal pre-LN bf16, 3 layers: relative L2 error " << err << " against the f32 reference");
+  const double err = error_against_reference<causal_bf16::program_type, causal_f32::program_type>(
+      causal_bf16::program, 12, 2, same);
+  MESSAGE("causal pre-LN bf16, 3 layers: relative L2 error " << err
+                                                             << " against the f32 reference");
   CHECK(err < 1e-2);
   CHECK(same);
 }
 
-TEST_CASE("f32 GEMM + bias + relu, layernorm with an epilogue, and a broadcast loop match within 1e-5") {
+TEST_CASE(
+    "f32 GEMM + bias + relu, layernorm with an epilogue, and a broadcast loop match within 1e-5") {
   constexpr auto x = fd::input<"x", float, 64, 96>();
   constexpr auto w = fd::param<"w", float, 96, 80>();
   constexpr auto b = fd::param<"b", float, 80>();

@@ -11,7 +11,7 @@
 
 namespace fusedsl::test {
 
-std::vector<dynamic_tensor> run_reference(const graph::graph_view& g,
-                                          std::span<const std::pair<std::string_view, tensor_ref>> bindings);
+std::vector<dynamic_tensor> run_reference(
+    const graph::graph_view& g, std::span<const std::pair<std::string_view, tensor_ref>> bindings);
 
 }  // namespace fusedsl::test

@@ -29,9 +29,12 @@ float load(dtype t, const std::byte* p, std::int64_t i) {
   return reinterpret_cast<const float*>(p)[i];
 }
 void store(dtype t, std::byte* p, std::int64_t i, float v) {
-  if (t == dtype::bf16) reinterpret_cast<fd::bf16*>(p)[i] = fd::bf16(v);
-  else if (t == dtype::f16) reinterpret_cast<fd::f16*>(p)[i] = fd::f16(v);
-  else reinterpret_cast<float*>(p)[i] = v;
+  if (t == dtype::bf16)
+    reinterpret_cast<fd::bf16*>(p)[i] = fd::bf16(v);
+  else if (t == dtype::f16)
+    reinterpret_cast<fd::f16*>(p)[i] = fd::f16(v);
+  else
+    reinterpret_cast<float*>(p)[i] = v;
 }
 float round_to(dtype t, float v) {
   if (t == dtype::bf16) return float(fd::bf16(v));
@@ -42,22 +45,38 @@ float round_to(dtype t, float v) {
 // The ops of plan_kernels.cuh's apply_op, on the host.
 float apply_op(op_kind k, float a, float b, float c) {
   switch (k) {
-    case op_kind::add: return a + b;
-    case op_kind::sub: return a - b;
-    case op_kind::mul: return a * b;
-    case op_kind::div: return a / b;
-    case op_kind::max: return std::isnan(a) || std::isnan(b) ? a + b : std::max(a, b);
-    case op_kind::min: return std::isnan(a) || std::isnan(b) ? a + b : std::min(a, b);
-    case op_kind::pow: return std::pow(a, b);
-    case op_kind::eq: return a == b;
-    case op_kind::ne: return a != b;
-    case op_kind::lt: return a < b;
-    case op_kind::le: return a <= b;
-    case op_kind::gt: return a > b;
-    case op_kind::ge: return a >= b;
-    case op_kind::select: return a != 0.0f ? b : c;
-    case op_kind::cast: return a;
-    default: return fd::reference::kernels::apply_unary(k, a);
+    case op_kind::add:
+      return a + b;
+    case op_kind::sub:
+      return a - b;
+    case op_kind::mul:
+      return a * b;
+    case op_kind::div:
+      return a / b;
+    case op_kind::max:
+      return std::isnan(a) || std::isnan(b) ? a + b : std::max(a, b);
+    case op_kind::min:
+      return std::isnan(a) || std::isnan(b) ? a + b : std::min(a, b);
+    case op_kind::pow:
+      return std::pow(a, b);
+    case op_kind::eq:
+      return a == b;
+    case op_kind::ne:
+      return a != b;
+    case op_kind::lt:
+      return a < b;
+    case op_kind::le:
+      return a <= b;
+    case op_kind::gt:
+      return a > b;
+    case op_kind::ge:
+      return a >= b;
+    case op_kind::select:
+      return a != 0.0f ? b : c;
+    case op_kind::cast:
+      return a;
+    default:
+      return fd::reference::kernels::apply_unary(k, a);
   }
 }
 
@@ -68,10 +87,12 @@ class emulator {
   static constexpr auto plan = fd::cuda::plan_launches(g, Program::fusion);
 
  public:
-  emulator() : layout_(fd::cuda::layout_device_memory(g, Program::memory, 256)), memory_(layout_.bytes) {
+  emulator()
+      : layout_(fd::cuda::layout_device_memory(g, Program::memory, 256)), memory_(layout_.bytes) {
     static_assert(plan.ok(), "emulator: the program must map onto the CUDA kernels");
     // NaN everywhere: a value read before any launch wrote it poisons the result.
-    for (std::size_t i = 0; i + 4 <= memory_.size(); i += 4) store(dtype::f32, memory_.data() + i, 0, NAN);
+    for (std::size_t i = 0; i + 4 <= memory_.size(); i += 4)
+      store(dtype::f32, memory_.data() + i, 0, NAN);
   }
   const fd::cuda::device_layout<N>& layout() const { return layout_; }
   std::byte* at(std::size_t offset) { return memory_.data() + offset; }
@@ -87,10 +108,18 @@ class emulator {
         return at(std::size_t(addr[std::size_t(node)]));
       };
       switch (d.kind) {
-        case fd::cuda::launch_kind::gemm: gemm(d.gemm, buf); break;
-        case fd::cuda::launch_kind::attention: attention(d.attention, buf); break;
-        case fd::cuda::launch_kind::row: row(d.row, buf); break;
-        case fd::cuda::launch_kind::loop: loop(d.loop, buf); break;
+        case fd::cuda::launch_kind::gemm:
+          gemm(d.gemm, buf);
+          break;
+        case fd::cuda::launch_kind::attention:
+          attention(d.attention, buf);
+          break;
+        case fd::cuda::launch_kind::row:
+          row(d.row, buf);
+          break;
+        case fd::cuda::launch_kind::loop:
+          loop(d.loop, buf);
+          break;
       }
     });
   }
@@ -103,7 +132,9 @@ class emulator {
     for (int m = 0; m < e.m; ++m)
       for (int n = 0; n < e.n; ++n) {
         float acc = 0;
-        for (int k = 0; k < e.k; ++k) acc += load(in, a, e.a.offset + std::int64_t(m) * e.k + k) * load(in, b, e.b.offset + std::int64_t(k) * e.n + n);
+        for (int k = 0; k < e.k; ++k)
+          acc += load(in, a, e.a.offset + std::int64_t(m) * e.k + k) *
+                 load(in, b, e.b.offset + std::int64_t(k) * e.n + n);
         float v = e.scale * acc;
         if (e.bias >= 0) v += load(out, buf(e.bias), n);
         if (e.has_act) v = apply_op(e.act, v, 0, 0);
@@ -134,9 +165,13 @@ class emulator {
         for (int j = 0; j <= last; ++j) {
           const float p = std::exp(s[std::size_t(j)] - mx);
           sum += p;
-          for (int x = 0; x < e.head_dim; ++x) acc[std::size_t(x)] += p * load(t, v, e.v.offset + j * e.v_row_stride + kvh * e.head_dim + x);
+          for (int x = 0; x < e.head_dim; ++x)
+            acc[std::size_t(x)] +=
+                p * load(t, v, e.v.offset + j * e.v_row_stride + kvh * e.head_dim + x);
         }
-        for (int x = 0; x < e.head_dim; ++x) store(t, o, e.o.offset + i * e.o_row_stride + h * e.head_dim + x, acc[std::size_t(x)] / sum);
+        for (int x = 0; x < e.head_dim; ++x)
+          store(t, o, e.o.offset + i * e.o_row_stride + h * e.head_dim + x,
+                acc[std::size_t(x)] / sum);
       }
   }
   template <class Buf>
@@ -145,7 +180,8 @@ class emulator {
     std::byte *in = buf(e.in), *out = buf(e.out);
     std::vector<float> x(std::size_t(e.cols));
     for (int r = 0; r < e.rows; ++r) {
-      for (int c = 0; c < e.cols; ++c) x[std::size_t(c)] = load(ti, in, std::int64_t(r) * e.cols + c);
+      for (int c = 0; c < e.cols; ++c)
+        x[std::size_t(c)] = load(ti, in, std::int64_t(r) * e.cols + c);
       float mx = -INFINITY, sum = 0, sq = 0;
       for (float v : x) mx = std::max(mx, v), sum += v;
       const float mean = sum / float(e.cols);
@@ -157,10 +193,18 @@ class emulator {
         const float v = x[std::size_t(c)];
         float y = 0;
         switch (e.op) {
-          case op_kind::softmax: y = std::exp(v - mx) / se; break;
-          case op_kind::log_softmax: y = v - mx - std::log(se); break;
-          case op_kind::layernorm: y = (v - mean) * rstd * load(to, buf(e.gamma), c) + load(to, buf(e.beta), c); break;
-          default: y = v * rstd * load(to, buf(e.gamma), c); break;
+          case op_kind::softmax:
+            y = std::exp(v - mx) / se;
+            break;
+          case op_kind::log_softmax:
+            y = v - mx - std::log(se);
+            break;
+          case op_kind::layernorm:
+            y = (v - mean) * rstd * load(to, buf(e.gamma), c) + load(to, buf(e.beta), c);
+            break;
+          default:
+            y = v * rstd * load(to, buf(e.gamma), c);
+            break;
         }
         store(to, out, std::int64_t(r) * e.cols + c, y);
       }
@@ -185,12 +229,14 @@ class emulator {
         } else if (in.code == fd::cuda::loop_code::iota) {
           r = float(idx[in.axis]);
         } else {
-          r = round_to(in.type, apply_op(in.op, reg[std::size_t(in.a)], in.b >= 0 ? reg[std::size_t(in.b)] : 0.0f,
+          r = round_to(in.type, apply_op(in.op, reg[std::size_t(in.a)],
+                                         in.b >= 0 ? reg[std::size_t(in.b)] : 0.0f,
                                          in.c >= 0 ? reg[std::size_t(in.c)] : 0.0f));
         }
       }
       for (int o = 0; o < lp.n_outputs; ++o)
-        store(lp.out_type[std::size_t(o)], buf(lp.out_node[std::size_t(o)]), i, reg[std::size_t(lp.out_register[std::size_t(o)])]);
+        store(lp.out_type[std::size_t(o)], buf(lp.out_node[std::size_t(o)]), i,
+              reg[std::size_t(lp.out_register[std::size_t(o)])]);
     }
   }
 
@@ -222,19 +268,22 @@ double emulated_error(const Program&, unsigned seed, int* launches = nullptr) {
     std::memcpy(em.at(s.offset), t.raw(), t.ref().bytes());
     if constexpr (!std::is_same_v<Twin, Program>) {
       fd::dynamic_tensor wide(dtype::f32, n.shape);
-      for (std::int64_t i = 0; i < n.shape.size(); ++i) wide.data<float>()[i] = load(n.type, static_cast<std::byte*>(t.raw()), i);
+      for (std::int64_t i = 0; i < n.shape.size(); ++i)
+        wide.data<float>()[i] = load(n.type, static_cast<std::byte*>(t.raw()), i);
       data.push_back(std::move(wide));
     }
     refs.push_back({s.name, data.back().ref()});
   }
   em.run();
   if (launches) *launches = em.launches;
-  const auto expected = fd::reference::run(fd::graph::graph_view(Twin::graph), std::span<const fd::reference::binding>(refs));
+  const auto expected = fd::reference::run(fd::graph::graph_view(Twin::graph),
+                                           std::span<const fd::reference::binding>(refs));
   double worst = 0;
   for (int o = 0; o < Program::graph.n_outputs; ++o) {
     const fd::graph::node& n = Program::graph[Program::graph.outputs[std::size_t(o)]];
     const std::byte* got = em.at(em.layout().output_offset[std::size_t(o)]);
-    const std::byte* want = static_cast<const std::byte*>(const_cast<fd::dynamic_tensor&>(expected[std::size_t(o)]).raw());
+    const std::byte* want = static_cast<const std::byte*>(
+        const_cast<fd::dynamic_tensor&>(expected[std::size_t(o)]).raw());
     const dtype want_type = expected[std::size_t(o)].type();
     double num = 0, den = 0;
     for (std::int64_t i = 0; i < n.shape.size(); ++i) {
@@ -255,27 +304,36 @@ using causal_f32 = fd::models::transformer<128, 128, 4, 512, 3, fd::nn::pre_ln, 
 
 }  // namespace
 
-TEST_CASE("the bf16 seed transformer's launch schedule, replayed on the CPU, matches the reference within 1e-2") {
+TEST_CASE(
+    "the bf16 seed transformer's launch schedule, replayed on the CPU, matches the reference "
+    "within 1e-2") {
   int launches = 0;
-  const double err = emulated_error<seed_bf16::program_type, seed_f32::program_type>(seed_bf16::program, 21, &launches);
+  const double err = emulated_error<seed_bf16::program_type, seed_f32::program_type>(
+      seed_bf16::program, 21, &launches);
   const double err_bf16_ref = emulated_error(seed_bf16::program, 21);
-  MESSAGE("seed bf16 (emulated schedule): relative L2 error " << err << " against the f32 reference, " << err_bf16_ref
-                                                            << " against the bf16 reference (rounds every node)");
+  MESSAGE("seed bf16 (emulated schedule): relative L2 error "
+          << err << " against the f32 reference, " << err_bf16_ref
+          << " against the bf16 reference (rounds every node)");
   CHECK(err < 1e-2);
   CHECK(err_bf16_ref < 2e-2);
   CHECK(launches == 18);
 }
 
-TEST_CASE("a 3-layer causal pre-LN bf16 stack (odd layer count: carry-buffer ping-pong) matches within 1e-2") {
-  const double err = emulated_error<causal_bf16::program_type, causal_f32::program_type>(causal_bf16::program, 22);
+TEST_CASE(
+    "a 3-layer causal pre-LN bf16 stack (odd layer count: carry-buffer ping-pong) matches within "
+    "1e-2") {
+  const double err =
+      emulated_error<causal_bf16::program_type, causal_f32::program_type>(causal_bf16::program, 22);
   const double err_bf16_ref = emulated_error(causal_bf16::program, 22);
-  MESSAGE("causal pre-LN bf16, 3 layers (emulated schedule): relative L2 error " << err << " against the f32 reference, "
-                                                                                 << err_bf16_ref << " against the bf16 reference");
+  MESSAGE("causal pre-LN bf16, 3 layers (emulated schedule): relative L2 error "
+          << err << " against the f32 reference, " << err_bf16_ref
+          << " against the bf16 reference");
   CHECK(err < 1e-2);
   CHECK(err_bf16_ref < 2e-2);
 }
 
-TEST_CASE("f32 GEMM + bias + relu, layernorm with an epilogue, and a transposed loop match within 1e-5") {
+TEST_CASE(
+    "f32 GEMM + bias + relu, layernorm with an epilogue, and a transposed loop match within 1e-5") {
   constexpr auto x = fd::input<"x", float, 64, 96>();
   constexpr auto w = fd::param<"w", float, 96, 80>();
   constexpr auto b = fd::param<"b", float, 80>();

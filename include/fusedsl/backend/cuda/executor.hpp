@@ -2,7 +2,7 @@
 // fusedsl::cuda::executor: runs a compiled program on one GPU (compile with nvcc).
 //
 //   fd::cuda::executor run{program, stream};   // one cudaMalloc: plan arena + bindings + outputs
-//   run.bind("layers.0.attn.q.w", w);          // weights: uploaded once, asynchronously, on `stream`
+//   run.bind("layers.0.attn.q.w", w);          // weights: uploaded once, asynchronously
 //   run.bind("x", x);                          // inputs: uploaded before each call
 //   run.run();                                 // one cudaGraphLaunch (the first call captures it)
 //   run.read_output(0, y); run.synchronize();  // asynchronous download
@@ -81,7 +81,8 @@ class executor {
     if (!plan.ok()) throw unsupported_program(failure());
     layout_ = layout_device_memory(g, mp, device_arena::alignment);
     for (std::size_t i = 0; i < layout_.slots.size(); ++i) {
-      if (by_name_.count(layout_.slots[i].name)) throw binding_error("binding \"" + layout_.slots[i].name + "\": declared twice");
+      if (by_name_.count(layout_.slots[i].name))
+        throw binding_error("binding \"" + layout_.slots[i].name + "\": declared twice");
       by_name_[layout_.slots[i].name] = i;
     }
     bound_.assign(layout_.slots.size(), false);
@@ -95,8 +96,9 @@ class executor {
     std::string where = "cuda::executor: ";
     if (plan.failed_group >= 0) {
       const plan::fusion_group& gr = fp.groups[std::size_t(plan.failed_group)];
-      where += "group " + std::to_string(plan.failed_group) + " (" + std::string(plan::name_of(gr.kind)) + ", anchor %" +
-               std::to_string(gr.anchor) + " " + std::string(graph::name_of(g[gr.anchor].op)) + "): ";
+      where += "group " + std::to_string(plan.failed_group) + " (" +
+               std::string(plan::name_of(gr.kind)) + ", anchor %" + std::to_string(gr.anchor) +
+               " " + std::string(graph::name_of(g[gr.anchor].op)) + "): ";
     }
     return where + plan.error;
   }
@@ -109,7 +111,8 @@ class executor {
   };
   std::vector<binding_info> bindings() const {
     std::vector<binding_info> r;
-    for (const binding_slot& s : layout_.slots) r.push_back({s.name, g[s.node].op, g[s.node].type, g[s.node].shape});
+    for (const binding_slot& s : layout_.slots)
+      r.push_back({s.name, g[s.node].op, g[s.node].type, g[s.node].shape});
     return r;
   }
 
@@ -117,25 +120,33 @@ class executor {
   // has passed this point (synchronize()).
   void bind(std::string_view name, tensor_ref t) {
     auto it = by_name_.find(std::string(name));
-    if (it == by_name_.end()) throw binding_error("binding \"" + std::string(name) + "\": the program has no input or param of that name");
+    if (it == by_name_.end())
+      throw binding_error("binding \"" + std::string(name) +
+                          "\": the program has no input or param of that name");
     const binding_slot& s = layout_.slots[it->second];
     const graph::node& n = g[s.node];
     if (t.type != n.type || !(t.shape == n.shape))
-      throw binding_error("binding \"" + s.name + "\": expected " + std::string(name_of(n.type)) + to_string(n.shape) + ", got " +
-                          std::string(name_of(t.type)) + to_string(t.shape));
+      throw binding_error("binding \"" + s.name + "\": expected " + std::string(name_of(n.type)) +
+                          to_string(n.shape) + ", got " + std::string(name_of(t.type)) +
+                          to_string(t.shape));
     if (t.data == nullptr) throw binding_error("binding \"" + s.name + "\": null data");
-    check(cudaMemcpyAsync(at(s.offset), t.data, t.bytes(), cudaMemcpyHostToDevice, stream_), "cuda::executor: bind (upload)");
+    check(cudaMemcpyAsync(at(s.offset), t.data, t.bytes(), cudaMemcpyHostToDevice, stream_),
+          "cuda::executor: bind (upload)");
     bound_[it->second] = true;
   }
 
   // Device address of a binding (for inputs produced on the device: write there, skip bind).
   void* device_binding(std::string_view name) {
     auto it = by_name_.find(std::string(name));
-    if (it == by_name_.end()) throw binding_error("binding \"" + std::string(name) + "\": the program has no input or param of that name");
+    if (it == by_name_.end())
+      throw binding_error("binding \"" + std::string(name) +
+                          "\": the program has no input or param of that name");
     bound_[it->second] = true;
     return at(layout_.slots[it->second].offset);
   }
-  const void* device_output(int k) const { return at(layout_.output_offset[std::size_t(check_output(k))]); }
+  const void* device_output(int k) const {
+    return at(layout_.output_offset[std::size_t(check_output(k))]);
+  }
 
   // One call: the first runs the launches eagerly and captures them; later ones replay the graph
   // (on the legacy default stream, nullptr, every call runs eagerly).
@@ -156,9 +167,11 @@ class executor {
   void read_output(int k, tensor_ref t) const {
     const graph::node& n = g[g.outputs[std::size_t(check_output(k))]];
     if (t.type != n.type || !(t.shape == n.shape))
-      throw binding_error("output " + std::to_string(k) + ": expected " + std::string(name_of(n.type)) + to_string(n.shape) + ", got " +
+      throw binding_error("output " + std::to_string(k) + ": expected " +
+                          std::string(name_of(n.type)) + to_string(n.shape) + ", got " +
                           std::string(name_of(t.type)) + to_string(t.shape));
-    check(cudaMemcpyAsync(t.data, device_output(k), t.bytes(), cudaMemcpyDeviceToHost, stream_), "cuda::executor: read_output");
+    check(cudaMemcpyAsync(t.data, device_output(k), t.bytes(), cudaMemcpyDeviceToHost, stream_),
+          "cuda::executor: read_output");
   }
   void synchronize() const { check(cudaStreamSynchronize(stream_), "cuda::executor: synchronize"); }
 
@@ -167,10 +180,13 @@ class executor {
   std::size_t device_bytes() const { return arena_->capacity(); }
 
  private:
-  std::byte* at(std::size_t offset) const { return static_cast<std::byte*>(arena_->data()) + offset; }
+  std::byte* at(std::size_t offset) const {
+    return static_cast<std::byte*>(arena_->data()) + offset;
+  }
   static int check_output(int k) {
     if (k < 0 || k >= g.n_outputs)
-      throw binding_error("output " + std::to_string(k) + ": the program has " + std::to_string(g.n_outputs) + " outputs");
+      throw binding_error("output " + std::to_string(k) + ": the program has " +
+                          std::to_string(g.n_outputs) + " outputs");
     return k;
   }
 
@@ -179,7 +195,8 @@ class executor {
     static constexpr auto table = make_table(std::make_index_sequence<std::size_t(n_launches)>{});
     call_schedule<N> schedule(g, fp, mp, plan, layout_);
     schedule.for_each([&](int l, int it, const typename call_schedule<N>::addresses& addr) {
-      for (std::size_t i = 0; i < N; ++i) val_[i] = addr[i] >= 0 ? at(std::size_t(addr[i])) : nullptr;
+      for (std::size_t i = 0; i < N; ++i)
+        val_[i] = addr[i] >= 0 ? at(std::size_t(addr[i])) : nullptr;
       (this->*table[std::size_t(l)])(it);
     });
   }
@@ -196,7 +213,8 @@ class executor {
     const launch& d = plan.launches[std::size_t(l)];
     const plan::fusion_group& gr = fp.groups[std::size_t(d.group)];
     std::string s = binding_prefix(g, gr.region, it);
-    return s + std::string(name_of(d.kind)) + " (group " + std::to_string(d.group) + ", anchor %" + std::to_string(gr.anchor) + ")";
+    return s + std::string(name_of(d.kind)) + " (group " + std::to_string(d.group) + ", anchor %" +
+           std::to_string(gr.anchor) + ")";
   }
 
   // One launch: its kernel instantiated with the plan's shapes, its pointers bound now.
@@ -210,27 +228,34 @@ class executor {
     if constexpr (d.kind == launch_kind::gemm) {
       using In = storage_t<g[launch_at<I>.gemm.a.node].type>;
       using Out = storage_t<g[launch_at<I>.gemm.out].type>;
-      using Epi = plan_epilogue<Out, launch_at<I>.gemm.has_act, launch_at<I>.gemm.act, (launch_at<I>.gemm.bias >= 0), (launch_at<I>.gemm.residual >= 0)>;
+      using Epi = plan_epilogue<Out, launch_at<I>.gemm.has_act, launch_at<I>.gemm.act,
+                                (launch_at<I>.gemm.bias >= 0), (launch_at<I>.gemm.residual >= 0)>;
       Epi epi;
       epi.scale = launch_at<I>.gemm.scale;
       if constexpr (launch_at<I>.gemm.bias >= 0) epi.bias = ptr<const Out>(launch_at<I>.gemm.bias);
-      if constexpr (launch_at<I>.gemm.residual >= 0) epi.residual = ptr<const Out>(launch_at<I>.gemm.residual);
+      if constexpr (launch_at<I>.gemm.residual >= 0)
+        epi.residual = ptr<const Out>(launch_at<I>.gemm.residual);
       const In* a = ptr<const In>(launch_at<I>.gemm.a);
       const In* b = ptr<const In>(launch_at<I>.gemm.b);
       Out* c = ptr<Out>(launch_at<I>.gemm.out);
       runner_.add(step_name(I, it), [a, b, c, epi](cudaStream_t s) {
-        gemm<launch_at<I>.gemm.m, launch_at<I>.gemm.n, launch_at<I>.gemm.k, In, Epi>(s, a, b, c, epi);
+        gemm<launch_at<I>.gemm.m, launch_at<I>.gemm.n, launch_at<I>.gemm.k, In, Epi>(s, a, b, c,
+                                                                                     epi);
       });
     } else if constexpr (d.kind == launch_kind::attention) {
       using T = storage_t<g[launch_at<I>.attention.q.node].type>;
       attention_args<T> a;
-      a.q = ptr<const T>(launch_at<I>.attention.q), a.k = ptr<const T>(launch_at<I>.attention.k), a.v = ptr<const T>(launch_at<I>.attention.v), a.o = ptr<T>(launch_at<I>.attention.o);
-      a.q_row_stride = long(launch_at<I>.attention.q_row_stride), a.k_row_stride = long(launch_at<I>.attention.k_row_stride);
-      a.v_row_stride = long(launch_at<I>.attention.v_row_stride), a.o_row_stride = long(launch_at<I>.attention.o_row_stride);
+      a.q = ptr<const T>(launch_at<I>.attention.q), a.k = ptr<const T>(launch_at<I>.attention.k),
+      a.v = ptr<const T>(launch_at<I>.attention.v), a.o = ptr<T>(launch_at<I>.attention.o);
+      a.q_row_stride = long(launch_at<I>.attention.q_row_stride),
+      a.k_row_stride = long(launch_at<I>.attention.k_row_stride);
+      a.v_row_stride = long(launch_at<I>.attention.v_row_stride),
+      a.o_row_stride = long(launch_at<I>.attention.o_row_stride);
       a.scale = launch_at<I>.attention.scale;
       runner_.add(step_name(I, it), [a](cudaStream_t s) {
         constexpr const attention_launch& at = launch_at<I>.attention;
-        flash_attention<T, at.head_dim, 1, at.heads, at.kv_heads, at.seq_q, at.seq_k, at.causal>(s, a);
+        flash_attention<T, at.head_dim, 1, at.heads, at.kv_heads, at.seq_q, at.seq_k, at.causal>(s,
+                                                                                                 a);
       });
     } else if constexpr (d.kind == launch_kind::row) {
       using In = storage_t<g[launch_at<I>.row.in].type>;
@@ -247,16 +272,21 @@ class executor {
       });
     } else {
       loop_pointers p;
-      for (int l = 0; l < d.loop.n_loads; ++l) p.in[l] = val_[std::size_t(d.loop.loads[std::size_t(l)].node)];
-      for (int o = 0; o < d.loop.n_outputs; ++o) p.out[o] = val_[std::size_t(d.loop.out_node[std::size_t(o)])];
-      runner_.add(step_name(I, it), [p](cudaStream_t s) { launch_loop_program(s, launch_at<I>.loop, p); });
+      for (int l = 0; l < d.loop.n_loads; ++l)
+        p.in[l] = val_[std::size_t(d.loop.loads[std::size_t(l)].node)];
+      for (int o = 0; o < d.loop.n_outputs; ++o)
+        p.out[o] = val_[std::size_t(d.loop.out_node[std::size_t(o)])];
+      runner_.add(step_name(I, it),
+                  [p](cudaStream_t s) { launch_loop_program(s, launch_at<I>.loop, p); });
     }
   }
 
-  static constexpr int n_launches = plan.ok() ? plan.n_launches : 0;  // nothing instantiated for a failed plan
+  static constexpr int n_launches =
+      plan.ok() ? plan.n_launches : 0;  // nothing instantiated for a failed plan
   template <std::size_t... I>
   static constexpr auto make_table(std::index_sequence<I...>) {
-    return std::array<void (executor::*)(int), sizeof...(I)>{&executor::template add_launch<int(I)>...};
+    return std::array<void (executor::*)(int), sizeof...(I)>{
+        &executor::template add_launch<int(I)>...};
   }
 
   std::optional<device_arena> arena_;

@@ -43,7 +43,7 @@ struct gemm_launch {
   operand a, b;
   int out = -1;  // the node written (the epilogue's last op)
   float scale = 1.0f;
-  int bias = -1;      // node of the [N] bias, or -1
+  int bias = -1;  // node of the [N] bias, or -1
   bool has_act = false;
   op_kind act = op_kind::relu;
   int residual = -1;  // node of the [M, N] residual, or -1
@@ -114,7 +114,7 @@ struct launch_plan {
   std::array<launch, N> launches{};
   int n_launches = 0;
   std::array<int, N> first{}, count{};
-  int failed_group = -1;       // the first group no kernel expresses, or -1
+  int failed_group = -1;        // the first group no kernel expresses, or -1
   const char* error = nullptr;  // why
 
   constexpr bool ok() const { return error == nullptr; }
@@ -124,11 +124,15 @@ namespace detail {
 
 using cpu::strided_view;
 
-constexpr bool is_half(dtype t) { return t == dtype::bf16 || t == dtype::f16; }
-constexpr bool is_storage(dtype t) { return t == dtype::f32 || is_half(t); }
+constexpr bool is_half(dtype t) {
+  return t == dtype::bf16 || t == dtype::f16;
+}
+constexpr bool is_storage(dtype t) {
+  return t == dtype::f32 || is_half(t);
+}
 constexpr bool is_activation(op_kind k) {
-  return k == op_kind::relu || k == op_kind::gelu_erf || k == op_kind::gelu_tanh || k == op_kind::silu ||
-         k == op_kind::sigmoid || k == op_kind::tanh;
+  return k == op_kind::relu || k == op_kind::gelu_erf || k == op_kind::gelu_tanh ||
+         k == op_kind::silu || k == op_kind::sigmoid || k == op_kind::tanh;
 }
 
 template <std::size_t N>
@@ -159,7 +163,8 @@ struct mapper {
     return false;
   }
   constexpr launch& add(launch_kind k, int gi) {
-    if (p.n_launches >= int(N)) throw "cuda::plan_launches: more launches than nodes (a fusedsl bug)";
+    if (p.n_launches >= int(N))
+      throw "cuda::plan_launches: more launches than nodes (a fusedsl bug)";
     launch& l = p.launches[std::size_t(p.n_launches++)];
     l.kind = k;
     l.group = gi;
@@ -171,18 +176,25 @@ struct mapper {
   constexpr bool map_gemm(int gi, int mm) {
     const node& n = g[mm];
     if (n.trans_a || n.trans_b)
-      return fail(gi, "matmul reads an operand transposed (trans_a/trans_b); the CUDA GEMM takes row-major A[M,K] and B[K,N] (a layout copy is needed)");
+      return fail(gi,
+                  "matmul reads an operand transposed (trans_a/trans_b); the CUDA GEMM takes "
+                  "row-major A[M,K] and B[K,N] (a layout copy is needed)");
     const strided_view a = cpu::read_view(g, f, gi, n.in[0]), b = cpu::read_view(g, f, gi, n.in[1]);
-    if (!a.ok || !b.ok) return fail(gi, "a matmul operand is computed inside its group, not read from a buffer");
+    if (!a.ok || !b.ok)
+      return fail(gi, "a matmul operand is computed inside its group, not read from a buffer");
     if (g[a.base].type != n.type || g[b.base].type != n.type)
-      return fail(gi, "matmul operands are widened from another dtype; the CUDA GEMM reads one storage type");
+      return fail(
+          gi,
+          "matmul operands are widened from another dtype; the CUDA GEMM reads one storage type");
     const int ra = a.shape.rank;
-    if (b.shape.rank != 2) return fail(gi, "batched matmul (right operand of rank > 2) has no CUDA kernel");
+    if (b.shape.rank != 2)
+      return fail(gi, "batched matmul (right operand of rank > 2) has no CUDA kernel");
     gemm_launch gl;
     gl.k = int(a.shape[ra - 1]);
     gl.n = int(b.shape[1]);
     // A: contiguous rows of K elements; leading axes fold into M when laid out back to back.
-    if (a.stride[std::size_t(ra - 1)] != 1 || (ra >= 2 && a.stride[std::size_t(ra - 2)] != gl.k && a.shape[ra - 2] != 1))
+    if (a.stride[std::size_t(ra - 1)] != 1 ||
+        (ra >= 2 && a.stride[std::size_t(ra - 2)] != gl.k && a.shape[ra - 2] != 1))
       return fail(gi, "matmul: A is not a contiguous row-major [M, K] buffer");
     std::int64_t m = ra >= 2 ? a.shape[ra - 2] : 1, expect = std::int64_t(gl.k) * m;
     for (int ax = ra - 3; ax >= 0; --ax) {
@@ -197,7 +209,9 @@ struct mapper {
     if (is_half(n.type) && (gl.m % 32 != 0 || gl.n % 32 != 0 || gl.k % 32 != 0))
       return fail(gi, "matmul: the 16-bit tensor-core GEMM needs M, N and K to be multiples of 32");
     if ((a.offset * size_of(n.type)) % 16 != 0 || (b.offset * size_of(n.type)) % 16 != 0)
-      return fail(gi, "matmul: an operand view does not start on a 16-byte boundary (the GEMM loads 16-byte vectors)");
+      return fail(gi,
+                  "matmul: an operand view does not start on a 16-byte boundary (the GEMM loads "
+                  "16-byte vectors)");
     gl.a = operand{a.base, a.offset};
     gl.b = operand{b.base, b.offset};
     // Epilogue: act(scale * acc + bias) + residual, each step optional, in that order.
@@ -211,10 +225,14 @@ struct mapper {
       if (next < 0) break;
       const node& c = g[next];
       const int other = c.n_in == 2 ? (c.in[0] == tail ? c.in[1] : c.in[0]) : -1;
-      const bool buffer_operand = other >= 0 && !member(other, gi) && has_buffer(other) && g[other].type == c.type;
+      const bool buffer_operand =
+          other >= 0 && !member(other, gi) && has_buffer(other) && g[other].type == c.type;
       if (!(c.shape == n.shape) || c.type != n.type)
-        return fail(gi, "matmul epilogue changes the shape or dtype (a cast); the CUDA epilogue keeps both");
-      if (stage == 0 && (c.op == op_kind::mul || c.op == op_kind::div) && c.in[0] == tail && is_scalar_constant(other)) {
+        return fail(
+            gi,
+            "matmul epilogue changes the shape or dtype (a cast); the CUDA epilogue keeps both");
+      if (stage == 0 && (c.op == op_kind::mul || c.op == op_kind::div) && c.in[0] == tail &&
+          is_scalar_constant(other)) {
         gl.scale = c.op == op_kind::mul ? float(g[other].value) : float(1.0 / g[other].value);
         stage = 1;
       } else if (stage <= 1 && c.op == op_kind::add && buffer_operand &&
@@ -225,15 +243,19 @@ struct mapper {
         gl.has_act = true;
         gl.act = c.op;
         stage = 3;
-      } else if (stage <= 3 && c.op == op_kind::add && buffer_operand && g[other].shape == n.shape) {
+      } else if (stage <= 3 && c.op == op_kind::add && buffer_operand &&
+                 g[other].shape == n.shape) {
         gl.residual = other;
         stage = 4;
       } else {
-        return fail(gi, "matmul epilogue has a step the CUDA GEMM epilogue does not express (only scale, bias, activation, residual, in that order)");
+        return fail(gi,
+                    "matmul epilogue has a step the CUDA GEMM epilogue does not express (only "
+                    "scale, bias, activation, residual, in that order)");
       }
       tail = next;
     }
-    if (!is_root(tail, gi)) return fail(gi, "matmul epilogue does not end at a value the group writes");
+    if (!is_root(tail, gi))
+      return fail(gi, "matmul epilogue does not end at a value the group writes");
     gl.out = tail;
     add(launch_kind::gemm, gi).gemm = gl;
     return true;
@@ -246,7 +268,8 @@ struct mapper {
         if (!map_gemm(gi, i)) return false;
         ++n_mm;
       }
-    if (n_mm != f.groups[std::size_t(gi)].n_roots) return fail(gi, "matmul group writes a value that no GEMM produces");
+    if (n_mm != f.groups[std::size_t(gi)].n_roots)
+      return fail(gi, "matmul group writes a value that no GEMM produces");
     return true;
   }
 
@@ -264,7 +287,9 @@ struct mapper {
     const int pv = gr.anchor, sm = g[pv].in[0];
     const dtype t = g[pv].type;
     if (!is_half(t))
-      return fail(gi, "attention on f32 operands: the CUDA flash-attention kernel takes bf16/f16 (compute the model in bf16, or use the CPU executor)");
+      return fail(gi,
+                  "attention on f32 operands: the CUDA flash-attention kernel takes bf16/f16 "
+                  "(compute the model in bf16, or use the CPU executor)");
     if (g[sm].op != op_kind::softmax || g[sm].axis != g[sm].shape.rank - 1)
       return fail(gi, "attention group without a last-axis softmax");
     attention_launch al;
@@ -272,28 +297,38 @@ struct mapper {
     int cur = g[sm].in[0];
     while (g[cur].op != op_kind::matmul) {
       const node& c = g[cur];
-      if (c.op == op_kind::mul && is_scalar_constant(c.in[1])) scale *= float(g[c.in[1]].value);
-      else if (c.op == op_kind::div && is_scalar_constant(c.in[1])) scale /= float(g[c.in[1]].value);
-      else if (c.op == op_kind::select && is_causal(c.in[0]) && is_scalar_constant(c.in[2]) && g[c.in[2]].value < -1e30)
+      if (c.op == op_kind::mul && is_scalar_constant(c.in[1]))
+        scale *= float(g[c.in[1]].value);
+      else if (c.op == op_kind::div && is_scalar_constant(c.in[1]))
+        scale /= float(g[c.in[1]].value);
+      else if (c.op == op_kind::select && is_causal(c.in[0]) && is_scalar_constant(c.in[2]) &&
+               g[c.in[2]].value < -1e30)
         al.causal = true;
       else if (c.op != op_kind::reshape)
-        return fail(gi, "attention with a mask other than causal (additive or general select masks) has no CUDA kernel");
+        return fail(gi,
+                    "attention with a mask other than causal (additive or general select masks) "
+                    "has no CUDA kernel");
       cur = c.op == op_kind::select ? c.in[1] : c.in[0];
     }
     const int s = cur;
     if (g[s].trans_a || !g[s].trans_b) return fail(gi, "attention scores are not Q K^T");
     int qn = g[s].in[0];
-    if (g[qn].op == op_kind::reshape && member(qn, gi) && g[g[qn].in[0]].shape.rank == 3) qn = g[qn].in[0];
+    if (g[qn].op == op_kind::reshape && member(qn, gi) && g[g[qn].in[0]].shape.rank == 3)
+      qn = g[qn].in[0];
     const strided_view q = cpu::read_view(g, f, gi, qn), k = cpu::read_view(g, f, gi, g[s].in[1]),
                        v = cpu::read_view(g, f, gi, g[pv].in[1]);
     int on = pv;
     for (int i = pv + 1; i < int(N); ++i)
-      if (member(i, gi) && g[i].op == op_kind::reshape && g[i].in[0] == on && g[i].shape.rank == 3 && g[i].shape == g[qn].shape)
+      if (member(i, gi) && g[i].op == op_kind::reshape && g[i].in[0] == on &&
+          g[i].shape.rank == 3 && g[i].shape == g[qn].shape)
         on = i;
     if (gr.n_roots != 1) return fail(gi, "attention group writes more than one value");
     const strided_view o = cpu::write_view(g, gr.roots[0], on);
-    if (!q.ok || !k.ok || !v.ok || !o.ok || q.shape.rank != 3 || k.shape.rank != 3 || v.shape.rank != 3 || o.shape.rank != 3)
-      return fail(gi, "attention operands are not [heads, seq, head_dim] views of buffers (batched attention has no CUDA mapping yet)");
+    if (!q.ok || !k.ok || !v.ok || !o.ok || q.shape.rank != 3 || k.shape.rank != 3 ||
+        v.shape.rank != 3 || o.shape.rank != 3)
+      return fail(gi,
+                  "attention operands are not [heads, seq, head_dim] views of buffers (batched "
+                  "attention has no CUDA mapping yet)");
     al.heads = int(q.shape[0]);
     al.seq_q = int(q.shape[1]);
     al.head_dim = int(q.shape[2]);
@@ -302,13 +337,20 @@ struct mapper {
     const std::int64_t dh = al.head_dim;
     const strided_view* views[] = {&q, &k, &v, &o};
     for (const strided_view* w : views)
-      if (w->stride[2] != 1 || w->stride[0] != dh || w->stride[1] % 8 != 0 || w->offset % 8 != 0 || g[w->base].type != t)
-        return fail(gi, "attention: a head view is not the row layout [seq, heads * head_dim] (row stride and start multiples of 8 elements) the kernel reads");
-    if (v.shape[0] != al.kv_heads || v.shape[2] != dh || o.shape[0] != al.heads || al.heads % al.kv_heads != 0)
+      if (w->stride[2] != 1 || w->stride[0] != dh || w->stride[1] % 8 != 0 || w->offset % 8 != 0 ||
+          g[w->base].type != t)
+        return fail(gi,
+                    "attention: a head view is not the row layout [seq, heads * head_dim] (row "
+                    "stride and start multiples of 8 elements) the kernel reads");
+    if (v.shape[0] != al.kv_heads || v.shape[2] != dh || o.shape[0] != al.heads ||
+        al.heads % al.kv_heads != 0)
       return fail(gi, "attention: head counts of Q, K, V and O do not match");
-    if (dh % 16 != 0 || dh > 256) return fail(gi, "attention: head_dim must be a multiple of 16, at most 256");
+    if (dh % 16 != 0 || dh > 256)
+      return fail(gi, "attention: head_dim must be a multiple of 16, at most 256");
     if (al.seq_q % (dh >= 128 ? 128 : 64) != 0 || al.seq_k % 64 != 0)
-      return fail(gi, "attention: seq_q must be a multiple of the kernel's query block (64, or 128 at head_dim >= 128) and seq_k of 64");
+      return fail(gi,
+                  "attention: seq_q must be a multiple of the kernel's query block (64, or 128 at "
+                  "head_dim >= 128) and seq_k of 64");
     if (al.causal && al.seq_q != al.seq_k) return fail(gi, "attention: causal with seq_q != seq_k");
     if (!(scale > 0.0f)) return fail(gi, "attention: the score scale must be positive");
     al.scale = scale;
@@ -367,7 +409,8 @@ struct mapper {
     std::array<int, N> reg{};
     for (std::size_t i = 0; i < N; ++i) reg[i] = -1;
     for (int r = 0; r < gr.n_roots; ++r)
-      if (!(g[gr.roots[std::size_t(r)]].shape == lp.shape) || !is_storage(g[gr.roots[std::size_t(r)]].type))
+      if (!(g[gr.roots[std::size_t(r)]].shape == lp.shape) ||
+          !is_storage(g[gr.roots[std::size_t(r)]].type))
         return fail(gi, "loop group writes values of different shapes, or a non-float dtype");
     if (preloaded >= 0) {
       loop_load& ld = lp.loads[std::size_t(lp.n_loads)];
@@ -386,7 +429,9 @@ struct mapper {
       const node& n = g[i];
       if (graph::is_elementwise(n.op)) {
         if (!(n.shape == lp.shape))
-          return fail(gi, "loop group computes a value whose shape differs from the group's output (broadcast inside the group)");
+          return fail(gi,
+                      "loop group computes a value whose shape differs from the group's output "
+                      "(broadcast inside the group)");
         loop_instruction in;
         in.code = loop_code::apply;
         in.op = n.op;
@@ -395,10 +440,13 @@ struct mapper {
         for (int k = 0; k < n.n_in && k < 3; ++k) {
           ops[k] = operand_register(lp, reg, gi, n.in[std::size_t(k)]);
           if (ops[k] < 0)
-            return fail(gi, "loop group reads an operand that is not a strided view of a float buffer, or exceeds 32 steps / 8 loads");
+            return fail(gi,
+                        "loop group reads an operand that is not a strided view of a float buffer, "
+                        "or exceeds 32 steps / 8 loads");
         }
         in.a = ops[0], in.b = ops[1], in.c = ops[2];
-        if (lp.n_instructions >= max_loop_instructions) return fail(gi, "loop group needs more than 32 steps");
+        if (lp.n_instructions >= max_loop_instructions)
+          return fail(gi, "loop group needs more than 32 steps");
         reg[std::size_t(i)] = lp.n_instructions;
         lp.code[std::size_t(lp.n_instructions++)] = in;
       } else if (plan::detail::is_layout(n.op) || n.op == op_kind::slice) {
@@ -411,7 +459,8 @@ struct mapper {
     }
     for (int r = 0; r < gr.n_roots; ++r) {
       const int root = gr.roots[std::size_t(r)];
-      if (reg[std::size_t(root)] < 0) return fail(gi, "loop group writes a value it does not compute");
+      if (reg[std::size_t(root)] < 0)
+        return fail(gi, "loop group writes a value it does not compute");
       lp.out_node[std::size_t(r)] = root;
       lp.out_register[std::size_t(r)] = reg[std::size_t(root)];
       lp.out_type[std::size_t(r)] = g[root].type;
@@ -433,7 +482,8 @@ struct mapper {
     rl.op = n.op;
     rl.cols = int(n.shape.back());
     rl.rows = int(n.shape.size() / n.shape.back());
-    if (rl.cols > 4096) return fail(gi, "row kernel: rows longer than 4096 do not fit one warp's registers");
+    if (rl.cols > 4096)
+      return fail(gi, "row kernel: rows longer than 4096 do not fit one warp's registers");
     if (member(n.in[0], gi) || !has_buffer(n.in[0]) || !is_storage(g[n.in[0]].type))
       return fail(gi, "row kernel input is not a float buffer");
     if (!(g[root].shape == n.shape) || g[root].type != n.type)
@@ -443,25 +493,33 @@ struct mapper {
     rl.eps = float(n.value);
     for (int k = 1; k < n.n_in; ++k) {
       const int p = n.in[std::size_t(k)];
-      if (member(p, gi) || !has_buffer(p) || g[p].type != n.type || !(g[p].shape == make_dims(rl.cols)))
+      if (member(p, gi) || !has_buffer(p) || g[p].type != n.type ||
+          !(g[p].shape == make_dims(rl.cols)))
         return fail(gi, "row kernel: gamma/beta are not [cols] buffers of the output dtype");
       (k == 1 ? rl.gamma : rl.beta) = p;
     }
     add(launch_kind::row, gi).row = rl;
-    if (root != an) return map_loop(gi, -1, an, root);  // the epilogue, in place over the row output
+    if (root != an)
+      return map_loop(gi, -1, an, root);  // the epilogue, in place over the row output
     return true;
   }
 
   constexpr bool map_group(int gi) {
     switch (f.groups[std::size_t(gi)].kind) {
-      case plan::group_kind::matmul: return map_matmul_group(gi);
-      case plan::group_kind::attention: return map_attention(gi);
-      case plan::group_kind::row: return map_row(gi);
-      case plan::group_kind::loop: return map_loop(gi);
+      case plan::group_kind::matmul:
+        return map_matmul_group(gi);
+      case plan::group_kind::attention:
+        return map_attention(gi);
+      case plan::group_kind::row:
+        return map_row(gi);
+      case plan::group_kind::loop:
+        return map_loop(gi);
       case plan::group_kind::reduce:
-        return fail(gi, "reduce groups have no CUDA kernel yet (use the CPU executor for this program)");
+        return fail(
+            gi, "reduce groups have no CUDA kernel yet (use the CPU executor for this program)");
       case plan::group_kind::repeat:
-        if (g[f.groups[std::size_t(gi)].anchor].region != 0) return fail(gi, "nested stacks (a repeat inside a repeated body)");
+        if (g[f.groups[std::size_t(gi)].anchor].region != 0)
+          return fail(gi, "nested stacks (a repeat inside a repeated body)");
         return true;  // the executor runs the body's launches once per layer
     }
     return false;

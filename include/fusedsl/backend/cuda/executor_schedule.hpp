@@ -20,8 +20,8 @@ namespace fusedsl::cuda {
 struct binding_slot {
   std::string name;  // "x", "layers.1.attn.q.w", ...
   int node = -1;
-  int iter = 0;             // layer of a stacked param
-  std::size_t offset = 0;   // bytes into the allocation
+  int iter = 0;            // layer of a stacked param
+  std::size_t offset = 0;  // bytes into the allocation
 };
 
 template <std::size_t N>
@@ -49,15 +49,19 @@ std::string binding_prefix(const graph::graph<N>& g, int region, int iter) {
 }
 
 template <std::size_t N>
-device_layout<N> layout_device_memory(const graph::graph<N>& g, const plan::memory_plan<N>& m, std::size_t alignment) {
-  auto round_up = [alignment](std::size_t b) { return (b + alignment - 1) / alignment * alignment; };
+device_layout<N> layout_device_memory(const graph::graph<N>& g, const plan::memory_plan<N>& m,
+                                      std::size_t alignment) {
+  auto round_up = [alignment](std::size_t b) {
+    return (b + alignment - 1) / alignment * alignment;
+  };
   device_layout<N> d;
   std::size_t bytes = round_up(std::size_t(m.arena_bytes));
   for (int i = 0; i < int(N); ++i) {
     const graph::node& n = g[i];
     if (n.op != op_kind::input && n.op != op_kind::param) continue;
     for (int it = 0; it < detail::iterations_of_region(g, n.region); ++it) {
-      d.slots.push_back({binding_prefix(g, n.region, it) + std::string(n.name.view()), i, it, bytes});
+      d.slots.push_back(
+          {binding_prefix(g, n.region, it) + std::string(n.name.view()), i, it, bytes});
       bytes += round_up(std::size_t(n.bytes()));
     }
   }
@@ -76,8 +80,8 @@ class call_schedule {
  public:
   using addresses = std::array<std::int64_t, N>;
 
-  call_schedule(const graph::graph<N>& g, const plan::fusion_plan<N>& f, const plan::memory_plan<N>& m,
-                const launch_plan<N>& p, const device_layout<N>& d)
+  call_schedule(const graph::graph<N>& g, const plan::fusion_plan<N>& f,
+                const plan::memory_plan<N>& m, const launch_plan<N>& p, const device_layout<N>& d)
       : g_(g), f_(f), m_(m), p_(p), d_(d) {
     addr_.fill(-1);
   }
@@ -95,12 +99,15 @@ class call_schedule {
  private:
   void set_region(int r, int it, std::int64_t region_base) {
     for (const binding_slot& s : d_.slots)
-      if (g_[s.node].region == r && s.iter == it) addr_[std::size_t(s.node)] = std::int64_t(s.offset);
+      if (g_[s.node].region == r && s.iter == it)
+        addr_[std::size_t(s.node)] = std::int64_t(s.offset);
     for (int i = 0; i < int(N); ++i)
-      if (g_[i].region == r && m_.in_arena(i)) addr_[std::size_t(i)] = region_base + m_.offset[std::size_t(i)];
+      if (g_[i].region == r && m_.in_arena(i))
+        addr_[std::size_t(i)] = region_base + m_.offset[std::size_t(i)];
     if (r == 0)
       for (int o = 0; o < g_.n_outputs; ++o)
-        addr_[std::size_t(g_.outputs[std::size_t(o)])] = std::int64_t(d_.output_offset[std::size_t(o)]);
+        addr_[std::size_t(g_.outputs[std::size_t(o)])] =
+            std::int64_t(d_.output_offset[std::size_t(o)]);
   }
 
   template <class Step>

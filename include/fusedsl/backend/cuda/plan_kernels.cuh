@@ -18,42 +18,75 @@ __device__ inline float round_to(dtype t, float x) {
   return x;
 }
 
-__device__ inline float nan_max(float x, float y) { return (x != x || y != y) ? x + y : (x > y ? x : y); }
-__device__ inline float nan_min(float x, float y) { return (x != x || y != y) ? x + y : (x < y ? x : y); }
+__device__ inline float nan_max(float x, float y) {
+  return (x != x || y != y) ? x + y : (x > y ? x : y);
+}
+__device__ inline float nan_min(float x, float y) {
+  return (x != x || y != y) ? x + y : (x < y ? x : y);
+}
 
 // One elementwise op of the graph on f32 values (comparisons give 1 or 0, select reads a as the
 // predicate). Formulas as in backend/reference/kernels.hpp.
 __device__ inline float apply_op(op_kind k, float a, float b, float c) {
   switch (k) {
-    case op_kind::neg: return -a;
-    case op_kind::abs: return fabsf(a);
-    case op_kind::exp: return expf(a);
-    case op_kind::log: return logf(a);
-    case op_kind::sqrt: return sqrtf(a);
-    case op_kind::rsqrt: return 1.0f / sqrtf(a);
-    case op_kind::tanh: return tanhf(a);
-    case op_kind::erf: return erff(a);
-    case op_kind::sigmoid: return 1.0f / (1.0f + expf(-a));
-    case op_kind::relu: return a < 0.0f ? 0.0f : a;
-    case op_kind::gelu_erf: return 0.5f * a * (1.0f + erff(a * 0.70710678118654752f));
-    case op_kind::gelu_tanh: return 0.5f * a * (1.0f + tanhf(0.79788456080286536f * (a + 0.044715f * a * a * a)));
-    case op_kind::silu: return a / (1.0f + expf(-a));
-    case op_kind::add: return a + b;
-    case op_kind::sub: return a - b;
-    case op_kind::mul: return a * b;
-    case op_kind::div: return a / b;
-    case op_kind::max: return nan_max(a, b);
-    case op_kind::min: return nan_min(a, b);
-    case op_kind::pow: return powf(a, b);
-    case op_kind::eq: return a == b ? 1.0f : 0.0f;
-    case op_kind::ne: return a != b ? 1.0f : 0.0f;
-    case op_kind::lt: return a < b ? 1.0f : 0.0f;
-    case op_kind::le: return a <= b ? 1.0f : 0.0f;
-    case op_kind::gt: return a > b ? 1.0f : 0.0f;
-    case op_kind::ge: return a >= b ? 1.0f : 0.0f;
-    case op_kind::select: return a != 0.0f ? b : c;
-    case op_kind::cast: return a;  // the rounding to the target dtype follows in the caller
-    default: return __int_as_float(0x7fc00000);  // unreachable: executor_plan maps only these
+    case op_kind::neg:
+      return -a;
+    case op_kind::abs:
+      return fabsf(a);
+    case op_kind::exp:
+      return expf(a);
+    case op_kind::log:
+      return logf(a);
+    case op_kind::sqrt:
+      return sqrtf(a);
+    case op_kind::rsqrt:
+      return 1.0f / sqrtf(a);
+    case op_kind::tanh:
+      return tanhf(a);
+    case op_kind::erf:
+      return erff(a);
+    case op_kind::sigmoid:
+      return 1.0f / (1.0f + expf(-a));
+    case op_kind::relu:
+      return a < 0.0f ? 0.0f : a;
+    case op_kind::gelu_erf:
+      return 0.5f * a * (1.0f + erff(a * 0.70710678118654752f));
+    case op_kind::gelu_tanh:
+      return 0.5f * a * (1.0f + tanhf(0.79788456080286536f * (a + 0.044715f * a * a * a)));
+    case op_kind::silu:
+      return a / (1.0f + expf(-a));
+    case op_kind::add:
+      return a + b;
+    case op_kind::sub:
+      return a - b;
+    case op_kind::mul:
+      return a * b;
+    case op_kind::div:
+      return a / b;
+    case op_kind::max:
+      return nan_max(a, b);
+    case op_kind::min:
+      return nan_min(a, b);
+    case op_kind::pow:
+      return powf(a, b);
+    case op_kind::eq:
+      return a == b ? 1.0f : 0.0f;
+    case op_kind::ne:
+      return a != b ? 1.0f : 0.0f;
+    case op_kind::lt:
+      return a < b ? 1.0f : 0.0f;
+    case op_kind::le:
+      return a <= b ? 1.0f : 0.0f;
+    case op_kind::gt:
+      return a > b ? 1.0f : 0.0f;
+    case op_kind::ge:
+      return a >= b ? 1.0f : 0.0f;
+    case op_kind::select:
+      return a != 0.0f ? b : c;
+    case op_kind::cast:
+      return a;  // the rounding to the target dtype follows in the caller
+    default:
+      return __int_as_float(0x7fc00000);  // unreachable: executor_plan maps only these
   }
 }
 
@@ -87,9 +120,12 @@ __device__ inline float load_as_f32(dtype t, const void* p, long i) {
   return static_cast<const float*>(p)[i];
 }
 __device__ inline void store_from_f32(dtype t, void* p, long i, float v) {
-  if (t == dtype::bf16) static_cast<bf16*>(p)[i] = from_f32<bf16>(v);
-  else if (t == dtype::f16) static_cast<f16*>(p)[i] = from_f32<f16>(v);
-  else static_cast<float*>(p)[i] = v;
+  if (t == dtype::bf16)
+    static_cast<bf16*>(p)[i] = from_f32<bf16>(v);
+  else if (t == dtype::f16)
+    static_cast<f16*>(p)[i] = from_f32<f16>(v);
+  else
+    static_cast<float*>(p)[i] = v;
 }
 
 // Element i of the iteration space: every instruction in order, registers in local memory.
@@ -98,7 +134,8 @@ __device__ inline void store_from_f32(dtype t, void* p, long i, float v) {
 // group; the price is an interpreted inner loop, acceptable for the groups no fused kernel takes.
 // (A template only so that the header can be included by several translation units.)
 template <int = 0>
-__global__ void __launch_bounds__(256) loop_program_kernel(const __grid_constant__ loop_launch lp, const loop_pointers ptr, long count) {
+__global__ void __launch_bounds__(256) loop_program_kernel(const __grid_constant__ loop_launch lp,
+                                                           const loop_pointers ptr, long count) {
   for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<long>(gridDim.x) * blockDim.x) {
     long idx[max_rank] = {};
@@ -118,22 +155,30 @@ __global__ void __launch_bounds__(256) loop_program_kernel(const __grid_constant
           r[s] = load_as_f32(ld.type, ptr.in[in.load], off);
           break;
         }
-        case loop_code::constant: r[s] = in.value; break;
-        case loop_code::iota: r[s] = static_cast<float>(idx[in.axis]); break;
+        case loop_code::constant:
+          r[s] = in.value;
+          break;
+        case loop_code::iota:
+          r[s] = static_cast<float>(idx[in.axis]);
+          break;
         case loop_code::apply:
-          r[s] = round_to(in.type, apply_op(in.op, r[in.a], in.b >= 0 ? r[in.b] : 0.0f, in.c >= 0 ? r[in.c] : 0.0f));
+          r[s] = round_to(in.type, apply_op(in.op, r[in.a], in.b >= 0 ? r[in.b] : 0.0f,
+                                            in.c >= 0 ? r[in.c] : 0.0f));
           break;
       }
     }
-    for (int o = 0; o < lp.n_outputs; ++o) store_from_f32(lp.out_type[o], ptr.out[o], i, r[lp.out_register[o]]);
+    for (int o = 0; o < lp.n_outputs; ++o)
+      store_from_f32(lp.out_type[o], ptr.out[o], i, r[lp.out_register[o]]);
   }
 }
 
-inline void launch_loop_program(cudaStream_t stream, const loop_launch& lp, const loop_pointers& ptr) {
+inline void launch_loop_program(cudaStream_t stream, const loop_launch& lp,
+                                const loop_pointers& ptr) {
   const long count = lp.shape.size();
   const long blocks = (count + 255) / 256;
-  loop_program_kernel<><<<static_cast<unsigned>(blocks < 4 * 65535 ? blocks : 4 * 65535), 256, 0, stream>>>(lp, ptr,
-                                                                                                          count);
+  loop_program_kernel<>
+      <<<static_cast<unsigned>(blocks < 4 * 65535 ? blocks : 4 * 65535), 256, 0, stream>>>(lp, ptr,
+                                                                                           count);
   check_launch("loop_program_kernel");
 }
 
