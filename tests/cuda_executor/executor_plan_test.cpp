@@ -284,3 +284,24 @@ TEST_CASE("an f32 GEMM of any shape maps to the exact CUDA-core path with its ep
   CHECK(gl.act == op_kind::relu);
   CHECK(gl.bias == param_node(p, "b"));
 }
+
+TEST_CASE(
+    "grouped-query attention maps to the kernel's kv_heads, K and V read at their own width") {
+  constexpr auto x = fd::input<"x", fd::bf16, 128, 128>();
+  constexpr auto block = fd::nn::transformer_block<fd::nn::pre_ln, 4, 512, 2, true>;
+  static constexpr auto lp = launches_of(fd::compile(fd::nn::stack<"layers", 2>(block, x)));
+  static_assert(lp.ok());
+  int att = 0;
+  for (int i = 0; i < lp.n_launches; ++i) {
+    const auto& l = lp.launches[std::size_t(i)];
+    if (l.kind != launch_kind::attention) continue;
+    ++att;
+    CHECK(l.attention.heads == 4);
+    CHECK(l.attention.kv_heads == 2);
+    CHECK(l.attention.q_row_stride == 128);
+    CHECK(l.attention.k_row_stride == 64);  // K and V projections are kv_heads * head_dim wide
+    CHECK(l.attention.v_row_stride == 64);
+    CHECK(l.attention.causal);
+  }
+  CHECK(att == 1);
+}

@@ -115,6 +115,12 @@ using seed_bf16 = fd::models::transformer<128, 128, 4, 512, 2, fd::nn::post_ln, 
 using seed_f32 = fd::models::transformer<128, 128, 4, 512, 2, fd::nn::post_ln, false, float>;
 using causal_bf16 = fd::models::transformer<128, 128, 4, 512, 3, fd::nn::pre_ln, true, fd::bf16>;
 using causal_f32 = fd::models::transformer<128, 128, 4, 512, 3, fd::nn::pre_ln, true, float>;
+// 4 query heads sharing 2 key/value heads, causal, pre-LN, 2 layers.
+inline constexpr auto gqa_block = fd::nn::transformer_block<fd::nn::pre_ln, 4, 512, 2, true>;
+using gqa_bf16 = decltype(fd::compile(
+    fd::nn::stack<"layers", 2>(gqa_block, fd::input<"x", fd::bf16, 128, 128>())));
+using gqa_f32 =
+    decltype(fd::compile(fd::nn::stack<"layers", 2>(gqa_block, fd::input<"x", float, 128, 128>())));
 
 }  // namespace
 
@@ -167,6 +173,14 @@ TEST_CASE(
   const double err = error_against_reference(p, 13, 2, same);
   MESSAGE("f32 mlp: relative L2 error " << err);
   CHECK(err < 1e-5);
+  CHECK(same);
+}
+
+TEST_CASE("grouped-query attention (4 query heads, 2 key/value heads) matches within 1e-2") {
+  bool same = false;
+  const double err = error_against_reference<gqa_bf16, gqa_f32>(gqa_bf16{}, 15, 2, same);
+  MESSAGE("grouped-query bf16: relative L2 error " << err << " against the f32 reference");
+  CHECK(err < 1e-2);
   CHECK(same);
 }
 

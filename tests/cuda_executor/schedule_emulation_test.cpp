@@ -352,3 +352,15 @@ TEST_CASE("a bf16 loop group with a broadcast bias and gelu_tanh matches within 
   constexpr auto bias = fd::param<"bias", fd::bf16, 256>();
   CHECK(emulated_error(fd::compile(fd::gelu_tanh(x * fd::lit<0.5> + bias)), 24) < 1e-2);
 }
+
+TEST_CASE("grouped-query attention (4 query heads, 2 key/value heads) matches within 1e-2") {
+  constexpr auto xb = fd::input<"x", fd::bf16, 128, 128>();
+  constexpr auto xf = fd::input<"x", float, 128, 128>();
+  constexpr auto block = fd::nn::transformer_block<fd::nn::pre_ln, 4, 512, 2, true>;
+  constexpr auto pb = fd::compile(fd::nn::stack<"layers", 2>(block, xb));
+  constexpr auto pf = fd::compile(fd::nn::stack<"layers", 2>(block, xf));
+  const double err = emulated_error<decltype(pb), decltype(pf)>(pb, 25);
+  MESSAGE("grouped-query bf16 (emulated schedule): relative L2 error "
+          << err << " against the f32 reference");
+  CHECK(err < 1e-2);
+}
