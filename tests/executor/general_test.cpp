@@ -89,3 +89,13 @@ TEST_CASE("planned programs run group by group over the arena match the unfused 
   CHECK(planned_interpreted_error<decltype(pre)>(12) < 1e-5);
   CHECK(planned_interpreted_error<decltype(custom)>(13) < 1e-5);
 }
+
+TEST_CASE("an output returned twice, and an input returned as is, are each written") {
+  constexpr auto x = fd::input<"x", float, 3, 5>();
+  constexpr auto s = fd::softmax(x);
+  constexpr auto p = fd::compile(s, fd::softmax<-1>(x), x);
+  static_assert(p.graph.n_outputs == 3);
+  fd::cpu::executor ex(p);
+  auto b = fd::test::bind_random(ex, 21);
+  CHECK(fd::test::max_relative_error(ex, b) < 1e-6);
+}

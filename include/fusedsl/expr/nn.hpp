@@ -117,8 +117,11 @@ constexpr int emit_linear(builder& b, int x, std::string_view prefix, std::int64
 constexpr int emit_layernorm(builder& b, int x, std::string_view prefix, double eps = 1e-5) {
   const dims row = make_dims(b.at(x).shape.back());
   const dtype t = b.at(x).type;
-  return b.norm(op_kind::layernorm, x, b.param(join(prefix, "gamma").view(), t, row),
-                b.param(join(prefix, "beta").view(), t, row), eps);
+  // One builder call per statement: argument order differs between constant evaluation and run
+  // time in GCC, and node ids must not.
+  const int gamma = b.param(join(prefix, "gamma").view(), t, row);
+  const int beta = b.param(join(prefix, "beta").view(), t, row);
+  return b.norm(op_kind::layernorm, x, gamma, beta, eps);
 }
 
 constexpr int emit_activation(builder& b, int x, activation a) {
@@ -192,8 +195,11 @@ constexpr int emit_attention(builder& b, int x, std::string_view prefix, int hea
     s5[s5.rank - 3] = group;
     const int sg = b.reshape(s, s5);
     const dims ll = make_dims(len, len);
-    const int keep = b.binary(op_kind::ge, b.iota(dtype::i32, ll, 0), b.iota(dtype::i32, ll, 1));
-    const int masked = b.select(keep, sg, b.constant(-std::numeric_limits<double>::infinity()));
+    const int rows = b.iota(dtype::i32, ll, 0);
+    const int cols = b.iota(dtype::i32, ll, 1);
+    const int keep = b.binary(op_kind::ge, rows, cols);
+    const int neg_inf = b.constant(-std::numeric_limits<double>::infinity());
+    const int masked = b.select(keep, sg, neg_inf);
     s = b.reshape(masked, b.at(s).shape);
   }
   const int p = b.softmax(s, -1);

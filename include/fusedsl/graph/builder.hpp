@@ -305,9 +305,8 @@ class builder {
     return add(n);
   }
 
+  // Outputs keep their positions: the same node returned twice is two outputs.
   constexpr void mark_output(int id) {
-    for (int o : outputs)
-      if (o == id) return;
     if (int(outputs.size()) >= max_outputs) fail("graph: too many outputs (max 8)");
     outputs.push_back(id);
   }

@@ -58,6 +58,16 @@ inline std::string to_text(const graph_view& g) {
   return os.str();
 }
 
+// DOT string literal contents: quotes and backslashes escaped.
+inline std::string dot_escape(std::string_view s) {
+  std::string r;
+  for (char c : s) {
+    if (c == '"' || c == '\\') r += '\\';
+    r += c;
+  }
+  return r;
+}
+
 inline std::string to_dot(const graph_view& g) {
   std::ostringstream os;
   os << "digraph fusedsl {\n  node [shape=box, fontname=\"monospace\"];\n";
@@ -66,7 +76,7 @@ inline std::string to_dot(const graph_view& g) {
     for (int i = 0; i < g.size; ++i) {
       const node& n = g[i];
       if (n.region != r) continue;
-      os << "  n" << i << " [label=\"%" << i << " " << describe(n) << "\\n" << name_of(n.type) << to_string(n.shape)
+      os << "  n" << i << " [label=\"%" << i << " " << dot_escape(describe(n)) << "\\n" << name_of(n.type) << to_string(n.shape)
          << "\"" << (is_leaf(n.op) ? ", style=rounded" : "") << "];\n";
     }
     if (r > 0) os << "  }\n";

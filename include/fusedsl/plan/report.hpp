@@ -55,13 +55,13 @@ std::string plan_to_dot(const graph::graph<N>& g, const fusion_plan<N>& f) {
   os << "digraph fusedsl_plan {\n  node [shape=box, fontname=\"monospace\"];\n";
   for (int i = 0; i < int(N); ++i)
     if (f.group_of[std::size_t(i)] < 0)
-      os << "  n" << i << " [label=\"%" << i << " " << graph::describe(g[i]) << "\", style=rounded];\n";
+      os << "  n" << i << " [label=\"%" << i << " " << graph::dot_escape(graph::describe(g[i])) << "\", style=rounded];\n";
   for (int gi = 0; gi < f.n_groups; ++gi) {
     os << "  subgraph cluster_g" << gi << " {\n    label=\"kernel " << gi << ": " << name_of(f.groups[std::size_t(gi)].kind)
        << "\";\n    style=filled; color=lightgrey;\n";
     for (int i = 0; i < int(N); ++i)
       if (f.group_of[std::size_t(i)] == gi)
-        os << "    n" << i << " [label=\"%" << i << " " << graph::describe(g[i]) << "\\n" << name_of(g[i].type)
+        os << "    n" << i << " [label=\"%" << i << " " << graph::dot_escape(graph::describe(g[i])) << "\\n" << name_of(g[i].type)
            << to_string(g[i].shape) << "\"];\n";
     os << "  }\n";
   }

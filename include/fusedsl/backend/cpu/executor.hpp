@@ -143,6 +143,18 @@ class executor {
       const int gi = fp.order[std::size_t(k)];
       if (fp.groups[std::size_t(gi)].region == 0) run_group(gi, 0);
     }
+    // An output that is a leaf, or the same node as an earlier output, is copied into place.
+    for (int o = 0; o < g.n_outputs; ++o) {
+      const int id = g.outputs[std::size_t(o)];
+      const graph::node& n = g[id];
+      float* dst = outputs_[std::size_t(o)];
+      if (n.op == op_kind::constant || n.op == op_kind::iota) {
+        interpret(g.data(), n, nullptr, dst);
+        continue;
+      }
+      const float* src = graph::is_leaf(n.op) ? slot_data(id, 0) : val_[std::size_t(id)];
+      if (src != dst) std::memcpy(dst, src, std::size_t(n.shape.size()) * sizeof(float));
+    }
   }
 
   // Convenience for one input and one output of static shape: run(x, out).
@@ -307,8 +319,10 @@ class executor {
       else if (mp.in_arena(i))
         val_[std::size_t(i)] = reinterpret_cast<float*>(base + mp.offset[std::size_t(i)]);
     }
-    if (r == 0)
-      for (int o = 0; o < g.n_outputs; ++o) val_[std::size_t(g.outputs[std::size_t(o)])] = outputs_[std::size_t(o)];
+    if (r == 0)  // computed outputs are written straight to user memory; leaf outputs are copied
+      for (int o = 0; o < g.n_outputs; ++o)
+        if (!graph::is_leaf(g[g.outputs[std::size_t(o)]].op))
+          val_[std::size_t(g.outputs[std::size_t(o)])] = outputs_[std::size_t(o)];
   }
 
   float* scratch() { return reinterpret_cast<float*>(scratch_.data()); }
