@@ -31,6 +31,10 @@
 #include "fusedsl/core/tensor.hpp"
 #include "fusedsl/plan/program.hpp"
 
+#ifndef FUSEDSL_CPU_PARALLEL_MACS
+#define FUSEDSL_CPU_PARALLEL_MACS (1 << 22)
+#endif
+
 namespace fusedsl::cpu {
 
 struct threads {
@@ -383,6 +387,11 @@ class executor {
 
   const float* ptr(const strided_view& v) const { return val_[std::size_t(v.base)] + v.offset; }
 
+  // Below this many multiply-adds a kernel runs on the calling thread: waking the pool costs more
+  // than the work it would share (measured on the seed model: 2 threads were slower than 1).
+  static constexpr double parallel_threshold = FUSEDSL_CPU_PARALLEL_MACS;
+  kernels::thread_pool* pool_for(double macs) { return macs >= parallel_threshold ? &pool_ : nullptr; }
+
   // matmul groups: each matmul of the group (siblings too) with its epilogue chain.
   bool run_matmul_group(int gi, int it) {
     float* ws = scratch();
@@ -409,7 +418,8 @@ class executor {
       ep.act = p.act;
       ep.residual = p.residual >= 0 ? val_[std::size_t(p.residual)] : nullptr;
       ep.ld_residual = p.n;
-      kernels::gemm<arch>(p.m, p.n, p.k, ptr(p.a), p.lda, p.trans_a, b, val_[std::size_t(p.out)], p.n, ep, work, &pool_);
+      kernels::gemm<arch>(p.m, p.n, p.k, ptr(p.a), p.lda, p.trans_a, b, val_[std::size_t(p.out)], p.n, ep, work,
+                          pool_for(double(p.m) * double(p.n) * double(p.k)));
     }
     return true;
   }
@@ -555,7 +565,8 @@ class executor {
       a.mask = val_[std::size_t(mask)];
       a.mask_row_stride = g[mask].shape[1];
     }
-    kernels::flash_attention<arch>(sh, a, scratch(), &pool_);
+    kernels::flash_attention<arch>(
+        sh, a, scratch(), pool_for(double(sh.num_heads) * double(sh.seq_q) * double(sh.seq_kv) * double(sh.head_dim) * 2));
     return true;
   }
 
