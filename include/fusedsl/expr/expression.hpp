@@ -26,10 +26,19 @@ namespace expr {
 using graph::builder;
 using graph::op_kind;
 
+// A node whose front-door check failed is not well formed: flatten and compile then produce an
+// empty program instead of more errors, so a mistake is reported once.
+template <class E>
+constexpr bool well_formed_of() {
+  if constexpr (requires { E::well_formed; }) return E::well_formed;
+  else return true;
+}
+
 template <class... Operands>
 struct node_base {
   using fusedsl_expression = void;
   using operands = type_list<Operands...>;
+  static constexpr bool operands_well_formed = (well_formed_of<Operands>() && ...);
 };
 
 }  // namespace expr

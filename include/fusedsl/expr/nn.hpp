@@ -18,6 +18,8 @@ struct softmax_t : node_base<A> {
   static constexpr dtype type = A::type;
   static constexpr dims shape = A::shape;
   static constexpr int emit(builder& b, std::array<int, 1> x) { return b.softmax(x[0], Axis, Log); }
+  static constexpr bool well_formed =
+      axis_in_range(Axis, A::shape.rank) && is_floating(A::type) && node_base<A>::operands_well_formed;
 };
 
 template <op_kind K, double Eps, class X, class... GB>
@@ -27,6 +29,8 @@ struct norm_t : node_base<X, GB...> {
   static constexpr int emit(builder& b, std::array<int, 1 + sizeof...(GB)> x) {
     return b.norm(K, x[0], x[1], sizeof...(GB) == 2 ? x[sizeof...(GB)] : -1, Eps);
   }
+  static constexpr bool well_formed = ((GB::shape == make_dims(X::shape.back()) && GB::type == X::type) && ...) &&
+                                      node_base<X, GB...>::operands_well_formed;
 };
 
 // A composite whose graph is written by Fn::emit(builder&, int x) -> int.
@@ -35,6 +39,10 @@ struct composite_t : node_base<X> {
   static constexpr dtype type = X::type;
   static constexpr dims shape = Fn::template result_shape<X>();
   static constexpr int emit(builder& b, std::array<int, 1> x) { return Fn::emit(b, x[0]); }
+  static constexpr bool well_formed = [] {
+    if constexpr (requires { Fn::template valid<X>(); }) return Fn::template valid<X>();
+    else return true;
+  }() && node_base<X>::operands_well_formed;
 };
 
 // A block body applied Count times, with parameters named "<Name>.<i>.<param>".
@@ -48,6 +56,7 @@ struct repeat_t : node_base<X> {
     const int body = b.end_region(result);
     return b.repeat(x[0], body, Count, Name.view());
   }
+  static constexpr bool well_formed = Count >= 1 && Block::template valid<X>() && node_base<X>::operands_well_formed;
 };
 
 }  // namespace expr
@@ -230,6 +239,11 @@ template <class X>
 inline constexpr bool is_sequence = (X::shape.rank == 2 || X::shape.rank == 3);
 
 template <class X, int Heads, int KvHeads>
+constexpr bool attention_valid() {
+  return is_sequence<X> && Heads > 0 && X::shape.back() % Heads == 0 && KvHeads > 0 && Heads % KvHeads == 0;
+}
+
+template <class X, int Heads, int KvHeads>
 constexpr void check_attention() {
   (void)diag::sequence_input<is_sequence<X>, expr::shape_t<X>>{};
   (void)diag::heads_divide_model<(Heads > 0 && X::shape.back() % Heads == 0), X::shape.back(), Heads>{};
@@ -257,6 +271,7 @@ constexpr auto linear(X) {
 template <fixed_string Prefix, int Heads, int KvHeads, bool Causal>
 struct attention_fn {
   template <class X> static constexpr dims result_shape() { return X::shape; }
+  template <class X> static constexpr bool valid() { return detail::attention_valid<X, Heads, KvHeads>(); }
   static constexpr int emit(builder& b, int x) { return emit_attention(b, x, Prefix.view(), Heads, KvHeads, Causal); }
 };
 
@@ -288,6 +303,7 @@ template <class Norm, int Heads, std::int64_t Hidden, int KvHeads = Heads, bool 
           activation Act = activation::gelu_tanh>
 struct transformer_block_t {
   template <class X> static constexpr dims result_shape() { return X::shape; }
+  template <class X> static constexpr bool valid() { return detail::attention_valid<X, Heads, KvHeads>(); }
   static constexpr int emit(builder& b, int x) {
     return emit_transformer_block(b, x, std::is_same_v<Norm, pre_ln>, Heads, KvHeads, Hidden, Causal, Act);
   }
@@ -315,6 +331,10 @@ struct block_t {
     (void)diag::block_shape<Y::shape == X::shape && Y::type == X::type, expr::shape_t<Y>>{};
   }
   template <class X> struct body {
+    template <class Y> static constexpr bool valid() {
+      using R = decltype(std::declval<F>()(expr::placeholder_t<Y::type, Y::shape>{}));
+      return R::shape == Y::shape && R::type == Y::type && expr::well_formed_of<R>();
+    }
     static constexpr int emit_body(builder& b, int x) {
       using Y = decltype(std::declval<F>()(expr::placeholder_t<X::type, X::shape>{}));
       return graph::emit_expression<Y>(b, x);

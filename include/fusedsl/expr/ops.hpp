@@ -19,6 +19,7 @@ inline constexpr dtype common_dtype = is_weak<A> ? B::type : A::type;
 template <op_kind K, class A>
 struct unary_t : node_base<A> {
   static constexpr dtype type = A::type;
+  static constexpr bool well_formed = is_floating(A::type) && node_base<A>::operands_well_formed;
   static constexpr dims shape = A::shape;
   static constexpr int emit(builder& b, std::array<int, 1> x) { return b.unary(K, x[0]); }
 };
@@ -28,6 +29,9 @@ struct binary_t : node_base<A, B> {
   static constexpr dtype type = graph::is_compare(K) ? dtype::boolean : common_dtype<A, B>;
   static constexpr dims shape = broadcast_shapes(A::shape, B::shape).value;
   static constexpr int emit(builder& b, std::array<int, 2> x) { return b.binary(K, x[0], x[1]); }
+  static constexpr bool well_formed = broadcast_shapes(A::shape, B::shape).ok() &&
+                                      weak_constant(is_weak<A>, is_weak<B>, A::type, B::type) &&
+                                      node_base<A, B>::operands_well_formed;
 };
 
 template <class P, class A, class B>
@@ -35,6 +39,10 @@ struct select_t : node_base<P, A, B> {
   static constexpr dtype type = common_dtype<A, B>;
   static constexpr dims shape = broadcast_shapes(P::shape, broadcast_shapes(A::shape, B::shape).value).value;
   static constexpr int emit(builder& b, std::array<int, 3> x) { return b.select(x[0], x[1], x[2]); }
+  static constexpr bool well_formed = P::type == dtype::boolean && broadcast_shapes(A::shape, B::shape).ok() &&
+                                      broadcast_shapes(P::shape, broadcast_shapes(A::shape, B::shape).value).ok() &&
+                                      weak_constant(is_weak<A>, is_weak<B>, A::type, B::type) &&
+                                      node_base<P, A, B>::operands_well_formed;
 };
 
 template <dtype T, class A>
@@ -49,6 +57,7 @@ struct reduce_t : node_base<A> {
   static constexpr dtype type = A::type;
   static constexpr dims shape = reduce_shape(A::shape, Axis, Keep).value;
   static constexpr int emit(builder& b, std::array<int, 1> x) { return b.reduce(K, x[0], Axis, Keep); }
+  static constexpr bool well_formed = reduce_shape(A::shape, Axis, Keep).ok() && node_base<A>::operands_well_formed;
 };
 
 template <bool TA, bool TB, class A, class B>
@@ -56,6 +65,8 @@ struct matmul_t : node_base<A, B> {
   static constexpr dtype type = A::type;
   static constexpr dims shape = matmul_shape(A::shape, B::shape, TA, TB).value;
   static constexpr int emit(builder& b, std::array<int, 2> x) { return b.matmul(x[0], x[1], TA, TB); }
+  static constexpr bool well_formed = matmul_shape(A::shape, B::shape, TA, TB).ok() && A::type == B::type &&
+                                      node_base<A, B>::operands_well_formed;
 };
 
 template <class A, int... P>
@@ -65,6 +76,8 @@ struct permute_t : node_base<A> {
   static constexpr int emit(builder& b, std::array<int, 1> x) {
     return b.transpose(x[0], std::array<int, sizeof...(P)>{P...});
   }
+  static constexpr bool well_formed =
+      permute_shape(A::shape, std::array<int, sizeof...(P)>{P...}).ok() && node_base<A>::operands_well_formed;
 };
 
 template <class A, std::int64_t... Ds>
@@ -72,6 +85,7 @@ struct reshape_t : node_base<A> {
   static constexpr dtype type = A::type;
   static constexpr dims shape = make_dims(Ds...);
   static constexpr int emit(builder& b, std::array<int, 1> x) { return b.reshape(x[0], shape); }
+  static constexpr bool well_formed = A::shape.size() == shape.size() && node_base<A>::operands_well_formed;
 };
 
 template <class A, std::int64_t... Ds>
@@ -79,6 +93,8 @@ struct broadcast_t : node_base<A> {
   static constexpr dtype type = A::type;
   static constexpr dims shape = make_dims(Ds...);
   static constexpr int emit(builder& b, std::array<int, 1> x) { return b.broadcast(x[0], shape); }
+  static constexpr bool well_formed = broadcast_shapes(A::shape, shape).ok() &&
+                                      broadcast_shapes(A::shape, shape).value == shape && node_base<A>::operands_well_formed;
 };
 
 template <class A, int Axis, std::int64_t Begin, std::int64_t End>
@@ -86,6 +102,7 @@ struct slice_t : node_base<A> {
   static constexpr dtype type = A::type;
   static constexpr dims shape = slice_shape(A::shape, Axis, Begin, End).value;
   static constexpr int emit(builder& b, std::array<int, 1> x) { return b.slice(x[0], Axis, Begin, End); }
+  static constexpr bool well_formed = slice_shape(A::shape, Axis, Begin, End).ok() && node_base<A>::operands_well_formed;
 };
 
 template <int Axis, class... As>
@@ -96,6 +113,13 @@ struct concat_t : node_base<As...> {
     return concat_shape(parts, int(sizeof...(As)), Axis).value;
   }();
   static constexpr int emit(builder& b, std::array<int, sizeof...(As)> x) { return b.concat(x, Axis); }
+  static constexpr bool well_formed = [] {
+    const dims parts[] = {As::shape...};
+    const dtype types[] = {As::type...};
+    for (dtype t : types)
+      if (t != types[0]) return false;
+    return concat_shape(parts, int(sizeof...(As)), Axis).ok();
+  }() && node_base<As...>::operands_well_formed;
 };
 
 }  // namespace expr

@@ -118,9 +118,14 @@ constexpr void prune(builder& b) {
 template <expression... Outs>
 struct flattened {
   static_assert(sizeof...(Outs) >= 1, "flatten: needs at least one output");
+  // A program with a failed front-door check flattens to an empty table (the check has already
+  // said what is wrong; building it would only add errors).
+  static constexpr bool well_formed = (expr::well_formed_of<Outs>() && ...);
   static constexpr void build(builder& b) {
-    (b.mark_output(emit_expression<Outs>(b)), ...);
-    prune(b);
+    if constexpr (well_formed) {
+      (b.mark_output(emit_expression<Outs>(b)), ...);
+      prune(b);
+    }
   }
   static constexpr std::size_t size = [] {
     builder b;
