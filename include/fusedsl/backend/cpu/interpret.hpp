@@ -9,6 +9,7 @@
 
 #include "fusedsl/backend/cpu/kernels/row.hpp"
 #include "fusedsl/graph/node.hpp"
+#include "fusedsl/graph/scalar.hpp"
 
 namespace fusedsl::cpu {
 
@@ -40,51 +41,10 @@ void for_each_index(const dims& s, F&& f) {
   }
 }
 
-inline float gelu_erf(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }
-inline float gelu_tanh(float x) {
-  return 0.5f * x * (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-}
-
-inline float apply_unary(op_kind k, float x) {
-  switch (k) {
-    case op_kind::neg: return -x;
-    case op_kind::abs: return std::fabs(x);
-    case op_kind::exp: return std::exp(x);
-    case op_kind::log: return std::log(x);
-    case op_kind::sqrt: return std::sqrt(x);
-    case op_kind::rsqrt: return 1.0f / std::sqrt(x);
-    case op_kind::tanh: return std::tanh(x);
-    case op_kind::erf: return std::erf(x);
-    case op_kind::sigmoid: return 1.0f / (1.0f + std::exp(-x));
-    case op_kind::relu: return x > 0.0f ? x : (x != x ? x : 0.0f);
-    case op_kind::gelu_erf: return gelu_erf(x);
-    case op_kind::gelu_tanh: return gelu_tanh(x);
-    case op_kind::silu: return x / (1.0f + std::exp(-x));
-    default: return x;
-  }
-}
-
-inline float nan_max(float a, float b) { return (a != a || b != b) ? std::numeric_limits<float>::quiet_NaN() : std::max(a, b); }
-inline float nan_min(float a, float b) { return (a != a || b != b) ? std::numeric_limits<float>::quiet_NaN() : std::min(a, b); }
-
-inline float apply_binary(op_kind k, float a, float b) {
-  switch (k) {
-    case op_kind::add: return a + b;
-    case op_kind::sub: return a - b;
-    case op_kind::mul: return a * b;
-    case op_kind::div: return a / b;
-    case op_kind::max: return nan_max(a, b);
-    case op_kind::min: return nan_min(a, b);
-    case op_kind::pow: return std::pow(a, b);
-    case op_kind::eq: return a == b;
-    case op_kind::ne: return a != b;
-    case op_kind::lt: return a < b;
-    case op_kind::le: return a <= b;
-    case op_kind::gt: return a > b;
-    case op_kind::ge: return a >= b;
-    default: return 0.0f;
-  }
-}
+using graph::scalar::nan_max;
+using graph::scalar::nan_min;
+inline float apply_unary(op_kind k, float x) { return graph::scalar::unary(k, x); }
+inline float apply_binary(op_kind k, float a, float b) { return graph::scalar::binary(k, a, b); }
 
 }  // namespace detail
 

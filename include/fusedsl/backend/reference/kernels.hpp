@@ -26,6 +26,7 @@
 #include "fusedsl/core/shape.hpp"
 #include "fusedsl/core/tensor.hpp"
 #include "fusedsl/graph/node.hpp"
+#include "fusedsl/graph/scalar.hpp"
 
 // GCC 12 reports false (maybe-)uninitialized warnings inside Eigen's AVX-512 GEMM kernels, at the
 // point where they are inlined; the suppression must cover both the include and the GEMM calls.
@@ -233,46 +234,12 @@ void strided_loop(const dims& out, const std::array<strides, K>& st, F&& f) {
 
 // ---- elementwise ----
 
-inline float nan_max(float x, float y) {
-  return (x != x || y != y) ? x + y : (x > y ? x : y);
-}
-inline float nan_min(float x, float y) {
-  return (x != x || y != y) ? x + y : (x < y ? x : y);
-}
+using graph::scalar::nan_max;
+using graph::scalar::nan_min;
 
 inline float apply_unary(op_kind k, float x) {
-  switch (k) {
-    case op_kind::neg:
-      return -x;
-    case op_kind::abs:
-      return std::fabs(x);
-    case op_kind::exp:
-      return std::exp(x);
-    case op_kind::log:
-      return std::log(x);
-    case op_kind::sqrt:
-      return std::sqrt(x);
-    case op_kind::rsqrt:
-      return 1.0f / std::sqrt(x);
-    case op_kind::tanh:
-      return std::tanh(x);
-    case op_kind::erf:
-      return std::erf(x);
-    case op_kind::sigmoid:
-      return 1.0f / (1.0f + std::exp(-x));
-    case op_kind::relu:
-      return x < 0.0f ? 0.0f : x;  // NaN stays NaN
-    case op_kind::gelu_erf:
-      return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
-    case op_kind::gelu_tanh: {
-      const float c = 0.79788456080286536f;  // sqrt(2 / pi)
-      return 0.5f * x * (1.0f + std::tanh(c * (x + 0.044715f * x * x * x)));
-    }
-    case op_kind::silu:
-      return x / (1.0f + std::exp(-x));
-    default:
-      throw error(std::string("reference: not a unary op: ") + std::string(graph::name_of(k)));
-  }
+  if (!graph::is_unary(k)) throw error(std::string("reference: not a unary op: ") + std::string(graph::name_of(k)));
+  return graph::scalar::unary(k, x);
 }
 
 // A unary op on a floating tensor, result of dtype out_type.
@@ -321,24 +288,9 @@ void with_float_arithmetic(op_kind k, Fn&& fn) {
   }
 }
 
-// IEEE comparisons: every one but ne is false when an operand is NaN.
 inline bool float_compare(op_kind k, float x, float y) {
-  switch (k) {
-    case op_kind::eq:
-      return x == y;
-    case op_kind::ne:
-      return x != y;
-    case op_kind::lt:
-      return x < y;
-    case op_kind::le:
-      return x <= y;
-    case op_kind::gt:
-      return x > y;
-    case op_kind::ge:
-      return x >= y;
-    default:
-      throw error(std::string("reference: not a comparison: ") + std::string(graph::name_of(k)));
-  }
+  if (!graph::is_compare(k)) throw error(std::string("reference: not a comparison: ") + std::string(graph::name_of(k)));
+  return graph::scalar::compare(k, x, y);
 }
 
 inline std::int64_t int_binary(op_kind k, std::int64_t x, std::int64_t y) {
