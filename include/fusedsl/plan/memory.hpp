@@ -99,18 +99,12 @@ struct planner {
       const int gi = f.order[std::size_t(k)];
       if (f.groups[std::size_t(gi)].region == r) m.position[std::size_t(gi)] = pos++;
     }
-    const int last = pos;
     // Buffers: roots of this region's groups, plus repeat scratch areas (keyed by the repeat node).
     std::vector<int> bufs;
     for (int i = 0; i < int(N); ++i) {
       if (g[i].region != r || !is_root(i)) continue;
       const int gi = f.group_of[std::size_t(i)];
       const int p = m.position[std::size_t(gi)];
-      if (g[i].op == op_kind::repeat) {
-        const int body = g[i].body;
-        m.scratch_offset[std::size_t(i)] = 0;  // placed below, with the buffers
-        (void)body;
-      }
       if (is_user_memory(i) && g[i].op != op_kind::repeat) continue;
       m.live[std::size_t(i)] = live_range{p, p};
       bufs.push_back(i);
@@ -128,7 +122,6 @@ struct planner {
         if (p > lr.end) lr.end = p;
       }
     }
-    (void)last;
     if (r > 0) mark_in_place_body(r);
     // Sizes. A repeat group's area: its own output (unless user memory), a carry buffer unless the
     // body works in place, and the body's arena.

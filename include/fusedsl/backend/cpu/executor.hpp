@@ -392,19 +392,27 @@ class executor {
   static constexpr double parallel_threshold = FUSEDSL_CPU_PARALLEL_MACS;
   kernels::thread_pool* pool_for(double macs) { return macs >= parallel_threshold ? &pool_ : nullptr; }
 
-  // matmul groups: each matmul of the group (siblings too) with its epilogue chain.
+  // matmul groups: each matmul of the group (siblings too) with its epilogue chain. Every matmul
+  // must take the fast path before any runs; each is planned once.
   bool run_matmul_group(int gi, int it) {
     float* ws = scratch();
-    // Check every matmul of the group can take the fast path before running any.
-    for (int i = 0; i < int(N); ++i)
-      if (fp.group_of[std::size_t(i)] == gi && g[i].op == op_kind::matmul && !plan_gemm(gi, i).ok) return false;
+    std::array<gemm_plan, plan::max_roots> plans{};
+    std::array<int, plan::max_roots> ids{};
+    int count = 0;
     for (int i = 0; i < int(N); ++i) {
       if (fp.group_of[std::size_t(i)] != gi || g[i].op != op_kind::matmul) continue;
-      const gemm_plan p = plan_gemm(gi, i);
+      if (count == plan::max_roots) return false;
+      plans[std::size_t(count)] = plan_gemm(gi, i);
+      if (!plans[std::size_t(count)].ok) return false;
+      ids[std::size_t(count++)] = i;
+    }
+    for (int q = 0; q < count; ++q) {
+      const int i = ids[std::size_t(q)];
+      const gemm_plan& p = plans[std::size_t(q)];
       kernels::packed_b<arch> b;
       const packed_ref* pre = nullptr;
-      for (const packed_ref& q : packs_)
-        if (q.matmul == i && q.iter == it && q.ready) pre = &q;
+      for (const packed_ref& pk : packs_)
+        if (pk.matmul == i && pk.iter == it && pk.ready) pre = &pk;
       float* work = ws;
       if (pre) {
         b = kernels::packed_b<arch>{reinterpret_cast<const float*>(packed_.data()) + pre->offset, p.k, p.n};
