@@ -182,15 +182,8 @@ void attention(fb::report& rep) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    int devices = 0;
-    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-      std::printf("SKIP: no CUDA device\n");
-      return 77;
-    }
-    fb::print_device();
-    fc::check(cudaStreamCreate(&g_stream), "cudaStreamCreate");
-    fb::report rep(argc > 1 ? argv[1] : nullptr);
+  return fb::bench_main(argc, argv, [](fb::report& rep, cudaStream_t stream) {
+    g_stream = stream;
     fb::cublas_api cublas(g_stream);
     std::printf("cuBLAS: %s\n", cublas.ok() ? "loaded" : cublas.why_not.c_str());
 
@@ -246,10 +239,5 @@ int main(int argc, char** argv) {
     attention<128, 2, 16, 8192, false, 128>(rep);
     attention<128, 2, 16, 8192, true, 64>(rep);
     attention<128, 2, 16, 8192, true, 128>(rep);
-    fc::check(cudaStreamSynchronize(g_stream), "final sync");
-    return rep.failures() == 0 ? 0 : 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
-  }
+  });
 }

@@ -3,7 +3,6 @@
 // against cuBLAS plus separate unfused kernels. Outputs are checked before anything is timed.
 // Usage: fusedsl_gpu_transformer [results.jsonl]
 #include <cstdio>
-#include <exception>
 #include <memory>
 
 #include "transformer.cuh"
@@ -93,16 +92,7 @@ void run_model(const char* name, fb::report& rep, cudaStream_t stream, const fb:
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    int devices = 0;
-    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-      std::printf("SKIP: no CUDA device\n");
-      return 77;
-    }
-    fb::print_device();
-    cudaStream_t stream{};
-    fc::check(cudaStreamCreate(&stream), "cudaStreamCreate");
-    fb::report rep(argc > 1 ? argv[1] : nullptr);
+  return fb::bench_main(argc, argv, [](fb::report& rep, cudaStream_t stream) {
     fb::cublas_api cublas(stream);
     std::printf("cuBLAS: %s\n", cublas.ok() ? "loaded" : cublas.why_not.c_str());
     run_model<128, 128, 4, 512, 2>("seed 2-layer d128 h4 ffn512 seq128", rep, stream, cublas, true,
@@ -111,9 +101,5 @@ int main(int argc, char** argv) {
                                        false, 20);
     run_model<2048, 1024, 16, 4096, 1, 128>("large layer (attention block_m 128)", rep, stream,
                                             cublas, false, 20);
-    return rep.failures() == 0 ? 0 : 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
-  }
+  });
 }

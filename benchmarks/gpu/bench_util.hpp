@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <exception>
 #include <cstdio>
 #include <functional>
 #include <fusedsl/backend/cuda/error.hpp>
@@ -174,6 +175,30 @@ inline void print_device(std::FILE* out = stdout) {
                p.name, p.major, p.minor, p.multiProcessorCount,
                static_cast<double>(p.totalGlobalMem) / (1 << 30), p.l2CacheSize >> 20, driver,
                runtime);
+}
+
+// The shared main of the GPU benchmarks: exit 77 (skipped) without a device, else print it, make
+// a stream and the report (JSON lines to argv[1] if given), run body(report, stream); exit 1 if a
+// check failed, 2 on an exception.
+template <class Body>
+int bench_main(int argc, char** argv, Body body) {
+  try {
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+      std::printf("SKIP: no CUDA device\n");
+      return 77;
+    }
+    print_device();
+    cudaStream_t stream{};
+    check(cudaStreamCreate(&stream), "cudaStreamCreate");
+    report rep(argc > 1 ? argv[1] : nullptr);
+    body(rep, stream);
+    check(cudaStreamSynchronize(stream), "final sync");
+    return rep.failures() == 0 ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
 }
 
 }  // namespace fusedsl::cuda::bench

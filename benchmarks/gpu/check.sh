@@ -34,7 +34,8 @@ fi
 
 status=0
 say "== correctness: every kernel against CPU loops"
-for t in cuda_host_logic cuda_elementwise cuda_row_kernels cuda_gemm cuda_attention cuda_graph_runner; do
+for t in cuda_host_logic cuda_elementwise cuda_row_kernels cuda_gemm cuda_attention cuda_graph_runner \
+         cuda_executor_test; do
   timeout 60 "$BIN/$t" 2>&1 | tee -a "$OUT_DIR/tests.log" | tail -4 | tee -a "$LOG"
   rc=${PIPESTATUS[0]}
   say "$t: exit $rc"
@@ -44,6 +45,10 @@ done
 say "== benchmarks: kernels ($(( $(date +%s) - start )) s so far)"
 timeout 120 "$BIN/fusedsl_gpu_kernels" "$OUT_DIR/kernels.jsonl" 2>&1 | tee -a "$LOG"
 rc=${PIPESTATUS[0]}; say "fusedsl_gpu_kernels: exit $rc"; [ "$rc" -eq 0 ] || status=1
+
+say "== benchmarks: the device executor on DSL programs ($(( $(date +%s) - start )) s so far)"
+timeout 90 "$BIN/fusedsl_gpu_executor" "$OUT_DIR/executor.jsonl" 2>&1 | tee -a "$LOG"
+rc=${PIPESTATUS[0]}; say "fusedsl_gpu_executor: exit $rc"; [ "$rc" -eq 0 ] || status=1
 
 say "== benchmarks: transformer ($(( $(date +%s) - start )) s so far)"
 timeout 90 "$BIN/fusedsl_gpu_transformer" "$OUT_DIR/transformer.jsonl" 2>&1 | tee -a "$LOG"
@@ -59,6 +64,8 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
     timeout 40 compute-sanitizer --tool memcheck --print-limit 5 "$BIN/$t" >> "$OUT_DIR/sanitizer.log" 2>&1
     say "memcheck $t: exit $?"
   done
+  timeout 90 compute-sanitizer --tool memcheck --print-limit 5 "$BIN/cuda_executor_test" >> "$OUT_DIR/sanitizer.log" 2>&1
+  say "memcheck cuda_executor_test: exit $?"
   timeout 40 compute-sanitizer --tool racecheck --print-limit 5 "$BIN/cuda_gemm" -tc='*64x64*,*layernorm into one*' >> "$OUT_DIR/sanitizer.log" 2>&1
   say "racecheck cuda_gemm: exit $?"
   grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT_DIR/sanitizer.log" | tee -a "$LOG"

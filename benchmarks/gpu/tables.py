@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Markdown tables from the JSONL files that check.sh writes (kernels.jsonl, transformer.jsonl).
+"""Markdown tables from the JSONL files that check.sh writes (kernels, transformer, executor .jsonl).
 
 Usage: tables.py RESULTS_DIR
 """
@@ -17,7 +17,7 @@ def rows(path):
 
 def main():
     d = pathlib.Path(sys.argv[1])
-    recs = rows(d / "kernels.jsonl") + rows(d / "transformer.jsonl")
+    recs = rows(d / "kernels.jsonl") + rows(d / "transformer.jsonl") + rows(d / "executor.jsonl")
     checks = [r for r in recs if "check" in r]
     times = [r for r in recs if "ms" in r]
     print("| check | relative error | tolerance | result |\n| --- | --- | --- | --- |")
