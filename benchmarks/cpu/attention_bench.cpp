@@ -100,10 +100,11 @@ void BM_attention_fusedsl(benchmark::State& state) {
   a.scale = 1.0f / std::sqrt(float(d));
   a.causal = causal;
   const k::attention_shape s{l, l, heads, heads, d};
+  const auto path = k::attention_path(state.range(4));
   double seconds = 0, best = 1e30;
   for (auto _ : state) {
     const double t0 = fusedsl_bench::thread_seconds();
-    k::flash_attention(s, a, ws.data());
+    k::flash_attention(s, a, ws.data(), nullptr, path);
     benchmark::DoNotOptimize(o.data());
     benchmark::ClobberMemory();
     const double dt = fusedsl_bench::thread_seconds() - t0;
@@ -116,7 +117,7 @@ void BM_attention_fusedsl(benchmark::State& state) {
   state.counters["workspace_KiB"] = double(ws.size() * 4) / 1024;
   state.counters["peak_fraction_paired"] = fusedsl_bench::paired_peak_fraction(
       [&] {
-        k::flash_attention(s, a, ws.data());
+        k::flash_attention(s, a, ws.data(), nullptr, path);
         benchmark::DoNotOptimize(o.data());
       },
       attention_flops(l, d, heads, causal), g_peak, 10);
@@ -127,15 +128,23 @@ void BM_attention_fusedsl(benchmark::State& state) {
   }
 }
 
+// seq 2048 (the case) and the seed model's attention (seq 128, 4 heads of 32).
 void shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"seq", "d", "heads", "causal"});
-  b->Args({2048, 64, 1, 0})->Args({2048, 64, 1, 1});
-  b->Unit(benchmark::kMillisecond);
+  b->Args({2048, 64, 1, 0})->Args({2048, 64, 1, 1})->Args({128, 32, 4, 0})->Args({256, 64, 2, 1});
+  b->Unit(benchmark::kMicrosecond);
+}
+// The fused kernel also with its path forced (0 automatic, 1 flash, 2 whole_rows) on short ones.
+void fused_shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"seq", "d", "heads", "causal", "path"});
+  b->Args({2048, 64, 1, 0, 0})->Args({2048, 64, 1, 1, 0});
+  for (int path : {0, 1}) b->Args({128, 32, 4, 0, path})->Args({256, 64, 2, 1, path});
+  b->Unit(benchmark::kMicrosecond);
 }
 // Times are thread CPU time (see fma_peak.hpp). The unfused reference runs first so the fused case
 // can report its speedup.
 BENCHMARK(BM_attention_unfused_eigen)->Apply(shapes);
-BENCHMARK(BM_attention_fusedsl)->Apply(shapes);
+BENCHMARK(BM_attention_fusedsl)->Apply(fused_shapes);
 
 }  // namespace
 

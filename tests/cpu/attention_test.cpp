@@ -1,5 +1,6 @@
 #include "fusedsl/backend/cpu/kernels/attention.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -67,25 +68,38 @@ struct case_data {
 };
 
 template <class Arch>
-std::vector<float> run(case_data& c, k::thread_pool* pool = nullptr) {
+std::vector<float> run(case_data& c, k::thread_pool* pool = nullptr,
+                       k::attention_path path = k::attention_path::automatic) {
+  std::fill(c.o.begin(), c.o.end(), 99.0f);
   std::vector<float> ws(k::attention_workspace_floats<Arch>(c.s.head_dim, pool ? pool->size() : 1));
-  k::flash_attention<Arch>(c.s, c.a, ws.data(), pool);
+  k::flash_attention<Arch>(c.s, c.a, ws.data(), pool, path);
   return c.o;
 }
 
-// O within 1e-5 absolute of the reference (|V| <= 1, so O is too: a relative-to-range bound).
+// The paths that apply to a case: flash always, whole_rows for short key sequences.
+std::vector<k::attention_path> paths_for(const case_data& c) {
+  if (c.s.seq_kv <= k::whole_rows_max_kv)
+    return {k::attention_path::flash, k::attention_path::whole_rows};
+  return {k::attention_path::flash};
+}
+
+// O within 1e-5 absolute of the reference (|V| <= 1, so O is too: a relative-to-range bound), on
+// every path that applies.
 template <class Arch>
 void check(case_data& c) {
-  const auto o = run<Arch>(c);
-  int bad = 0;
-  for (std::ptrdiff_t i = 0; i < c.s.seq_q; ++i)
-    for (std::ptrdiff_t h = 0; h < c.s.num_heads; ++h)
-      for (std::ptrdiff_t x = 0; x < c.s.head_dim; ++x) {
-        const double w = c.reference(i, h, x);
-        const float g = o[std::size_t(i * c.a.o_row_stride + h * c.s.head_dim + x)];
-        if (!(std::fabs(g - w) <= 1e-5)) ++bad;
-      }
-  CHECK(bad == 0);
+  for (const k::attention_path path : paths_for(c)) {
+    CAPTURE(int(path));
+    const auto o = run<Arch>(c, nullptr, path);
+    int bad = 0;
+    for (std::ptrdiff_t i = 0; i < c.s.seq_q; ++i)
+      for (std::ptrdiff_t h = 0; h < c.s.num_heads; ++h)
+        for (std::ptrdiff_t x = 0; x < c.s.head_dim; ++x) {
+          const double w = c.reference(i, h, x);
+          const float g = o[std::size_t(i * c.a.o_row_stride + h * c.s.head_dim + x)];
+          if (!(std::fabs(g - w) <= 1e-5)) ++bad;
+        }
+    CHECK(bad == 0);
+  }
 }
 
 }  // namespace
@@ -93,7 +107,7 @@ void check(case_data& c) {
 TEST_CASE_TEMPLATE("flash attention matches softmax(QK^T)V on odd sizes, causal or not", Arch,
                    FUSEDSL_CPU_ARCHS) {
   for (std::ptrdiff_t sq : {1, 17, 100, 200})
-    for (std::ptrdiff_t skv : {1, 33, 130})
+    for (std::ptrdiff_t skv : {1, 33, 130})  // both paths
       for (std::ptrdiff_t d : {8, 17, 64})
         for (bool causal : {false, true}) {
           CAPTURE(sq);
@@ -119,7 +133,10 @@ TEST_CASE_TEMPLATE("flash attention adds the mask; a fully masked query row give
   for (bool causal : {false, true}) {
     case_data c(50, 150, 2, 1, 16, causal, true);
     check<Arch>(c);
-    for (std::ptrdiff_t x = 0; x < 2 * 16; ++x) CHECK(c.o[std::size_t(1 * 2 * 16 + x)] == 0.0f);
+    for (const k::attention_path path : paths_for(c)) {
+      const auto o = run<Arch>(c, nullptr, path);
+      for (std::ptrdiff_t x = 0; x < 2 * 16; ++x) CHECK(o[std::size_t(1 * 2 * 16 + x)] == 0.0f);
+    }
   }
 }
 
@@ -127,18 +144,44 @@ TEST_CASE_TEMPLATE("causal attention with more queries than keys: early queries 
                    FUSEDSL_CPU_ARCHS) {
   case_data c(40, 25, 1, 1, 16, true, false);
   check<Arch>(c);
-  for (std::ptrdiff_t x = 0; x < 16; ++x) CHECK(c.o[std::size_t(x)] == 0.0f);  // query 0
+  for (const k::attention_path path : paths_for(c)) {
+    const auto o = run<Arch>(c, nullptr, path);
+    for (std::ptrdiff_t x = 0; x < 16; ++x) CHECK(o[std::size_t(x)] == 0.0f);  // query 0
+  }
 }
 
 TEST_CASE_TEMPLATE("flash attention results are bitwise identical for 1, 2 and 3 threads", Arch,
                    FUSEDSL_CPU_ARCHS) {
-  case_data c(300, 300, 3, 1, 64, true, false);
-  const auto one = run<Arch>(c);
-  for (int t : {2, 3}) {
-    k::thread_pool pool(t);
-    const auto many = run<Arch>(c, &pool);
-    CHECK(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)) == 0);
+  for (std::ptrdiff_t l : {300, 200}) {  // flash; whole_rows
+    CAPTURE(l);
+    case_data c(l, l, 3, 1, 64, true, false);
+    const auto one = run<Arch>(c);
+    for (int t : {2, 3}) {
+      k::thread_pool pool(t);
+      const auto many = run<Arch>(c, &pool);
+      CHECK(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)) == 0);
+    }
   }
+}
+
+TEST_CASE_TEMPLATE("attention at the whole_rows limit (256 keys) and at the seed's shape", Arch,
+                   FUSEDSL_CPU_ARCHS) {
+  for (bool causal : {false, true}) {
+    CAPTURE(causal);
+    case_data at_limit(13, k::whole_rows_max_kv, 2, 1, 32, causal, true);
+    check<Arch>(at_limit);
+    case_data seed(128, 128, 4, 4, 32, causal, false);
+    check<Arch>(seed);
+  }
+}
+
+TEST_CASE("the whole_rows attention path refuses more keys than it holds") {
+  case_data c(4, k::whole_rows_max_kv + 1, 1, 1, 8, false, false);
+  std::vector<float> ws(k::attention_workspace_floats(8));
+  CHECK_THROWS_WITH_AS(
+      k::flash_attention(c.s, c.a, ws.data(), nullptr, k::attention_path::whole_rows),
+      doctest::Contains("whole_rows path takes seq_kv <= 256"), std::invalid_argument);
+  CHECK_NOTHROW(k::flash_attention(c.s, c.a, ws.data(), nullptr, k::attention_path::automatic));
 }
 
 TEST_CASE("flash attention rejects bad head counts, sizes and a null workspace") {

@@ -12,6 +12,10 @@
 // Causal blocks entirely above the diagonal are skipped. Grouped/multi-query heads: query head h
 // reads key/value head h / (num_heads / num_kv_heads).
 //
+// Short sequences (seq_kv <= whole_rows_max_kv) take the whole_rows path instead: the scores of
+// mr queries against every key they see, an exact row softmax, then P V, with K^T packed once per
+// key/value head (see attention_path).
+//
 // Layout: element (t, h, d) of Q is q[t*q_row_stride + h*q_head_stride + d]; K, V, O likewise.
 // Causal masking aligns the last query with the last key (query i sees keys j <= i + seq_kv -
 // seq_q). The optional additive mask is seq_q x seq_kv (mask[i*mask_row_stride + j]), shared by
@@ -66,16 +70,29 @@ struct attention_blocking {
   static constexpr int bk = bq;
 };
 
+// Which algorithm flash_attention uses. `whole_rows` (short sequences, seq_kv <=
+// whole_rows_max_kv): per mr queries, their scores against every key at once, an exact row
+// softmax, then P V — no running max or rescaling, and K^T packed once per head. `flash`: the
+// blocked online softmax above, for any length. `automatic` picks whole_rows when it applies.
+enum class attention_path { automatic, flash, whole_rows };
+inline constexpr std::ptrdiff_t whole_rows_max_kv = 256;
+
 // Floats of workspace one thread needs; flash_attention takes threads times this.
 template <class Arch = native_arch>
 constexpr std::size_t attention_workspace_floats_per_thread(std::ptrdiff_t head_dim) {
   using blk = attention_blocking<Arch>;
-  const std::ptrdiff_t dp = round_up(std::max<std::ptrdiff_t>(head_dim, 1), blk::nr);
-  return std::size_t(dp * blk::bq         // Q^T, packed and scaled
-                     + blk::bk * blk::bq  // S^T / P^T block
-                     + blk::bq * dp       // O accumulator
-                     + blk::bk * dp       // V block, packed when head_dim is not a multiple of nr
-                     + 3 * blk::bq);      // running max, running sum, correction
+  const std::ptrdiff_t d = std::max<std::ptrdiff_t>(head_dim, 1), dp = round_up(d, blk::nr);
+  const std::size_t flash = std::size_t(dp * blk::bq         // Q^T, packed and scaled
+                                        + blk::bk * blk::bq  // S^T / P^T block
+                                        + blk::bq * dp       // O accumulator
+                                        + blk::bk * dp       // V block, packed when d % nr != 0
+                                        + 3 * blk::bq);      // running max, sum, correction
+  const std::ptrdiff_t kv = round_up(whole_rows_max_kv, blk::nr);
+  const std::size_t whole_rows = std::size_t(d * kv          // K^T, packed in nr-key panels
+                                             + blk::mr * kv  // scores / P of mr queries
+                                             + kv * dp       // V, packed when d % nr != 0
+                                             + blk::mr);     // 1 / row sums
+  return std::max(flash, whole_rows);
 }
 template <class Arch = native_arch>
 constexpr std::size_t attention_workspace_floats(std::ptrdiff_t head_dim, int threads = 1) {
@@ -141,10 +158,7 @@ void attention_block(const attention_shape& s, const attention_args& a, std::ptr
       const float* ka = kh + (kb + r0) * a.k_row_stride;
       for (std::ptrdiff_t pnl = 0; pnl < BQ / NR; ++pnl) {
         typename mk::tile acc;
-        if (rows == MR)
-          mk::template compute_rows<MR>(d, ka, a.k_row_stride, 1, qt + pnl * d * NR, NR, acc);
-        else
-          mk::compute_tail(rows, d, ka, a.k_row_stride, 1, qt + pnl * d * NR, NR, acc);
+        mk::compute(rows, d, ka, a.k_row_stride, 1, qt + pnl * d * NR, NR, acc);
         for (std::ptrdiff_t i = 0; i < rows; ++i)
           for (int v = 0; v < mk::NV; ++v)
             simd<Arch>::store(st + (r0 + i) * BQ + pnl * NR + v * W, acc[i][v]);
@@ -194,10 +208,7 @@ void attention_block(const attention_shape& s, const attention_args& a, std::ptr
       const std::ptrdiff_t rows = std::min<std::ptrdiff_t>(MR, bq - i0);
       for (std::ptrdiff_t x0 = 0; x0 < dp; x0 += NR) {
         typename mk::tile acc;
-        if (rows == MR)
-          mk::template compute_rows<MR>(bk, st + i0, 1, BQ, vb + x0, vstride, acc);
-        else
-          mk::compute_tail(rows, bk, st + i0, 1, BQ, vb + x0, vstride, acc);
+        mk::compute(rows, bk, st + i0, 1, BQ, vb + x0, vstride, acc);
         for (std::ptrdiff_t i = 0; i < rows; ++i)
           for (int v = 0; v < mk::NV; ++v) {
             float* o = oacc + (i0 + i) * dp + x0 + v * W;
@@ -215,6 +226,134 @@ void attention_block(const attention_shape& s, const attention_args& a, std::ptr
   }
 }
 
+// whole_rows path: K^T (and V when d % nr != 0) of kv head `kvh` packed into ws.
+template <class Arch>
+void pack_whole_rows_kv(const attention_shape& s, const attention_args& a, std::ptrdiff_t kvh,
+                        float* kt, float* vpack) {
+  constexpr int NR = gemm_tile<Arch>::nr;
+  const std::ptrdiff_t d = s.head_dim, dp = round_up(d, NR);
+  // B(p, j) = scale * K(j, p): the packer's transposed form, then the scale (cheaper here than
+  // on every score).
+  pack_b_panels<NR>(d, s.seq_kv, a.k + kvh * a.k_head_stride, a.k_row_stride, true, kt);
+  const std::ptrdiff_t n = d * round_up(s.seq_kv, NR);
+  for (std::ptrdiff_t i = 0; i < n; ++i) kt[i] *= a.scale;
+  if (d % NR != 0) {
+    const float* vh = a.v + kvh * a.v_head_stride;
+    for (std::ptrdiff_t r = 0; r < s.seq_kv; ++r)
+      for (std::ptrdiff_t x = 0; x < dp; ++x)
+        vpack[r * dp + x] = x < d ? vh[r * a.v_row_stride + x] : 0.0f;
+  }
+}
+
+// whole_rows path for queries [q0, q0 + rows) (rows <= mr) of head h, K^T and V already packed.
+template <class Arch>
+void attention_whole_rows(const attention_shape& s, const attention_args& a, std::ptrdiff_t h,
+                          std::ptrdiff_t q0, std::ptrdiff_t rows, const float* kt,
+                          const float* vpack, float* sc, float* inv) {
+  using mk = micro_kernel<Arch>;
+  using V = vec_t<Arch>;
+  constexpr int MR = mk::MR, NR = mk::NR, W = simd<Arch>::width;
+  constexpr float neg_inf = -std::numeric_limits<float>::infinity();
+  const std::ptrdiff_t d = s.head_dim, dp = round_up(d, NR),
+                       kvh = h / (s.num_heads / s.num_kv_heads);
+  const std::ptrdiff_t ld = round_up(s.seq_kv, NR);  // row stride of the score rows
+  // Keys row i sees: all, or (causal) those up to i + seq_kv - seq_q.
+  auto visible = [&](std::ptrdiff_t i) {
+    return a.causal ? std::clamp<std::ptrdiff_t>(q0 + i + 1 + s.seq_kv - s.seq_q, 0, s.seq_kv)
+                    : s.seq_kv;
+  };
+  const std::ptrdiff_t kend = round_up(visible(rows - 1), NR);  // causal: the last row sees most
+  float* oh = a.o + h * a.o_head_stride;
+  if (kend == 0) {  // no query of these rows sees a key
+    for (std::ptrdiff_t i = 0; i < rows; ++i)
+      for (std::ptrdiff_t x = 0; x < d; ++x) oh[(q0 + i) * a.o_row_stride + x] = 0.0f;
+    return;
+  }
+  // S = Q (scale K)^T over the key panels any of these rows sees; Q is read in place.
+  const float* qa = a.q + h * a.q_head_stride + q0 * a.q_row_stride;
+  for (std::ptrdiff_t jp = 0; jp < kend / NR; ++jp) {
+    typename mk::tile acc;
+    mk::compute(rows, d, qa, a.q_row_stride, 1, kt + jp * d * NR, NR, acc);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      if (i >= rows) break;
+#pragma GCC unroll 4
+      for (int v = 0; v < mk::NV; ++v) simd<Arch>::store(sc + i * ld + jp * NR + v * W, acc[i][v]);
+    }
+  }
+  // Exact softmax per row: mask, hide the keys it does not see, then the row maxima of all rows
+  // (independent chains) before the exp passes that need them.
+  alignas(64) float mx[MR];
+  for (std::ptrdiff_t i = 0; i < rows; ++i) {
+    float* row = sc + i * ld;
+    const std::ptrdiff_t vis = visible(i);
+    if (a.mask) {
+      const float* mrow = a.mask + (q0 + i) * a.mask_row_stride;
+      for (std::ptrdiff_t j = 0; j < vis; ++j) row[j] += mrow[j];
+    }
+    for (std::ptrdiff_t j = vis; j < kend; ++j) row[j] = neg_inf;
+    V m0(neg_inf), m1(neg_inf);
+    std::ptrdiff_t j = 0;
+    for (; j + 2 * W <= kend; j += 2 * W) {
+      m0 = maximum(m0, simd<Arch>::load(row + j));
+      m1 = maximum(m1, simd<Arch>::load(row + j + W));
+    }
+    for (; j < kend; j += W) m0 = maximum(m0, simd<Arch>::load(row + j));
+    mx[i] = simd<Arch>::reduce_max(maximum(m0, m1));
+  }
+  for (std::ptrdiff_t i = 0; i < rows; ++i) {
+    float* row = sc + i * ld;
+    if (mx[i] == neg_inf) {  // every key masked: P = 0, so O = 0
+      for (std::ptrdiff_t j = 0; j < kend; ++j) row[j] = 0.0f;
+      inv[i] = 0.0f;
+      continue;
+    }
+    const V shift(mx[i]);
+    V s0(0.0f), s1(0.0f);
+    std::ptrdiff_t j = 0;
+    for (; j + 2 * W <= kend; j += 2 * W) {
+      const V p0 = vexp(simd<Arch>::load(row + j) - shift);
+      const V p1 = vexp(simd<Arch>::load(row + j + W) - shift);
+      simd<Arch>::store(row + j, p0);
+      simd<Arch>::store(row + j + W, p1);
+      s0 = s0 + p0, s1 = s1 + p1;
+    }
+    for (; j < kend; j += W) {
+      const V p = vexp(simd<Arch>::load(row + j) - shift);
+      simd<Arch>::store(row + j, p);
+      s0 = s0 + p;
+    }
+    inv[i] = 1.0f / simd<Arch>::reduce_add(s0 + s1);
+  }
+  // O = diag(inv) P V, V read in place when its rows hold whole nr-column panels.
+  const float* vb = vpack;
+  std::ptrdiff_t vstride = dp;
+  if (d % NR == 0) vb = a.v + kvh * a.v_head_stride, vstride = a.v_row_stride;
+  const std::ptrdiff_t kk = std::min(kend, s.seq_kv);
+  for (std::ptrdiff_t x0 = 0; x0 < dp; x0 += NR) {
+    typename mk::tile acc;
+    mk::compute(rows, kk, sc, ld, 1, vb + x0, vstride, acc);
+    const std::ptrdiff_t cols = std::min<std::ptrdiff_t>(NR, d - x0);
+    if (cols == NR) {
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i) {
+        if (i >= rows) break;
+        const V r(inv[i]);
+#pragma GCC unroll 4
+        for (int v = 0; v < mk::NV; ++v)
+          simd<Arch>::store(oh + (q0 + i) * a.o_row_stride + x0 + v * W, acc[i][v] * r);
+      }
+    } else {
+      alignas(64) float t[NR];
+      for (std::ptrdiff_t i = 0; i < rows; ++i) {
+        for (int v = 0; v < mk::NV; ++v) simd<Arch>::store(t + v * W, acc[i][v]);
+        for (std::ptrdiff_t x = 0; x < cols; ++x)
+          oh[(q0 + i) * a.o_row_stride + x0 + x] = t[x] * inv[i];
+      }
+    }
+  }
+}
+
 }  // namespace detail
 
 // Flash attention over all heads; `workspace` holds attention_workspace_floats<Arch>(head_dim,
@@ -222,13 +361,40 @@ void attention_block(const attention_shape& s, const attention_args& a, std::ptr
 // split statically across threads; results do not depend on the thread count.
 template <class Arch = native_arch>
 void flash_attention(const attention_shape& s, const attention_args& a, float* workspace,
-                     thread_pool* pool = nullptr) {
+                     thread_pool* pool = nullptr, attention_path path = attention_path::automatic) {
   detail::check_attention(s, a);
   if (s.seq_q == 0) return;
   if (workspace == nullptr) throw std::invalid_argument("flash_attention: workspace is null");
+  const std::size_t per_thread = attention_workspace_floats_per_thread<Arch>(s.head_dim);
+  if (path == attention_path::whole_rows && s.seq_kv > whole_rows_max_kv)
+    throw std::invalid_argument("flash_attention: the whole_rows path takes seq_kv <= " +
+                                std::to_string(whole_rows_max_kv) + ", got " +
+                                std::to_string(s.seq_kv));
+  if (path != attention_path::flash && s.seq_kv <= whole_rows_max_kv) {
+    using blk = attention_blocking<Arch>;
+    constexpr int MR = blk::mr, chunk = 4;  // work item: 4 x mr queries of one head
+    const std::ptrdiff_t panels = (s.seq_q + MR - 1) / MR, chunks = (panels + chunk - 1) / chunk;
+    const std::ptrdiff_t d = std::max<std::ptrdiff_t>(s.head_dim, 1);
+    const std::ptrdiff_t kv = round_up(whole_rows_max_kv, blk::nr);
+    parallel_for(pool, s.num_heads * chunks, [&](std::ptrdiff_t b, std::ptrdiff_t e, int t) {
+      float* kt = workspace + std::size_t(t) * per_thread;
+      float* sc = kt + d * kv;
+      float* vpack = sc + MR * kv;
+      float* inv = vpack + kv * round_up(d, blk::nr);
+      std::ptrdiff_t packed = -1;  // kv head whose K^T is in kt (consecutive items share it)
+      for (std::ptrdiff_t item = b; item < e; ++item) {
+        const std::ptrdiff_t h = item / chunks, kvh = h / (s.num_heads / s.num_kv_heads);
+        if (kvh != packed) detail::pack_whole_rows_kv<Arch>(s, a, kvh, kt, vpack), packed = kvh;
+        const std::ptrdiff_t p_end = std::min(panels, (item % chunks + 1) * chunk);
+        for (std::ptrdiff_t p = (item % chunks) * chunk; p < p_end; ++p)
+          detail::attention_whole_rows<Arch>(
+              s, a, h, p * MR, std::min<std::ptrdiff_t>(MR, s.seq_q - p * MR), kt, vpack, sc, inv);
+      }
+    });
+    return;
+  }
   constexpr int BQ = attention_blocking<Arch>::bq;
   const std::ptrdiff_t q_blocks = (s.seq_q + BQ - 1) / BQ;
-  const std::size_t per_thread = attention_workspace_floats_per_thread<Arch>(s.head_dim);
   parallel_for(pool, s.num_heads * q_blocks, [&](std::ptrdiff_t b, std::ptrdiff_t e, int t) {
     float* ws = workspace + std::size_t(t) * per_thread;
     for (std::ptrdiff_t item = b; item < e; ++item)

@@ -188,6 +188,17 @@ struct micro_kernel {
       for (int v = 0; v < NV; ++v) out[i][v] = acc[i][v];
   }
 
+  // Any rows <= MR: the inlined body for a full panel, the out-of-line tail otherwise.
+  [[gnu::always_inline]] static inline void compute(std::ptrdiff_t rows, std::ptrdiff_t k,
+                                                    const float* a, std::ptrdiff_t a_istride,
+                                                    std::ptrdiff_t a_kstride, const float* b,
+                                                    std::ptrdiff_t b_kstride, tile& acc) {
+    if (rows == MR)
+      compute_rows<MR>(k, a, a_istride, a_kstride, b, b_kstride, acc);
+    else
+      compute_tail(rows, k, a, a_istride, a_kstride, b, b_kstride, acc);
+  }
+
   // Fewer than MR rows (the last panel of A), out of line.
   [[gnu::noinline]] static void compute_tail(std::ptrdiff_t rows, std::ptrdiff_t k, const float* a,
                                              std::ptrdiff_t a_istride, std::ptrdiff_t a_kstride,
@@ -323,10 +334,7 @@ void gemm_run_k_blocked(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, co
             const std::ptrdiff_t j0 = jp * NR, cols = std::min<std::ptrdiff_t>(NR, n - j0);
             const float* bp = b.panel(jp) + pc * NR;
             typename mk::tile acc;
-            if (rows == MR)
-              mk::template compute_rows<MR>(kb, ap, a_is, a_ks, bp, NR, acc);
-            else
-              mk::compute_tail(rows, kb, ap, a_is, a_ks, bp, NR, acc);
+            mk::compute(rows, kb, ap, a_is, a_ks, bp, NR, acc);
             const float* prior = first ? nullptr : c;
             if (last)
               store_tile<Arch, Act>(acc, rows, cols, i0, j0, c, ldc, ep, prior);

@@ -10,6 +10,7 @@
 // work unchanged on one lane (tails) and on full vectors.
 #include <cmath>
 #include <cstddef>
+#include <type_traits>
 
 // GCC 12's AVX-512 headers self-initialise `__Y` in _mm512_undefined_*, which -Wuninitialized
 // reports wherever an intrinsic is inlined (GCC PR 105593); silence it for these headers only.
@@ -51,6 +52,9 @@ struct simd {
   static vec broadcast(float x) { return vec(x); }
   static float reduce_add(vec v) { return xsimd::hadd(v); }
   static float reduce_max(vec v) {
+#if defined(__AVX512F__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
+    if constexpr (std::is_same_v<Arch, xsimd::avx512f>) return _mm512_reduce_max_ps(v);
+#endif
     alignas(64) float t[width];
     v.store_aligned(t);
     float m = t[0];

@@ -32,11 +32,9 @@ xsimd::batch<float, A> vexp(const xsimd::batch<float, A>& x) {
 // gives +inf on overflow and gradual underflow to 0 without extra range checks.
 inline xsimd::batch<float, xsimd::avx512f> vexp(const xsimd::batch<float, xsimd::avx512f>& xb) {
   __m512 x = xb;
-  // Clamp so n stays finite; comparisons are false for NaN, which passes through.
-  x = _mm512_mask_mov_ps(x, _mm512_cmp_ps_mask(x, _mm512_set1_ps(-104.0f), _CMP_LT_OQ),
-                         _mm512_set1_ps(-104.0f));
-  x = _mm512_mask_mov_ps(x, _mm512_cmp_ps_mask(x, _mm512_set1_ps(89.0f), _CMP_GT_OQ),
-                         _mm512_set1_ps(89.0f));
+  // Clamp so n stays finite; VMAXPS/VMINPS return the second source for NaN, so NaN passes.
+  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
+  x = _mm512_min_ps(_mm512_set1_ps(89.0f), x);
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);

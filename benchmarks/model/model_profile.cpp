@@ -1,0 +1,96 @@
+// Where the seed transformer's time goes: executor::profile over many calls, one thread, printed
+// per fusion group with its matmul FLOPs and its fraction of the FMA peak measured in the same run.
+// Run: build/release/benchmarks/model/model_profile [calls per round]   (default 100)
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fma_peak.hpp"
+#include "fusedsl/backend/cpu/executor.hpp"
+#include "fusedsl/models/transformer.hpp"
+
+namespace fd = fusedsl;
+
+namespace {
+
+// Matmul FLOPs of one call of group gi (2 per multiply-add), over every matmul it holds.
+template <class P>
+double group_flops(int gi) {
+  double f = 0;
+  for (int i = 0; i < int(P::node_count); ++i) {
+    const auto& n = P::graph[i];
+    if (P::fusion.group_of[std::size_t(i)] != gi || n.op != fd::graph::op_kind::matmul) continue;
+    const auto& a = P::graph[n.in[0]];
+    const double k = double(n.trans_a ? a.shape[a.shape.rank - 2] : a.shape.back());
+    f += 2.0 * double(n.shape.size()) * k;
+  }
+  return f;
+}
+
+template <class Model>
+void profile(const char* name, long calls) {
+  using P = typename Model::program_type;
+  fd::cpu::executor<P> ex(P{}, fd::cpu::threads{1});
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd(0.0f, 0.05f);
+  std::vector<fd::dynamic_tensor> tensors;
+  for (const auto& b : ex.bindings()) {
+    tensors.emplace_back(b.type, b.shape);
+    for (std::int64_t i = 0; i < b.shape.size(); ++i)
+      tensors.back().template data<float>()[i] =
+          (b.name.find("gamma") != std::string::npos ? 1.0f : 0.0f) + nd(rng);
+    ex.bind(b.name, tensors.back().ref());
+  }
+  fd::dynamic_tensor out(fd::dtype::f32, P::graph[P::graph.outputs[0]].shape);
+  ex.bind_output(0, out.ref());
+  for (int i = 0; i < 20; ++i) ex.run();  // warm caches and packed weights
+  const double peak = fusedsl_bench::measure_fma_peak();
+  // Rounds of `calls` calls; each figure is the best round's, as other tenants only slow us down.
+  constexpr int rounds = 7;
+  double total = 1e30;
+  std::vector<double> best(std::size_t(P::fusion.n_groups), 1e30), iters(best.size(), 0);
+  for (int r = 0; r < rounds; ++r) {
+    ex.profile(true);
+    const double t0 = fusedsl_bench::thread_seconds();
+    for (long c = 0; c < calls; ++c) ex.run();
+    total = std::min(total, (fusedsl_bench::thread_seconds() - t0) / double(calls));
+    for (int gi = 0; gi < P::fusion.n_groups; ++gi) {
+      const auto& pr = ex.profile_results()[std::size_t(gi)];
+      if (pr.calls == 0) continue;
+      best[std::size_t(gi)] =
+          std::min(best[std::size_t(gi)], pr.seconds / double(calls));  // both layers
+      iters[std::size_t(gi)] = double(pr.calls) / double(calls);
+    }
+  }
+  std::printf(
+      "%s: %.1f us per call (thread CPU time, best of %d rounds of %ld), %.3f of the FMA peak "
+      "(%.1f GFLOP/s)\n",
+      name, total * 1e6, rounds, calls, Model::flops() / total / peak, peak * 1e-9);
+  std::printf("%5s %-10s %-12s %10s %10s %8s\n", "group", "kind", "anchor", "MFLOP", "us/call",
+              "peak");
+  double sum = 0;
+  for (int gi = 0; gi < P::fusion.n_groups; ++gi) {
+    if (iters[std::size_t(gi)] == 0) continue;
+    const double per_call = best[std::size_t(gi)];
+    const double flops = group_flops<P>(gi) * iters[std::size_t(gi)];
+    sum += per_call;
+    std::printf(
+        "%5d %-10s %-12s %10.2f %10.1f %8s\n", gi,
+        std::string(fd::plan::name_of(P::fusion.groups[std::size_t(gi)].kind)).c_str(),
+        std::string(fd::graph::name_of(P::graph[P::fusion.groups[std::size_t(gi)].anchor].op))
+            .c_str(),
+        flops * 1e-6, per_call * 1e6,
+        flops > 0 ? std::to_string(flops / per_call / peak).substr(0, 5).c_str() : "-");
+  }
+  std::printf("sum of groups: %.1f us (wall time per group, best round each)\n", sum * 1e6);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const long calls = argc > 1 ? std::atol(argv[1]) : 100;
+  profile<fd::models::seed>("seed", calls);
+  return 0;
+}
