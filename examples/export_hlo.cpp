@@ -2,7 +2,8 @@
 // StableHLO into the directory given on the command line:
 //   seed.unfused.hlo        every node as plain HLO; XLA fuses it itself
 //   seed.fused.hlo          one fusion computation per fusion group of our plan (kLoop/kOutput/kInput)
-//   seed.fused_calls.hlo    the same computations called with `call` (what XLA's CPU backend compiles)
+//   seed.fused_calls.hlo    the same computations called with `call` (XLA's CPU backend inlines them)
+//   seed.fused_xla_cpu.hlo  each group as the kLoop fusion(s) XLA's CPU backend compiles as given
 //   seed.sharded8.hlo       unfused, with the Megatron layout over 8 devices (num_partitions=8)
 //   seed.unfused.mlir       StableHLO of the unfused module
 //   seed.sharded8.mlir      StableHLO of the sharded module (shardings as mhlo.sharding)
@@ -41,6 +42,8 @@ int main(int argc, char** argv) {
     fused.form = hlo::export_form::fused;
     hlo::export_options fused_calls = fused;
     fused_calls.groups = hlo::group_calls::call;
+    hlo::export_options fused_xla_cpu = fused;
+    fused_xla_cpu.groups = hlo::group_calls::xla_cpu;
     const hlo::export_options sharded = hlo::megatron_sharding(8).options();
 
     const hlo::module unfused_module = hlo::to_module(program);
@@ -48,6 +51,7 @@ int main(int argc, char** argv) {
     write(dir / "seed.unfused.hlo", hlo::to_text(unfused_module));
     write(dir / "seed.fused.hlo", hlo::to_text(program, fused));
     write(dir / "seed.fused_calls.hlo", hlo::to_text(program, fused_calls));
+    write(dir / "seed.fused_xla_cpu.hlo", hlo::to_text(program, fused_xla_cpu));
     write(dir / "seed.sharded8.hlo", hlo::to_text(sharded_module));
     write(dir / "seed.unfused.mlir", hlo::to_stablehlo(unfused_module));
     write(dir / "seed.sharded8.mlir", hlo::to_stablehlo(sharded_module));

@@ -14,6 +14,7 @@
 #include "fusedsl/hlo/parser.hpp"
 #include "fusedsl/hlo/printer.hpp"
 #include "fusedsl/tpu/execute.hpp"
+#include "xla_cpu_rules.hpp"
 
 namespace fd = fusedsl;
 namespace hlo = fusedsl::hlo;
@@ -191,7 +192,8 @@ TEST_CASE("the cases read every fusedsl op, and every export parses back to the 
   for_each_case([&](const char* name, const auto& p) {
     using P = std::remove_cvref_t<decltype(p)>;
     for (const auto& n : P::graph.nodes) seen.insert(n.op);
-    for (const hlo::export_options& o : {hlo::export_options{}, fused_options(), fused_options(hlo::group_calls::call)}) {
+    for (const hlo::export_options& o : {hlo::export_options{}, fused_options(), fused_options(hlo::group_calls::call),
+                                         fused_options(hlo::group_calls::xla_cpu)}) {
       const std::string case_name = name;
       CAPTURE(case_name);
       const hlo::module m = hlo::to_module(p, o);
@@ -248,6 +250,47 @@ TEST_CASE("the seed transformer's fused form has one fusion per group and layer,
   const hlo::module mc = hlo::to_module(ec::seed, fused_options(hlo::group_calls::call));
   CHECK(count_opcode(mc.entry_computation(), hlo::opcode::call) == std::size_t(main_groups + 2 * body_groups));
   CHECK(count_opcode(mc.entry_computation(), hlo::opcode::fusion) == 0);
+}
+
+TEST_CASE("the XLA:CPU fused form: kLoop fusions only, each keeping XLA:CPU's rules, named after its group") {
+  for_each_case([](const char* name, const auto& p) {
+    const std::string case_name = name;
+    CAPTURE(case_name);
+    const hlo::module m = hlo::to_module(p, fused_options(hlo::group_calls::xla_cpu));
+    for (const auto& in : m.entry_computation().instructions) {
+      if (in.opcode != hlo::opcode::fusion) continue;
+      CHECK(in.fusion_kind == hlo::fusion_kind::loop);
+      CHECK(in.op_name.rfind("fusedsl group ", 0) == 0);
+      CHECK(in.called_computation.rfind("fused_", 0) == 0);
+      CHECK(xla_cpu_rules::check_part(m.get(in.called_computation)) == "");
+    }
+    CHECK(count_opcode(m.entry_computation(), hlo::opcode::call) == 0);
+  });
+}
+
+TEST_CASE("the seed transformer's XLA:CPU form: one fusion for each bias or residual matmul group, parts for the rest, "
+          "shared by both layers") {
+  using P = fd::models::seed::program_type;
+  const hlo::module m = hlo::to_module(ec::seed, fused_options(hlo::group_calls::xla_cpu));
+  const hlo::computation& entry = m.entry_computation();
+  std::set<std::string> groups, computations;
+  std::size_t fusions = 0;
+  for (const auto& in : entry.instructions) {
+    if (in.opcode != hlo::opcode::fusion) continue;
+    ++fusions;
+    computations.insert(in.called_computation);
+    groups.insert(in.op_name.substr(0, in.op_name.find(" part ")));
+  }
+  int plan_groups = 0;
+  for (int gi = 0; gi < P::fusion.n_groups; ++gi) plan_groups += P::fusion.groups[std::size_t(gi)].kind != fd::plan::group_kind::repeat;
+  CHECK(groups.size() == std::size_t(plan_groups));  // every group of the plan is there, by number
+  CHECK(fusions == 2 * computations.size());         // each layer calls the same part computations
+  // An attention group (flash-style in our plan) becomes 10 parts: q, k, v split into heads (a dot reads
+  // parameters), scores, row max, row sum, probabilities, context, and the head merge (transpose,
+  // reshape); a matmul group whose epilogue reads the product once stays whole.
+  CHECK(m.find("fused_attention_0.part9") != nullptr);
+  CHECK(m.find("fused_attention_0.part10") == nullptr);
+  CHECK(m.find("fused_matmul_2") != nullptr);
 }
 
 TEST_CASE("names that are not HLO identifiers are escaped, and the binding name is kept in op_name") {
@@ -332,12 +375,13 @@ void check_evaluated(const std::string& name, const Program& p, const hlo::expor
 }
 }  // namespace
 
-// The fused form is evaluated in its call form: the executor runs one MXU matmul per fusion, and
-// a horizontal (Q, K, V) matmul group holds three.
+// The fused form is evaluated in its call form (the executor runs one MXU matmul per fusion, and
+// a horizontal (Q, K, V) matmul group holds three) and in its XLA:CPU form (one dot per fusion).
 TEST_CASE("exported modules, unfused and fused, evaluate to the reference backend's numbers") {
   for_each_case([](const char* name, const auto& p) {
     const bool low = std::string(name) == "low_precision" || std::string(name) == "casts";
     check_evaluated(name, p, {}, low ? 2e-2 : 1e-5);
     check_evaluated(name, p, fused_options(hlo::group_calls::call), low ? 2e-2 : 1e-5);
+    check_evaluated(name, p, fused_options(hlo::group_calls::xla_cpu), low ? 2e-2 : 1e-5);
   });
 }

@@ -1,12 +1,14 @@
 // Writes, into the directory given as argv[1], the cases the HLO helper's real-XLA harness
 // (tests/interop/run_hlo.py --cases DIR) runs: one folder <case>.<form> per exported module, with
 // module.hlo and the same module as StableHLO by the HLO helper's printer (module.mlir, run with
-// --format mlir), input_<k>.npy (f32 values; the harness converts each to its parameter's type),
+// --format mlir), `keep_fusions` for the fused_xla_cpu form (run_hlo.py then checks that XLA's
+// compiled module runs exactly the module's fusions), input_<k>.npy (f32 values; the harness converts each to its parameter's type),
 // expected_<k>.npy (the reference backend's outputs) and, for sharded modules, `partitions`.
-// Forms: unfused; fused with each group a `call` (XLA's CPU backend compiles it); sharded
-// (Megatron layout over 8 devices, transformers only). The fused form with the plan's fusion
-// kinds (kLoop/kInput/kOutput), which XLA's CPU backend does not compile, goes to
-// plan_forms/<case>.hlo for check_plan_forms.py (XLA parses it and converts it to StableHLO).
+// Forms: unfused; fused with each group a `call`; fused_xla_cpu, each group the kLoop fusion(s)
+// XLA's CPU backend compiles (group_calls::xla_cpu); sharded (Megatron layout over 8 devices,
+// transformers only). The fused form with the plan's fusion kinds (kLoop/kInput/kOutput), which
+// XLA's CPU backend does not compile, goes to plan_forms/<case>.hlo for check_plan_forms.py (XLA
+// parses it and converts it to StableHLO).
 // Each folder also gets `arena_bytes`: the compiled program's arena, printed next to XLA's.
 #include <filesystem>
 #include <fstream>
@@ -59,7 +61,8 @@ struct writer {
     const auto bs = fd::hlo::export_bindings(g);
     auto inputs = ec::random_bindings(bs, 1234);
     const auto outputs = ec::reference_outputs(g, bs, inputs);
-    auto write_case = [&](const std::string& form, const fd::hlo::export_options& o, int partitions) {
+    auto write_case = [&](const std::string& form, const fd::hlo::export_options& o, int partitions,
+                          bool keep_fusions = false) {
       const fs::path d = dir / (name + "." + form);
       fs::create_directories(d);
       const fd::hlo::module m = fd::hlo::to_module(p, o);
@@ -70,13 +73,17 @@ struct writer {
         write_npy(d / ("expected_" + std::to_string(k) + ".npy"), outputs[k]);
       if (partitions > 1) write_text(d / "partitions", std::to_string(partitions) + "\n");
       write_text(d / "arena_bytes", std::to_string(Program::arena_bytes()) + "\n");
+      if (keep_fusions) write_text(d / "keep_fusions", "XLA's compiled entry must hold module.hlo's fusions\n");
       ++count;
     };
     fd::hlo::export_options fused;
     fused.form = fd::hlo::export_form::fused;
     fused.groups = fd::hlo::group_calls::call;
+    fd::hlo::export_options xla_cpu = fused;
+    xla_cpu.groups = fd::hlo::group_calls::xla_cpu;
     write_case("unfused", {}, 1);
     write_case("fused", fused, 1);
+    write_case("fused_xla_cpu", xla_cpu, 1, true);
     if (sharded) write_case("sharded", fd::hlo::megatron_sharding(8).options(), 8);
     fd::hlo::export_options plan_form;
     plan_form.form = fd::hlo::export_form::fused;

@@ -4,8 +4,10 @@
   run_hlo.py MODULE.hlo|MODULE.mlir [--inputs a.npy ...] [--expected e.npy ...] [--partitions N]
   run_hlo.py --cases DIR [--format hlo|mlir] [--sharded-only | --unsharded-only]
       each subfolder of DIR: module.hlo and/or module.mlir, input_<k>.npy, expected_<k>.npy, an
-      optional file `partitions` holding N (SPMD over N host devices) and an optional file
-      `arena_bytes` (fusedsl's arena size, printed next to XLA's temp bytes).
+      optional file `partitions` holding N (SPMD over N host devices), an optional file
+      `arena_bytes` (fusedsl's arena size, printed next to XLA's temp bytes) and an optional file
+      `keep_fusions` (module.hlo's entry fusions must be those of XLA's compiled module: same
+      count per kind, so XLA ran our fusions as given rather than dropping or merging them).
   run_hlo.py --compare A.hlo B.hlo    run both on the same random inputs (8 partitions when
                                      sharded); outputs must be bitwise equal.
   run_hlo.py --compile-only DIR      compile every *.hlo and *.mlir in DIR (SPMD over 8 devices
@@ -155,7 +157,29 @@ def compare(name, got, want):
     return ok, max_abs, max_rel, msg
 
 
-def run_case(label, module_path, input_paths, expected_paths, partitions, arena_bytes=None):
+def entry_fusions(text):
+    """The fusion instructions of a module's entry computation, by kind."""
+    if "ENTRY" not in text:
+        return {}
+    entry = text[text.index("ENTRY"):]
+    kinds = re.findall(r"\sfusion\([^\n]*?kind=(k\w+)", entry)
+    return {k: kinds.count(k) for k in sorted(set(kinds))}
+
+
+def fusions_kept(module_path, exe):
+    """(ok, message): the module's entry fusions against those of XLA's compiled module."""
+    if not module_path.endswith(".hlo"):
+        return True, ""
+    given = entry_fusions(open(module_path).read())
+    if not given:
+        return True, ""
+    compiled = entry_fusions(exe.hlo_modules()[0].to_string())
+    ok = compiled == given
+    return ok, (f" fusions={sum(given.values())}" + ("" if ok else
+                f" (XLA's compiled entry holds {compiled}, the module {given})"))
+
+
+def run_case(label, module_path, input_paths, expected_paths, partitions, arena_bytes=None, keep_fusions=False):
     exe, devices, types = compile_module(module_path, partitions)
     outs = run(exe, devices, types, [np.load(p) for p in input_paths])
     want = [np.load(p) for p in expected_paths]
@@ -170,10 +194,14 @@ def run_case(label, module_path, input_paths, expected_paths, partitions, arena_
         worst_abs, worst_rel = max(worst_abs, a), max(worst_rel, r)
         if m:
             msgs.append(m)
+    kept, fusion_note = fusions_kept(module_path, exe)
+    if keep_fusions and not kept:
+        ok_all = False
+        msgs.append("XLA did not compile the module's fusions as given")
     status = "PASS" if ok_all else "FAIL"
     print(f"{status} {label}: outputs={len(outs)} partitions={partitions} max_abs_err={worst_abs:.3g} "
           f"max_rel_err={worst_rel:.3g} xla_temp_bytes={temp}" +
-          (f" fusedsl_arena_bytes={arena_bytes}" if arena_bytes is not None else "") +
+          (f" fusedsl_arena_bytes={arena_bytes}" if arena_bytes is not None else "") + fusion_note +
           ("".join("\n  " + m for m in msgs)))
     return ok_all
 
@@ -187,7 +215,8 @@ def case_files(d, fmt):
     parts = int(open(parts_file).read()) if os.path.exists(parts_file) else 1
     arena_file = os.path.join(d, "arena_bytes")
     arena = int(open(arena_file).read()) if os.path.exists(arena_file) else None
-    return module, ins, exp, parts, arena
+    keep = os.path.exists(os.path.join(d, "keep_fusions"))
+    return module, ins, exp, parts, arena, keep
 
 
 def is_sharded(text):
@@ -259,14 +288,14 @@ def main():
         failed = 0
         ran = 0
         for d in dirs:
-            module, ins, exp, parts, arena = case_files(d, args.format)
+            module, ins, exp, parts, arena, keep = case_files(d, args.format)
             if not os.path.exists(module):
                 continue
             if (args.sharded_only and parts == 1) or (args.unsharded_only and parts > 1):
                 continue
             ran += 1
             try:
-                failed += not run_case(os.path.basename(d) + "." + args.format, module, ins, exp, parts, arena)
+                failed += not run_case(os.path.basename(d) + "." + args.format, module, ins, exp, parts, arena, keep)
             except Exception as e:  # noqa: BLE001 - report XLA's error for this case and go on
                 failed += 1
                 print(f"FAIL {os.path.basename(d)}: {type(e).__name__}: {e}")

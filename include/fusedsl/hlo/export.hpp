@@ -41,6 +41,7 @@
 #include "fusedsl/graph/node.hpp"
 #include "fusedsl/hlo/builder.hpp"
 #include "fusedsl/hlo/printer.hpp"
+#include "fusedsl/hlo/xla_cpu_fusion.hpp"
 #include "fusedsl/plan/fusion.hpp"
 
 namespace fusedsl::hlo {
@@ -99,7 +100,11 @@ constexpr bool check_exportable() {
 // ---- options ----
 
 enum class export_form : std::uint8_t { unfused, fused };
-enum class group_calls : std::uint8_t { fusion, call };
+// How the fused form's entry runs a group: one `fusion` of the plan's kind (kLoop/kInput/kOutput,
+// the plan's shape; XLA parses it but its CPU backend compiles only some of it), a `call` of the
+// same computation, or the kLoop fusions XLA's CPU backend compiles (xla_cpu_fusion.hpp: one per
+// group where XLA:CPU can take it, else the group's parts in order).
+enum class group_calls : std::uint8_t { fusion, call, xla_cpu };
 
 // A sharding annotation for a named entry parameter or output ("output.<k>"), or none.
 using sharding_rule = std::function<std::optional<hlo::sharding>(std::string_view name, const dims& shape)>;
@@ -616,7 +621,8 @@ class exporter {
     std::vector<int> roots;
   };
 
-  fused_computation make_fusion(int gi, const std::vector<int>& roots) {
+  // The group's computation (not yet in the module) and its external operands and roots.
+  std::pair<computation, fused_computation> build_group(int gi, const std::vector<int>& roots) {
     const plan::fusion_group& gr = f_->groups[gi];
     // Members the roots depend on (within the group), in table order.
     std::vector<bool> need(std::size_t(g_.size), false);
@@ -650,12 +656,57 @@ class exporter {
       for (int r : roots) rs.push_back(instruction_id(val[std::size_t(r)]));
       root = fb.add_tuple(rs);
     }
-    fc.name = m_.add_computation(fb.build(root));
+    fc.name = name;
+    return {fb.build(root), fc};
+  }
+
+  fused_computation make_fusion(int gi, const std::vector<int>& roots) {
+    auto [c, fc] = build_group(gi, roots);
+    fc.name = m_.add_computation(std::move(c));
     return fc;
+  }
+
+  // group_calls::xla_cpu: the group's kLoop parts, made once per group.
+  struct split_group {
+    fused_computation fc;
+    fusion_split split;
+    std::vector<std::string> names;
+  };
+
+  const split_group& make_split(int gi) {
+    auto it = splits_.find(gi);
+    if (it != splits_.end()) return it->second;
+    auto [c, fc] = build_group(gi, group_outputs(gi));
+    split_group sg{fc, split_for_xla_cpu(c), {}};
+    for (fusion_part& p : sg.split.parts) sg.names.push_back(m_.add_computation(p.body));
+    return splits_.emplace(gi, std::move(sg)).first->second;
+  }
+
+  template <class Get>
+  void emit_split_group(computation_builder& b, int gi, std::vector<long>& val, Get& get) {
+    const split_group& sg = make_split(gi);
+    const plan::fusion_group& gr = f_->groups[gi];
+    std::vector<instruction_id> part_ids;
+    auto value_of = [&](const part_value& v) {
+      return v.from_part ? part_ids[v.index] : instruction_id(get(sg.fc.operands[v.index]));
+    };
+    const std::size_t n = sg.split.parts.size();
+    for (std::size_t k = 0; k < n; ++k) {
+      std::vector<instruction_id> args;
+      for (const part_value& v : sg.split.parts[k].operands) args.push_back(value_of(v));
+      const instruction_id f = b.add_fusion(args, m_.get(sg.names[k]), fusion_kind::loop);
+      // Which plan group (and part of it) this fusion computes, for XLA's profiles and dumps.
+      b.set_op_name(f, "fusedsl group " + std::to_string(gi) + " (" + std::string(plan::name_of(gr.kind)) + ")" +
+                           (n > 1 ? " part " + std::to_string(k + 1) + "/" + std::to_string(n) : ""));
+      part_ids.push_back(f);
+    }
+    for (std::size_t r = 0; r < sg.fc.roots.size(); ++r)
+      val[std::size_t(sg.fc.roots[r])] = long(value_of(sg.split.outputs[r]));
   }
 
   template <class Get>
   void emit_group(computation_builder& b, int gi, std::vector<long>& val, Get& get) {
+    if (o_.groups == group_calls::xla_cpu) return emit_split_group(b, gi, val, get);
     auto it = fusions_.find(gi);
     if (it == fusions_.end()) {
       // Made once per group: every layer of a stack calls the same computations.
@@ -681,6 +732,7 @@ class exporter {
   module m_;
   std::map<std::string, instruction_id> params_;
   std::map<int, fused_computation> fusions_;
+  std::map<int, split_group> splits_;
 };
 
 }  // namespace detail

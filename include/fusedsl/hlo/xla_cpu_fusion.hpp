@@ -1,0 +1,257 @@
+#pragma once
+// hlo::split_for_xla_cpu: one fusion group's computation as the kLoop fusions XLA's CPU backend
+// compiles (jax/jaxlib 0.10.2; rules measured there and read in XLA's source, docs/hlo-export.md).
+//
+// XLA:CPU emits a `fusion` it is handed only when its kind is kLoop (kInput: "Unsupported fusion
+// kind"; kOutput: a dot + `add` of parameters only, and larger GEMMs abort in dot_op_emitter),
+// and its layout assignment clears the layouts of every instruction inside a fusion body but the
+// parameters, constants and the root. So a part that XLA:CPU takes:
+//   * has one output (a tuple root: the loop emitter reads the first root's layout -> abort);
+//   * holds a transpose only as its root, reading a parameter (cost analysis asks whether the
+//     transpose is a bitcast, which needs both layouts -> abort); the same for a reshape that the
+//     loop emitter meets on its way up from the root through elementwise ops (its "hero" search);
+//   * holds no `logistic` (XLA expands it before fusion, never inside a body): 1 / (1 + exp(-x)).
+// Dots, reduces, broadcasts, reshapes, slices, concatenates, converts and elementwise ops are
+// emitted element by element inside a kLoop body, so the split also keeps each expensive value
+// (a dot or reduce) computed once: it is a part's root unless its only use is one elementwise
+// chain to that root. A dot's operands must be the part's parameters (the elemental dot emitter
+// indexes them by layout -> abort otherwise). A transpose feeding a dot is folded into the dot's
+// dimension numbers first (as XLA's transpose folding does) when the free dimensions keep their
+// order, so the head split of attention needs no transpose.
+//
+//   hlo::fusion_split s = hlo::split_for_xla_cpu(group);  // parts in dependency order
+//   // part k reads s.parts[k].operands: a group parameter, or an earlier part's result
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "fusedsl/hlo/builder.hpp"
+#include "fusedsl/hlo/ir.hpp"
+
+namespace fusedsl::hlo {
+
+// A value a part reads or the group returns: the group's parameter `index`, or part `index`.
+struct part_value {
+  bool from_part = false;
+  std::size_t index = 0;
+  friend bool operator==(const part_value&, const part_value&) = default;
+};
+
+struct fusion_part {
+  computation body;                  // single output, fused as kind=kLoop
+  std::vector<part_value> operands;  // one per body parameter, in parameter order
+};
+
+struct fusion_split {
+  std::vector<fusion_part> parts;    // in dependency order
+  std::vector<part_value> outputs;   // the group root's value, or each element of its tuple root
+};
+
+namespace detail {
+
+struct xla_cpu_splitter {
+  computation c;  // the group, transposes folded
+  std::vector<std::vector<instruction_id>> users;  // one entry per operand slot
+  std::vector<bool> live, materialize, output;
+
+  explicit xla_cpu_splitter(const computation& group) : c(group) {}
+
+  const instruction& at(instruction_id i) const { return c.instructions[i]; }
+  bool is_param(instruction_id i) const { return at(i).opcode == opcode::parameter; }
+
+  bool root_is_tuple() const { return c.root_instruction().opcode == opcode::tuple; }
+  std::vector<instruction_id> outputs() const {
+    const instruction& r = c.root_instruction();
+    return r.opcode == opcode::tuple ? r.operands : std::vector<instruction_id>{c.root};
+  }
+
+  // dot(transpose(x), ...) -> dot(x, ...) with the dimensions mapped through the permutation,
+  // when the transposed operand's free dimensions stay in order (the dot's shape is unchanged).
+  static bool fold(instruction& dot, std::size_t side, const instruction& t) {
+    dot_dimension_numbers d = *dot.dot;
+    std::vector<std::int64_t>& batch = side == 0 ? d.lhs_batch : d.rhs_batch;
+    std::vector<std::int64_t>& contracting = side == 0 ? d.lhs_contracting : d.rhs_contracting;
+    const std::vector<std::int64_t>& perm = t.dimensions;  // result dim i = operand dim perm[i]
+    std::vector<bool> bound(perm.size(), false);
+    for (std::int64_t x : batch) bound[std::size_t(x)] = true;
+    for (std::int64_t x : contracting) bound[std::size_t(x)] = true;
+    std::int64_t last = -1;
+    for (std::size_t i = 0; i < perm.size(); ++i) {
+      if (bound[i]) continue;
+      if (perm[i] < last) return false;
+      last = perm[i];
+    }
+    for (std::int64_t& x : batch) x = perm[std::size_t(x)];
+    for (std::int64_t& x : contracting) x = perm[std::size_t(x)];
+    dot.dot = d;
+    dot.operands[side] = t.operands[0];
+    return true;
+  }
+
+  void fold_transposes() {
+    for (instruction& in : c.instructions) {
+      if (in.opcode != opcode::dot) continue;
+      for (std::size_t side = 0; side < 2; ++side) {
+        const instruction& t = c.instructions[in.operands[side]];
+        if (t.opcode == opcode::transpose) {
+          const instruction copy = t;
+          fold(in, side, copy);
+        }
+      }
+    }
+  }
+
+  void find_users() {
+    const std::size_t n = c.instructions.size();
+    live.assign(n, false);
+    output.assign(n, false);
+    users.assign(n, {});
+    std::vector<instruction_id> stack;
+    for (instruction_id o : outputs()) {
+      output[o] = true;
+      stack.push_back(o);
+    }
+    while (!stack.empty()) {
+      const instruction_id i = stack.back();
+      stack.pop_back();
+      if (live[i]) continue;
+      live[i] = true;
+      for (instruction_id op : at(i).operands) stack.push_back(op);
+    }
+    for (instruction_id i = 0; i < n; ++i)
+      if (live[i] && !(i == c.root && root_is_tuple()))
+        for (instruction_id op : at(i).operands) users[op].push_back(i);
+  }
+
+  // Each element of i is read once on the way to the part that computes it (i's only use is an
+  // elementwise op that is materialized or itself used once).
+  bool used_once(instruction_id i, const std::vector<bool>& once) const {
+    if (output[i] || users[i].size() != 1) return false;
+    const instruction_id u = users[i][0];
+    return is_elementwise(at(u).opcode) && (materialize[u] || once[u]);
+  }
+
+  void choose_parts() {
+    const std::size_t n = c.instructions.size();
+    materialize.assign(n, false);
+    std::vector<bool> once(n, false);
+    for (instruction_id i = n; i-- > 0;) {
+      if (!live[i] || (i == c.root && root_is_tuple())) continue;
+      const instruction& in = at(i);
+      if (in.opcode == opcode::parameter) continue;
+      if (output[i]) materialize[i] = true;
+      if (in.opcode == opcode::transpose) {
+        materialize[i] = true;
+        if (!is_param(in.operands[0])) materialize[in.operands[0]] = true;
+      }
+      if (in.opcode == opcode::dot)
+        for (instruction_id op : in.operands)
+          if (!is_param(op)) materialize[op] = true;
+      once[i] = used_once(i, once);
+      if ((in.opcode == opcode::dot || in.opcode == opcode::reduce) && !once[i]) materialize[i] = true;
+    }
+    // XLA:CPU's loop emitter looks for a "hero" from each root through elementwise ops and asks
+    // of every reshape or transpose it meets whether it is a bitcast, which needs the layouts of
+    // both sides: such a reshape must be a root reading a parameter. Parts made here have roots
+    // of their own to check, hence the loop.
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (instruction_id m = n; m-- > 0;) {
+        if (!materialize[m]) continue;
+        std::vector<instruction_id> stack{m};
+        std::vector<bool> seen(n, false);
+        while (!stack.empty()) {
+          const instruction_id i = stack.back();
+          stack.pop_back();
+          if (seen[i]) continue;
+          seen[i] = true;
+          const instruction& in = at(i);
+          if (in.opcode == opcode::reshape || in.opcode == opcode::transpose) {
+            const instruction_id x = in.operands[0];
+            if (i != m) changed = changed || !materialize[i];
+            if (i != m) materialize[i] = true;
+            else if (!is_param(x) && !materialize[x]) materialize[x] = changed = true;
+            continue;
+          }
+          if (!is_elementwise(in.opcode) || in.operands.size() > 3) continue;
+          for (instruction_id op : in.operands)
+            if (!is_param(op) && !materialize[op]) stack.push_back(op);
+        }
+      }
+    }
+  }
+
+  // Copies instruction `in` (operands already mapped) into b; logistic is expanded.
+  static instruction_id copy_into(computation_builder& b, instruction in) {
+    if (in.opcode != opcode::logistic) return b.add(std::move(in));
+    // XLA's logistic expander: 1 / (1 + exp(-x)).
+    const instruction_id x = in.operands[0];
+    const element_type t = in.shape.type;
+    const instruction_id one = b.add_broadcast(b.add_constant(literal::scalar(t, 1.0)), in.shape.dims, {});
+    const instruction_id e = b.add_unary(opcode::exponential, b.add_unary(opcode::negate, x));
+    return b.add_binary(opcode::divide, one, b.add_binary(opcode::add, one, e));
+  }
+
+  fusion_split build() {
+    fold_transposes();
+    find_users();
+    choose_parts();
+    const std::size_t n = c.instructions.size();
+    std::vector<long> part_of(n, -1);
+    std::size_t count = 0;
+    for (instruction_id i = 0; i < n; ++i) count += materialize[i];
+    fusion_split s;
+    for (instruction_id m = 0; m < n; ++m) {
+      if (!materialize[m]) continue;
+      // The body: m and what it reads, up to parameters and other parts.
+      std::vector<bool> body(n, false), input(n, false);
+      std::vector<instruction_id> stack{m};
+      while (!stack.empty()) {
+        const instruction_id i = stack.back();
+        stack.pop_back();
+        if (body[i] || input[i]) continue;
+        if (i != m && (is_param(i) || materialize[i])) {
+          input[i] = true;
+          continue;
+        }
+        body[i] = true;
+        for (instruction_id op : at(i).operands) stack.push_back(op);
+      }
+      const std::string name = count == 1 ? c.name : c.name + ".part" + std::to_string(s.parts.size());
+      computation_builder b(name);
+      fusion_part p;
+      std::vector<instruction_id> map(n, 0);
+      for (instruction_id i = 0; i < n; ++i) {
+        if (!input[i]) continue;
+        map[i] = b.add_parameter(hlo::shape::array(at(i).shape.type, at(i).shape.dims), at(i).name);
+        p.operands.push_back(is_param(i) ? part_value{false, std::size_t(at(i).parameter_number)}
+                                         : part_value{true, std::size_t(part_of[i])});
+      }
+      for (instruction_id i = 0; i < n; ++i) {
+        if (!body[i]) continue;
+        instruction in = at(i);
+        for (instruction_id& op : in.operands) op = map[op];
+        map[i] = copy_into(b, std::move(in));
+      }
+      p.body = b.build(map[m]);
+      part_of[m] = long(s.parts.size());
+      s.parts.push_back(std::move(p));
+    }
+    for (instruction_id o : outputs())
+      s.outputs.push_back(is_param(o) ? part_value{false, std::size_t(at(o).parameter_number)}
+                                      : part_value{true, std::size_t(part_of[o])});
+    return s;
+  }
+};
+
+}  // namespace detail
+
+// The parts of `group` (a fusion computation: parameters, one root or a tuple root) that
+// XLA:CPU compiles as kLoop fusions. One part keeps the group's name; several are
+// "<name>.part<k>". Throws ir_error on a malformed computation.
+inline fusion_split split_for_xla_cpu(const computation& group) {
+  (void)group.root_instruction();
+  return detail::xla_cpu_splitter(group).build();
+}
+
+}  // namespace fusedsl::hlo

@@ -1,0 +1,47 @@
+#pragma once
+// The rules a fusion body must keep for XLA's CPU backend (jaxlib 0.10.2) to compile it, as the
+// tests check them on every part split_for_xla_cpu makes (docs/hlo-export.md says where each
+// rule comes from). Returns "" when the body keeps them all, else the first broken rule.
+#include <string>
+#include <vector>
+
+#include "fusedsl/hlo/ir.hpp"
+
+namespace xla_cpu_rules {
+
+namespace hlo = fusedsl::hlo;
+
+inline std::string check_part(const hlo::computation& c) {
+  const hlo::instruction& root = c.root_instruction();
+  if (root.shape.is_tuple()) return c.name + ": a tuple root";
+  auto is_param = [&](hlo::instruction_id i) { return c.instructions[i].opcode == hlo::opcode::parameter; };
+  for (hlo::instruction_id i = 0; i < c.instructions.size(); ++i) {
+    const hlo::instruction& in = c.instructions[i];
+    if (in.opcode == hlo::opcode::logistic) return c.name + ": logistic " + in.name;
+    if (in.opcode == hlo::opcode::dot)
+      for (hlo::instruction_id op : in.operands)
+        if (!is_param(op)) return c.name + ": dot " + in.name + " reads a non-parameter";
+    if (in.opcode == hlo::opcode::transpose && (i != c.root || !is_param(in.operands[0])))
+      return c.name + ": transpose " + in.name + " is not a root reading a parameter";
+  }
+  // Reshapes the loop emitter meets going up from the root through elementwise ops.
+  std::vector<hlo::instruction_id> stack{c.root};
+  std::vector<bool> seen(c.instructions.size(), false);
+  while (!stack.empty()) {
+    const hlo::instruction_id i = stack.back();
+    stack.pop_back();
+    if (seen[i]) continue;
+    seen[i] = true;
+    const hlo::instruction& in = c.instructions[i];
+    if (in.opcode == hlo::opcode::reshape) {
+      if (i != c.root || !is_param(in.operands[0]))
+        return c.name + ": reshape " + in.name + " on the root's elementwise path";
+      continue;
+    }
+    if (!hlo::is_elementwise(in.opcode) || in.operands.size() > 3) continue;
+    for (hlo::instruction_id op : in.operands) stack.push_back(op);
+  }
+  return "";
+}
+
+}  // namespace xla_cpu_rules
