@@ -109,10 +109,18 @@ void gemm_bf16(fb::report& rep, const char* name, const fb::cublas_api& cublas, 
   const double flops = 2.0 * M * N * K;
   const double ms = fb::median_ms(
       g_stream, [&] { fc::gemm<M, N, K, fc::bf16, Epi, Math, Tile>(g_stream, a, b, c, epi); });
-  const std::string path = std::string(Math == fc::gemm_math::wmma ? "WMMA " : "mma.sync ") +
-                           std::to_string(Tile::BM) + "x" + std::to_string(Tile::BN) + " w" +
-                           std::to_string(Tile::WM) + "x" + std::to_string(Tile::WN) + " s" +
-                           std::to_string(Tile::stages);
+  std::string path;
+  if constexpr (requires { Tile::consumers; })
+    path = "wgmma+TMA 128x" + std::to_string(Tile::BN) + " s" + std::to_string(Tile::stages);
+  else if (Math == fc::gemm_math::wgmma ||
+           (Math == fc::gemm_math::tensor_core && fc::sm90::fits<M, N, K> &&
+            fc::sm90::device_has_wgmma()))
+    path = "wgmma+TMA 128x128 s4";
+  else
+    path = std::string(Math == fc::gemm_math::wmma ? "WMMA " : "mma.sync ") +
+           std::to_string(Tile::BM) + "x" + std::to_string(Tile::BN) + " w" +
+           std::to_string(Tile::WM) + "x" + std::to_string(Tile::WN) + " s" +
+           std::to_string(Tile::stages);
   rep.add(std::string("gemm bf16 ") + name + " [" + path + "]", ms, flops, 0, path);
   if (verify) {
     fc::gemm<M, N, K, fc::bf16, fc::epilogue<fc::bf16>, Math, Tile>(g_stream, a, b, c, {});
@@ -195,13 +203,24 @@ int main(int argc, char** argv) {
     using bias_gelu = fc::epilogue<fc::bf16, fc::activation::gelu, true>;
     using bias_res = fc::epilogue<fc::bf16, fc::activation::none, true, true>;
     gemm_bf16<8192, 8192, 8192, plain>(rep, "8192^3", cublas, true);
+    // Hopper: wgmma + TMA with 128x256 blocks; then the sm_80 paths on the same shape.
+    using w256 = fc::sm90::wgmma_tile<256, 4>;
+    constexpr auto wg = fc::gemm_math::wgmma;
+    if (fc::sm90::device_has_wgmma()) {
+      gemm_bf16<8192, 8192, 8192, plain, wg, w256>(rep, "8192^3", cublas, true, false);
+      gemm_bf16<2048, 3072, 1024, bias_only, wg, w256>(rep, "large qkv 2048x3072x1024 +bias",
+                                                       cublas, true, false);
+      gemm_bf16<2048, 4096, 1024, bias_gelu, wg, w256>(rep, "large ffn1 2048x4096x1024 +bias+gelu",
+                                                       cublas, true, false);
+    }
+    gemm_bf16<8192, 8192, 8192, plain, fc::gemm_math::mma>(rep, "8192^3", cublas, true, false);
     gemm_bf16<8192, 8192, 8192, plain, fc::gemm_math::wmma>(rep, "8192^3", cublas, true, false);
     // Tile variants of the mma.sync path, each spot-checked.
     using t128x256 = fc::gemm_tile<128, 256, 32, 64, 64, 3>;
     using t256x128 = fc::gemm_tile<256, 128, 32, 64, 64, 3>;
     using t128x128w8 = fc::gemm_tile<128, 128, 32, 64, 32, 4>;
     using t128x128s3 = fc::gemm_tile<128, 128, 32, 64, 64, 3>;
-    constexpr auto tc = fc::gemm_math::tensor_core;
+    constexpr auto tc = fc::gemm_math::mma;
     gemm_bf16<8192, 8192, 8192, plain, tc, t128x256>(rep, "8192^3", cublas, true, false);
     gemm_bf16<8192, 8192, 8192, plain, tc, t256x128>(rep, "8192^3", cublas, true, false);
     gemm_bf16<8192, 8192, 8192, plain, tc, t128x128w8>(rep, "8192^3", cublas, true, false);

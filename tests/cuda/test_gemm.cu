@@ -13,7 +13,8 @@ namespace ref = fusedsl::cuda::reference;
 namespace {
 
 // Runs one GEMM configuration on fresh random data and returns ||out - ref|| / ||ref||.
-template <int M, int N, int K, class In, class Epi, fc::gemm_math Math, class RefAct>
+template <int M, int N, int K, class In, class Epi, fc::gemm_math Math,
+          class Tile = fc::default_tile_for<M, N, Math, In>, class RefAct>
 double run_case(float scale, RefAct ref_act) {
   using Out = typename Epi::out_type;
   std::vector<float> a_f, b_f, bias_f, res_f;
@@ -28,7 +29,7 @@ double run_case(float scale, RefAct ref_act) {
   epi.scale = scale;
   if constexpr (Epi::has_bias) epi.bias = dbias.get();
   if constexpr (Epi::has_residual) epi.residual = dres.get();
-  fc::gemm<M, N, K, In, Epi, Math>(nullptr, da.get(), db.get(), dc.get(), epi);
+  fc::gemm<M, N, K, In, Epi, Math, Tile>(nullptr, da.get(), db.get(), dc.get(), epi);
   const auto out = ft::widen(dc.download());
   const auto expect =
       ref::gemm(a_f, b_f, M, N, K, scale, Epi::has_bias ? bias_f : std::vector<float>{},
@@ -61,7 +62,7 @@ TEST_CASE(
   using epi = fc::epilogue<fc::bf16, fc::activation::silu, true, false>;
   static_assert(fc::default_mma_tile<1536, 1024>::BM == 128, "this case must use the large tile");
   const double err =
-      run_case<1536, 1024, 256, fc::bf16, epi, fc::gemm_math::tensor_core>(1.0f, ref::silu);
+      run_case<1536, 1024, 256, fc::bf16, epi, fc::gemm_math::mma>(1.0f, ref::silu);
   INFO("relative error " << err);
   CHECK(err < ft::tolerance<fc::bf16>);
 }
@@ -71,10 +72,57 @@ TEST_CASE(
     "and residual") {
   using epi = fc::epilogue<fc::f16, fc::activation::none, true, true>;
   static_assert(fc::default_mma_tile<512, 640>::BM == 64, "this case must use the mid tile");
-  const double err = run_case<512, 640, 96, fc::f16, epi, fc::gemm_math::tensor_core>(
+  const double err = run_case<512, 640, 96, fc::f16, epi, fc::gemm_math::mma>(
       1.0f, [](double x) { return x; });
   INFO("relative error " << err);
   CHECK(err < ft::tolerance<fc::f16>);
+}
+
+// Hopper's wgmma + TMA path (gemm_sm90.cuh). On other devices, or in a build without an sm_90a
+// cubin, these cases say so and check nothing (the binary's other cases still run).
+namespace {
+bool wgmma_available() {
+  if (fc::sm90::device_has_wgmma()) return true;
+  MESSAGE("skipped: wgmma needs a compute-capability 9.0 device and an sm_90a build");
+  return false;
+}
+}  // namespace
+
+TEST_CASE("wgmma: bf16 with bias, gelu and residual, 8 k-tiles through a 4-stage ring") {
+  if (!wgmma_available()) return;
+  using epi = fc::epilogue<fc::bf16, fc::activation::gelu, true, true>;
+  const double err =
+      run_case<256, 384, 512, fc::bf16, epi, fc::gemm_math::wgmma>(1.0f, ref::gelu);
+  INFO("relative error " << err);
+  CHECK(err < ft::tolerance<fc::bf16>);
+}
+
+TEST_CASE("wgmma: f16, one block and one k-tile, scale and relu into an f32 output") {
+  if (!wgmma_available()) return;
+  using epi = fc::epilogue<float, fc::activation::relu>;
+  const double err =
+      run_case<128, 128, 64, fc::f16, epi, fc::gemm_math::wgmma>(0.125f, ref::relu);
+  INFO("relative error " << err);
+  CHECK(err < 1e-2);
+}
+
+TEST_CASE("wgmma: 128x256 blocks (four B boxes per stage), K = 320, silu and bias") {
+  if (!wgmma_available()) return;
+  using epi = fc::epilogue<fc::bf16, fc::activation::silu, true, false>;
+  const double err = run_case<256, 512, 320, fc::bf16, epi, fc::gemm_math::wgmma,
+                              fc::sm90::wgmma_tile<256, 4>>(1.0f, ref::silu);
+  INFO("relative error " << err);
+  CHECK(err < ft::tolerance<fc::bf16>);
+}
+
+TEST_CASE("the default bf16 gemm takes wgmma on Hopper for a chip-filling shape and matches") {
+  if (!wgmma_available()) return;
+  using epi = fc::epilogue<fc::bf16, fc::activation::none, true, true>;
+  static_assert(fc::sm90::fits<1024, 1024, 1024>, "this case must take the wgmma path");
+  const double err = run_case<1024, 1024, 1024, fc::bf16, epi, fc::gemm_math::tensor_core>(
+      1.0f, [](double x) { return x; });
+  INFO("relative error " << err);
+  CHECK(err < ft::tolerance<fc::bf16>);
 }
 
 TEST_CASE("the WMMA path for bf16 fuses bias, gelu and residual like the mma.sync path") {

@@ -11,14 +11,17 @@
 #include <cstdint>
 #include <fusedsl/backend/cuda/epilogue.cuh>
 #include <fusedsl/backend/cuda/error.hpp>
+#include <fusedsl/backend/cuda/gemm_sm90.cuh>
 #include <fusedsl/backend/cuda/numeric.cuh>
 #include <fusedsl/backend/cuda/ptx.cuh>
 
 namespace fusedsl::cuda {
 
-// tensor_core: mma.sync m16n8k16 (bf16/f16); wmma: the WMMA API (bf16/f16); tf32: WMMA on f32
-// operands rounded to TF32; cuda_core: exact f32 FMAs.
-enum class gemm_math { tensor_core, wmma, tf32, cuda_core };
+// tensor_core: bf16/f16 on tensor cores, the path chosen at run time: wgmma + TMA
+// (gemm_sm90.cuh) on a Hopper device in a build with an sm_90a cubin for shapes that fill the
+// chip, else mma.sync m16n8k16. mma / wgmma: that path only (wgmma throws where it cannot run).
+// wmma: the WMMA API (bf16/f16); tf32: WMMA on f32 operands rounded to TF32; cuda_core: exact f32.
+enum class gemm_math { tensor_core, mma, wgmma, wmma, tf32, cuda_core };
 
 // Block tile BM x BN x BK, warp tile WM x WN, Stages deep cp.async pipeline.
 template <int BM_, int BN_, int BK_, int WM_, int WN_, int Stages_>
@@ -233,14 +236,6 @@ __device__ inline void mma_mainloop(const In* __restrict__ a, const In* __restri
   ptx::cp_async_wait<0>();
 }
 
-template <storage_type Out>
-__device__ inline void store_pair(Out* dst, float v0, float v1) {
-  if constexpr (std::same_as<Out, float>)
-    *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
-  else
-    *reinterpret_cast<std::uint32_t*>(dst) = pack2<Out>(v0, v1);
-}
-
 template <class Tile>
 constexpr std::size_t mma_smem_bytes(std::size_t elem) {
   return elem * Tile::stages * (Tile::BM * (Tile::BK + 8) + Tile::BK * (Tile::BN + 8));
@@ -426,7 +421,8 @@ using default_mma_tile = std::conditional_t<
                        gemm_tile<64, 64, 32, 32, 32, 4>, gemm_tile<32, 32, 32, 16, 16, 4>>>;
 
 template <int M, int N, gemm_math Math, storage_type In>
-using default_tile_for = std::conditional_t<Math == gemm_math::tensor_core, default_mma_tile<M, N>,
+using default_tile_for = std::conditional_t<Math == gemm_math::tensor_core || Math == gemm_math::mma,
+                                            default_mma_tile<M, N>,
                                             default_gemm_tile<In, M, N>>;
 
 template <storage_type In>
@@ -442,9 +438,23 @@ void gemm(cudaStream_t stream, const In* a, const In* b, typename Epi::out_type*
     const dim3 grid((N + 63) / 64, (M + 63) / 64);
     detail::gemm_f32_kernel<Epi, M, N, K><<<grid, 256, 0, stream>>>(a, b, c, epi);
     check_launch("gemm_f32_kernel");
-  } else if constexpr (Math == gemm_math::tensor_core) {
+  } else if constexpr (Math == gemm_math::wgmma) {
+    static_assert(!std::same_as<In, float>, "gemm: the wgmma path takes bf16/f16 operands");
+    if constexpr (requires { Tile::consumers; })  // an sm90::wgmma_tile
+      sm90::gemm<M, N, K, In, Epi, Tile>(stream, a, b, c, epi);
+    else
+      sm90::gemm<M, N, K, In, Epi>(stream, a, b, c, epi);
+  } else if constexpr (Math == gemm_math::tensor_core || Math == gemm_math::mma) {
     static_assert(!std::same_as<In, float>,
                   "gemm: f32 operands on tensor cores need gemm_math::tf32");
+#if defined(FUSEDSL_CUDA_WGMMA)
+    if constexpr (Math == gemm_math::tensor_core && sm90::fits<M, N, K>) {
+      if (sm90::device_has_wgmma()) {
+        sm90::gemm<M, N, K, In, Epi>(stream, a, b, c, epi);
+        return;
+      }
+    }
+#endif
     static_assert(M % Tile::BM == 0 && N % Tile::BN == 0 && K % Tile::BK == 0,
                   "gemm: the tensor-core path needs M, N, K to be multiples of the block tile");
     static_assert(Tile::WN % 16 == 0 && Tile::WM % 16 == 0,

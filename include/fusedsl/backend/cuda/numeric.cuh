@@ -56,4 +56,13 @@ inline constexpr const char* type_name = std::same_as<T, float>  ? "f32"
                                          : std::same_as<T, bf16> ? "bf16"
                                                                  : "f16";
 
+// Two adjacent outputs in one store: a float2, or two 16-bit values packed into one word.
+template <storage_type Out>
+__device__ inline void store_pair(Out* dst, float v0, float v1) {
+  if constexpr (std::same_as<Out, float>)
+    *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
+  else
+    *reinterpret_cast<std::uint32_t*>(dst) = pack2<Out>(v0, v1);
+}
+
 }  // namespace fusedsl::cuda
