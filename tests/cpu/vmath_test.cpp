@@ -1,5 +1,7 @@
 #include "fusedsl/backend/cpu/kernels/vmath.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <string>
@@ -59,6 +61,36 @@ TEST_CASE("vectorised exp, erf, tanh, sigmoid stay within their documented ulp b
   CHECK(f <= 3.0);
   CHECK(t <= 2.0);
   CHECK(s <= 3.0);
+}
+
+TEST_CASE("gelu_tanh (computed as x / (1 + exp(-2u))) is within 5e-7 of max(|y|, 1) and 40 ulp") {
+  // Reference in double, in the same exact form: 0.5 x (1 + tanh(u)) loses all digits of small
+  // negative results to the cancellation in 1 + tanh(u), even in double.
+  auto ref = [](double x) {
+    const double u = std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x);
+    return x / (1 + std::exp(-2 * u));
+  };
+  auto vf = [](auto v) { return k::gelu_tanh(v); };
+  const int n = 1 << 20;
+  std::vector<float> x(std::size_t(n) + nat::width), y(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(-10.0 + 20.0 * double(i) / n);
+  for (std::size_t i = 0; i + nat::width <= x.size(); i += nat::width)
+    nat::store(&y[i], vf(nat::load(&x[i])));
+  double rel = 0;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    rel = std::max(rel, std::fabs(double(y[i]) - ref(double(x[i]))) /
+                            std::max(std::fabs(ref(double(x[i]))), 1.0));
+  const double ulp = max_ulp(vf, ref, -5.0, 10.0);
+  std::printf("gelu_tanh on %s: %.3g of max(|y|, 1) on [-10, 10], %.1f ulp on [-5, 10]\n",
+              k::native_arch::name(), rel, ulp);
+  CHECK(rel <= 5e-7);
+  CHECK(ulp <= 40.0);
+  CHECK(lane0(vf, -std::numeric_limits<float>::infinity()) == 0.0f);
+  CHECK(lane0(vf, std::numeric_limits<float>::infinity()) ==
+        std::numeric_limits<float>::infinity());
+  CHECK(std::isnan(lane0(vf, std::nanf(""))));
+  CHECK(lane0(vf, -200.0f) == doctest::Approx(0.0f));
+  CHECK(k::gelu_tanh(-std::numeric_limits<float>::infinity()) == 0.0f);
 }
 
 TEST_CASE("vectorised functions handle infinities, NaN and overflow") {
