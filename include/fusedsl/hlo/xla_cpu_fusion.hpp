@@ -167,10 +167,9 @@ struct xla_cpu_splitter {
           seen[i] = true;
           const instruction& in = at(i);
           if (in.opcode == opcode::reshape || in.opcode == opcode::transpose) {
-            const instruction_id x = in.operands[0];
-            if (i != m) changed = changed || !materialize[i];
-            if (i != m) materialize[i] = true;
-            else if (!is_param(x) && !materialize[x]) materialize[x] = changed = true;
+            // Below the root: a part of its own. As the root: it reads a parameter.
+            const instruction_id split = i != m ? i : in.operands[0];
+            if (!is_param(split) && !materialize[split]) materialize[split] = changed = true;
             continue;
           }
           if (!is_elementwise(in.opcode) || in.operands.size() > 3) continue;
