@@ -20,10 +20,12 @@
 //     first reads them, layer by layer, as the reference backend lists them) and each keeps its
 //     binding name in metadata={op_name="..."}; several outputs give a tuple root.
 // The fused form's groups are `fusion` instructions with the plan's kinds (loop: kLoop; matmul,
-// attention: kOutput; row, reduce: kInput), or, with group_calls::call, `call`s of the very same
-// computations: XLA's CPU backend compiles neither kInput/kOutput fusions nor loop fusions that
-// hold a reshape, transpose or broadcast of an intermediate when they come in as text (the
-// StableHLO round trip leaves their inner instructions without layouts), but it inlines calls.
+// attention: kOutput; row, reduce: kInput); with group_calls::call, `call`s of the very same
+// computations (XLA inlines them); with group_calls::xla_cpu, kLoop fusions that XLA's CPU backend
+// compiles as given: one per group where the group keeps XLA:CPU's rules, else the group's parts
+// (xla_cpu_fusion.hpp). XLA:CPU refuses kInput, takes kOutput only as add(dot(p, p), p), and
+// aborts on loop fusions with several outputs or a transpose/reshape of an intermediate, since
+// its layout assignment clears the layouts inside a fusion body it is handed.
 //
 //   hlo::module m = hlo::to_module(program);                              // unfused
 //   std::string t = hlo::to_text(program, {.form = hlo::export_form::fused});
