@@ -254,6 +254,7 @@ class executor {
     std::size_t scratch = 0;
     for (int gi = 0; gi < fp.n_groups; ++gi) {
       const plan::fusion_group& gr = fp.groups[std::size_t(gi)];
+      if (gr.kind == plan::group_kind::matmul) matmul_plans_[std::size_t(gi)] = plan_matmul_group(gi);
       std::size_t need = 64;  // interpreter: every member and inlined leaf materialised
       for (int i = 0; i < int(N); ++i) {
         const bool member = fp.group_of[std::size_t(i)] == gi;
@@ -396,19 +397,11 @@ class executor {
   // must take the fast path before any runs; each is planned once.
   bool run_matmul_group(int gi, int it) {
     float* ws = scratch();
-    std::array<gemm_plan, plan::max_roots> plans{};
-    std::array<int, plan::max_roots> ids{};
-    int count = 0;
-    for (int i = 0; i < int(N); ++i) {
-      if (fp.group_of[std::size_t(i)] != gi || g[i].op != op_kind::matmul) continue;
-      if (count == plan::max_roots) return false;
-      plans[std::size_t(count)] = plan_gemm(gi, i);
-      if (!plans[std::size_t(count)].ok) return false;
-      ids[std::size_t(count++)] = i;
-    }
-    for (int q = 0; q < count; ++q) {
-      const int i = ids[std::size_t(q)];
-      const gemm_plan& p = plans[std::size_t(q)];
+    const matmul_group_plan& mg = matmul_plans_[std::size_t(gi)];
+    if (!mg.ok) return false;
+    for (int q = 0; q < mg.count; ++q) {
+      const int i = mg.ids[std::size_t(q)];
+      const gemm_plan& p = mg.plans[std::size_t(q)];
       kernels::packed_b<arch> b;
       const packed_ref* pre = nullptr;
       for (const packed_ref& pk : packs_)
@@ -445,6 +438,27 @@ class executor {
     int residual = -1;
     int out = -1;
   };
+
+  // Every matmul of a matmul group with its epilogue, planned once at construction; ok only if
+  // all of them take the fast path.
+  struct matmul_group_plan {
+    bool ok = false;
+    int count = 0;
+    std::array<gemm_plan, plan::max_roots> plans{};
+    std::array<int, plan::max_roots> ids{};
+  };
+  matmul_group_plan plan_matmul_group(int gi) const {
+    matmul_group_plan mg;
+    for (int i = 0; i < int(N); ++i) {
+      if (fp.group_of[std::size_t(i)] != gi || g[i].op != op_kind::matmul) continue;
+      if (mg.count == plan::max_roots) return mg;
+      mg.plans[std::size_t(mg.count)] = plan_gemm(gi, i);
+      if (!mg.plans[std::size_t(mg.count)].ok) return mg;
+      mg.ids[std::size_t(mg.count++)] = i;
+    }
+    mg.ok = true;
+    return mg;
+  }
 
   static bool is_scalar_constant(int id) { return g[id].op == op_kind::constant; }
 
@@ -652,6 +666,7 @@ class executor {
   std::size_t scratch_floats_ = 0, packed_floats_ = 0, widened_floats_ = 0;
   aligned_buffer arena_, scratch_, packed_, widened_;
   std::array<float*, N> val_{};
+  std::array<matmul_group_plan, N> matmul_plans_{};
   std::array<float*, graph::max_outputs> outputs_{};
   executor_stats stats_{};
   std::vector<int> counted_;
