@@ -226,17 +226,48 @@ void attention_block(const attention_shape& s, const attention_args& a, std::ptr
   }
 }
 
+// kt = scale * K^T (seq_kv keys of d dimensions, rows ld apart) in nr-key panels, zero-padded:
+// panel p holds dims x nr floats for keys [p*nr, p*nr + nr).
+template <class Arch>
+void pack_scaled_kt(std::ptrdiff_t d, std::ptrdiff_t seq_kv, const float* k, std::ptrdiff_t ld,
+                    float scale, float* kt) {
+  constexpr int NR = gemm_tile<Arch>::nr;
+#if defined(__AVX512F__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
+  if constexpr (std::is_same_v<Arch, xsimd::avx512f>) {
+    // 16 keys of one dimension per gather: the scalar transpose's strided stores cost 2x more.
+    if (ld <= (std::ptrdiff_t(1) << 26)) {  // 15 * ld fits the 32-bit gather index
+      const __m512i rows =
+          _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                             _mm512_set1_epi32(int(ld)));
+      const __m512 sc = _mm512_set1_ps(scale);
+      for (std::ptrdiff_t j0 = 0; j0 < round_up(seq_kv, NR); j0 += 16) {
+        const std::ptrdiff_t keys = std::clamp<std::ptrdiff_t>(seq_kv - j0, 0, 16);
+        const __mmask16 live = __mmask16((1u << keys) - 1u);
+        float* out = kt + (j0 / NR) * d * NR + j0 % NR;
+        for (std::ptrdiff_t p = 0; p < d; ++p) {
+          const __m512 col = keys == 0 ? _mm512_setzero_ps()
+                                       : _mm512_mask_i32gather_ps(_mm512_setzero_ps(), live, rows,
+                                                                  k + j0 * ld + p, 4);
+          _mm512_storeu_ps(out + p * NR, _mm512_mul_ps(col, sc));
+        }
+      }
+      return;
+    }
+  }
+#endif
+  pack_b_panels<NR>(d, seq_kv, k, ld, true, kt);  // B(p, j) = K(j, p): the transposed form
+  const std::ptrdiff_t n = d * round_up(seq_kv, NR);
+  for (std::ptrdiff_t i = 0; i < n; ++i) kt[i] *= scale;
+}
+
 // whole_rows path: K^T (and V when d % nr != 0) of kv head `kvh` packed into ws.
 template <class Arch>
 void pack_whole_rows_kv(const attention_shape& s, const attention_args& a, std::ptrdiff_t kvh,
                         float* kt, float* vpack) {
   constexpr int NR = gemm_tile<Arch>::nr;
   const std::ptrdiff_t d = s.head_dim, dp = round_up(d, NR);
-  // B(p, j) = scale * K(j, p): the packer's transposed form, then the scale (cheaper here than
-  // on every score).
-  pack_b_panels<NR>(d, s.seq_kv, a.k + kvh * a.k_head_stride, a.k_row_stride, true, kt);
-  const std::ptrdiff_t n = d * round_up(s.seq_kv, NR);
-  for (std::ptrdiff_t i = 0; i < n; ++i) kt[i] *= a.scale;
+  // The scale goes into K^T once here rather than onto every score.
+  pack_scaled_kt<Arch>(d, s.seq_kv, a.k + kvh * a.k_head_stride, a.k_row_stride, a.scale, kt);
   if (d % NR != 0) {
     const float* vh = a.v + kvh * a.v_head_stride;
     for (std::ptrdiff_t r = 0; r < s.seq_kv; ++r)
