@@ -256,6 +256,12 @@ TEST_CASE("the XLA:CPU fused form: kLoop fusions only, each keeping XLA:CPU's ru
   for_each_case([](const char* name, const auto& p) {
     const std::string case_name = name;
     CAPTURE(case_name);
+    hlo::export_options dots = fused_options(hlo::group_calls::xla_cpu);
+    dots.xla_cpu.library_dots = true;
+    const hlo::module md = hlo::to_module(p, dots);
+    CHECK(hlo::parse_module(hlo::to_text(md)) == md);
+    for (const auto& in : md.entry_computation().instructions)
+      if (in.opcode == hlo::opcode::dot) CHECK(in.op_name.rfind("fusedsl group ", 0) == 0);
     const hlo::module m = hlo::to_module(p, fused_options(hlo::group_calls::xla_cpu));
     for (const auto& in : m.entry_computation().instructions) {
       if (in.opcode != hlo::opcode::fusion) continue;
@@ -376,12 +382,16 @@ void check_evaluated(const std::string& name, const Program& p, const hlo::expor
 }  // namespace
 
 // The fused form is evaluated in its call form (the executor runs one MXU matmul per fusion, and
-// a horizontal (Q, K, V) matmul group holds three) and in its XLA:CPU form (one dot per fusion).
+// a horizontal (Q, K, V) matmul group holds three) and in its XLA:CPU forms (one dot per fusion;
+// or every dot a plain dot outside the fusions).
 TEST_CASE("exported modules, unfused and fused, evaluate to the reference backend's numbers") {
   for_each_case([](const char* name, const auto& p) {
     const bool low = std::string(name) == "low_precision" || std::string(name) == "casts";
     check_evaluated(name, p, {}, low ? 2e-2 : 1e-5);
     check_evaluated(name, p, fused_options(hlo::group_calls::call), low ? 2e-2 : 1e-5);
     check_evaluated(name, p, fused_options(hlo::group_calls::xla_cpu), low ? 2e-2 : 1e-5);
+    hlo::export_options dots = fused_options(hlo::group_calls::xla_cpu);
+    dots.xla_cpu.library_dots = true;
+    check_evaluated(name, p, dots, low ? 2e-2 : 1e-5);
   });
 }

@@ -169,3 +169,22 @@ TEST_CASE("logistic is expanded as XLA does before fusion: 1 / (1 + exp(-x))") {
   CHECK(c.root_instruction().opcode == opcode::divide);
   check_rules(s);
 }
+
+TEST_CASE("with library_dots every dot is a lone part of parameters, marked to run as a plain dot") {
+  hlo::computation_builder b("fused_matmul_10");
+  auto x = b.add_parameter(f32({4, 8}), "x");
+  auto w = b.add_parameter(f32({8, 6}), "w");
+  auto bias = b.add_parameter(f32({6}), "b");
+  auto d = b.add_dot(x, w, {{}, {1}, {}, {0}});
+  b.add_binary(opcode::add, d, b.add_broadcast(bias, {4, 6}, {1}));
+  hlo::xla_cpu_options o;
+  o.library_dots = true;
+  const hlo::fusion_split s = hlo::split_for_xla_cpu(b.build(), o);
+  REQUIRE(s.parts.size() == 2);
+  CHECK(s.parts[0].library_dot);
+  CHECK(root_op(s.parts[0]) == opcode::dot);
+  CHECK(s.parts[0].operands == std::vector<hlo::part_value>{{false, 0}, {false, 1}});
+  CHECK_FALSE(s.parts[1].library_dot);
+  CHECK(count(s.parts[1].body, opcode::dot) == 0);
+  check_rules(s);
+}

@@ -5,7 +5,8 @@
 // compiled module runs exactly the module's fusions), input_<k>.npy (f32 values; the harness converts each to its parameter's type),
 // expected_<k>.npy (the reference backend's outputs) and, for sharded modules, `partitions`.
 // Forms: unfused; fused with each group a `call`; fused_xla_cpu, each group the kLoop fusion(s)
-// XLA's CPU backend compiles (group_calls::xla_cpu); sharded (Megatron layout over 8 devices,
+// XLA's CPU backend compiles (group_calls::xla_cpu); fused_xla_cpu_dots, the same with every
+// product a plain library `dot` (xla_cpu_options::library_dots); sharded (Megatron layout over 8 devices,
 // transformers only). The fused form with the plan's fusion kinds (kLoop/kInput/kOutput), which
 // XLA's CPU backend does not compile, goes to plan_forms/<case>.hlo for check_plan_forms.py (XLA
 // parses it and converts it to StableHLO).
@@ -84,6 +85,9 @@ struct writer {
     write_case("unfused", {}, 1);
     write_case("fused", fused, 1);
     write_case("fused_xla_cpu", xla_cpu, 1, true);
+    fd::hlo::export_options library_dots = xla_cpu;
+    library_dots.xla_cpu.library_dots = true;
+    write_case("fused_xla_cpu_dots", library_dots, 1);
     if (sharded) write_case("sharded", fd::hlo::megatron_sharding(8).options(), 8);
     fd::hlo::export_options plan_form;
     plan_form.form = fd::hlo::export_form::fused;

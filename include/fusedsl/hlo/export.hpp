@@ -114,6 +114,7 @@ using sharding_rule = std::function<std::optional<hlo::sharding>(std::string_vie
 struct export_options {
   export_form form = export_form::unfused;
   group_calls groups = group_calls::fusion;  // fused form: how the entry calls a group
+  xla_cpu_options xla_cpu{};                 // group_calls::xla_cpu: e.g. plain library dots
   std::string module_name = "fusedsl";
   sharding_rule sharding{};  // empty: no annotations
 };
@@ -679,9 +680,17 @@ class exporter {
     auto it = splits_.find(gi);
     if (it != splits_.end()) return it->second;
     auto [c, fc] = build_group(gi, group_outputs(gi));
-    split_group sg{fc, split_for_xla_cpu(c), {}};
-    for (fusion_part& p : sg.split.parts) sg.names.push_back(m_.add_computation(p.body));
+    split_group sg{fc, split_for_xla_cpu(c, o_.xla_cpu), {}};
+    for (fusion_part& p : sg.split.parts) sg.names.push_back(p.library_dot ? p.body.name : m_.add_computation(p.body));
     return splits_.emplace(gi, std::move(sg)).first->second;
+  }
+
+  // A part that is one dot of its parameters, as a plain `dot` of the matching arguments.
+  static instruction_id emit_library_dot(computation_builder& b, const computation& part,
+                                         const std::vector<instruction_id>& args) {
+    const instruction& d = part.root_instruction();
+    auto arg = [&](std::size_t k) { return args.at(std::size_t(part.instructions[d.operands[k]].parameter_number)); };
+    return b.add_dot(arg(0), arg(1), *d.dot, d.shape.type);
   }
 
   template <class Get>
@@ -696,7 +705,9 @@ class exporter {
     for (std::size_t k = 0; k < n; ++k) {
       std::vector<instruction_id> args;
       for (const part_value& v : sg.split.parts[k].operands) args.push_back(value_of(v));
-      const instruction_id f = b.add_fusion(args, m_.get(sg.names[k]), fusion_kind::loop);
+      const fusion_part& part = sg.split.parts[k];
+      const instruction_id f = part.library_dot ? emit_library_dot(b, part.body, args)
+                                                : b.add_fusion(args, m_.get(sg.names[k]), fusion_kind::loop);
       // Which plan group (and part of it) this fusion computes, for XLA's profiles and dumps.
       b.set_op_name(f, "fusedsl group " + std::to_string(gi) + " (" + std::string(plan::name_of(gr.kind)) + ")" +
                            (n > 1 ? " part " + std::to_string(k + 1) + "/" + std::to_string(n) : ""));

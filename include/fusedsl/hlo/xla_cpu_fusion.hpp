@@ -40,6 +40,14 @@ struct part_value {
 struct fusion_part {
   computation body;                  // single output, fused as kind=kLoop
   std::vector<part_value> operands;  // one per body parameter, in parameter order
+  bool library_dot = false;          // a lone dot of two parameters, for a plain `dot` (options)
+};
+
+struct xla_cpu_options {
+  // Every dot a part of its own, run as a plain `dot` outside the fusions: XLA:CPU then calls its
+  // GEMM library instead of emitting the dot as a scalar loop nest in a kLoop body, at the price
+  // of one fusion per matmul group (the product and its epilogue are apart).
+  bool library_dots = false;
 };
 
 struct fusion_split {
@@ -51,10 +59,11 @@ namespace detail {
 
 struct xla_cpu_splitter {
   computation c;  // the group, transposes folded
+  xla_cpu_options options;
   std::vector<std::vector<instruction_id>> users;  // one entry per operand slot
   std::vector<bool> live, materialize, output;
 
-  explicit xla_cpu_splitter(const computation& group) : c(group) {}
+  xla_cpu_splitter(const computation& group, const xla_cpu_options& o) : c(group), options(o) {}
 
   const instruction& at(instruction_id i) const { return c.instructions[i]; }
   bool is_param(instruction_id i) const { return at(i).opcode == opcode::parameter; }
@@ -149,6 +158,7 @@ struct xla_cpu_splitter {
           if (!is_param(op)) materialize[op] = true;
       once[i] = used_once(i, once);
       if ((in.opcode == opcode::dot || in.opcode == opcode::reduce) && !once[i]) materialize[i] = true;
+      if (in.opcode == opcode::dot && options.library_dots) materialize[i] = true;
     }
     // XLA:CPU's loop emitter looks for a "hero" from each root through elementwise ops and asks
     // of every reshape or transpose it meets whether it is a bitcast, which needs the layouts of
@@ -233,6 +243,7 @@ struct xla_cpu_splitter {
         map[i] = copy_into(b, std::move(in));
       }
       p.body = b.build(map[m]);
+      p.library_dot = options.library_dots && at(m).opcode == opcode::dot;
       part_of[m] = long(s.parts.size());
       s.parts.push_back(std::move(p));
     }
@@ -248,9 +259,9 @@ struct xla_cpu_splitter {
 // The parts of `group` (a fusion computation: parameters, one root or a tuple root) that
 // XLA:CPU compiles as kLoop fusions. One part keeps the group's name; several are
 // "<name>.part<k>". Throws ir_error on a malformed computation.
-inline fusion_split split_for_xla_cpu(const computation& group) {
+inline fusion_split split_for_xla_cpu(const computation& group, const xla_cpu_options& options = {}) {
   (void)group.root_instruction();
-  return detail::xla_cpu_splitter(group).build();
+  return detail::xla_cpu_splitter(group, options).build();
 }
 
 }  // namespace fusedsl::hlo
