@@ -212,6 +212,12 @@ int main(int argc, char** argv) {
                                                        cublas, true, false);
       gemm_bf16<2048, 4096, 1024, bias_gelu, wg, w256>(rep, "large ffn1 2048x4096x1024 +bias+gelu",
                                                        cublas, true, false);
+      // Deeper rings on the mid-size shapes.
+      using w128s6 = fc::sm90::wgmma_tile<128, 6>;
+      gemm_bf16<2048, 3072, 1024, bias_only, wg, w128s6>(rep, "large qkv 2048x3072x1024 +bias",
+                                                         cublas, true, false);
+      gemm_bf16<2048, 1024, 4096, bias_res, wg, w128s6>(rep, "large ffn2 2048x1024x4096 +bias+res",
+                                                        cublas, true, false);
     }
     gemm_bf16<8192, 8192, 8192, plain, fc::gemm_math::mma>(rep, "8192^3", cublas, true, false);
     gemm_bf16<8192, 8192, 8192, plain, fc::gemm_math::wmma>(rep, "8192^3", cublas, true, false);

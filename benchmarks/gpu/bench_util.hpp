@@ -6,8 +6,8 @@
 #include <dlfcn.h>
 
 #include <algorithm>
-#include <exception>
 #include <cstdio>
+#include <exception>
 #include <functional>
 #include <fusedsl/backend/cuda/error.hpp>
 #include <string>

@@ -61,8 +61,7 @@ TEST_CASE(
     "matches") {
   using epi = fc::epilogue<fc::bf16, fc::activation::silu, true, false>;
   static_assert(fc::default_mma_tile<1536, 1024>::BM == 128, "this case must use the large tile");
-  const double err =
-      run_case<1536, 1024, 256, fc::bf16, epi, fc::gemm_math::mma>(1.0f, ref::silu);
+  const double err = run_case<1536, 1024, 256, fc::bf16, epi, fc::gemm_math::mma>(1.0f, ref::silu);
   INFO("relative error " << err);
   CHECK(err < ft::tolerance<fc::bf16>);
 }
@@ -72,8 +71,8 @@ TEST_CASE(
     "and residual") {
   using epi = fc::epilogue<fc::f16, fc::activation::none, true, true>;
   static_assert(fc::default_mma_tile<512, 640>::BM == 64, "this case must use the mid tile");
-  const double err = run_case<512, 640, 96, fc::f16, epi, fc::gemm_math::mma>(
-      1.0f, [](double x) { return x; });
+  const double err =
+      run_case<512, 640, 96, fc::f16, epi, fc::gemm_math::mma>(1.0f, [](double x) { return x; });
   INFO("relative error " << err);
   CHECK(err < ft::tolerance<fc::f16>);
 }
@@ -91,8 +90,7 @@ bool wgmma_available() {
 TEST_CASE("wgmma: bf16 with bias, gelu and residual, 8 k-tiles through a 4-stage ring") {
   if (!wgmma_available()) return;
   using epi = fc::epilogue<fc::bf16, fc::activation::gelu, true, true>;
-  const double err =
-      run_case<256, 384, 512, fc::bf16, epi, fc::gemm_math::wgmma>(1.0f, ref::gelu);
+  const double err = run_case<256, 384, 512, fc::bf16, epi, fc::gemm_math::wgmma>(1.0f, ref::gelu);
   INFO("relative error " << err);
   CHECK(err < ft::tolerance<fc::bf16>);
 }
@@ -100,8 +98,7 @@ TEST_CASE("wgmma: bf16 with bias, gelu and residual, 8 k-tiles through a 4-stage
 TEST_CASE("wgmma: f16, one block and one k-tile, scale and relu into an f32 output") {
   if (!wgmma_available()) return;
   using epi = fc::epilogue<float, fc::activation::relu>;
-  const double err =
-      run_case<128, 128, 64, fc::f16, epi, fc::gemm_math::wgmma>(0.125f, ref::relu);
+  const double err = run_case<128, 128, 64, fc::f16, epi, fc::gemm_math::wgmma>(0.125f, ref::relu);
   INFO("relative error " << err);
   CHECK(err < 1e-2);
 }
@@ -109,8 +106,9 @@ TEST_CASE("wgmma: f16, one block and one k-tile, scale and relu into an f32 outp
 TEST_CASE("wgmma: 128x256 blocks (four B boxes per stage), K = 320, silu and bias") {
   if (!wgmma_available()) return;
   using epi = fc::epilogue<fc::bf16, fc::activation::silu, true, false>;
-  const double err = run_case<256, 512, 320, fc::bf16, epi, fc::gemm_math::wgmma,
-                              fc::sm90::wgmma_tile<256, 4>>(1.0f, ref::silu);
+  const double err =
+      run_case<256, 512, 320, fc::bf16, epi, fc::gemm_math::wgmma, fc::sm90::wgmma_tile<256, 4>>(
+          1.0f, ref::silu);
   INFO("relative error " << err);
   CHECK(err < ft::tolerance<fc::bf16>);
 }

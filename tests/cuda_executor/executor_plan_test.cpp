@@ -66,6 +66,52 @@ TEST_CASE("the bf16 seed transformer maps every group to a GEMM, flash-attention
 }
 
 TEST_CASE(
+    "on the device the seed's layer is 5 launches: Q/K/V as one sibling GEMM, both layernorms "
+    "finished in the GEMM before them") {
+  constexpr auto p = seed_bf16::program;
+  static constexpr auto lp = launches_of(p);
+  CHECK(lp.device_launches() == 5);
+  const auto* q = gemm_reading(lp, param_node(p, "attn.q.w"));
+  const auto* k = gemm_reading(lp, param_node(p, "attn.k.w"));
+  const auto* v = gemm_reading(lp, param_node(p, "attn.v.w"));
+  const auto index = [&](const fd::cuda::gemm_launch* e) {
+    for (int i = 0; i < lp.n_launches; ++i)
+      if (&lp.launches[std::size_t(i)].gemm == e) return i;
+    return -1;
+  };
+  const int iq = index(q);
+  REQUIRE(iq >= 0);
+  CHECK(lp.siblings[std::size_t(iq)] == 2);
+  CHECK(lp.absorbed[std::size_t(index(k))]);
+  CHECK(lp.absorbed[std::size_t(index(v))]);
+  // out-projection + residual -> layernorm 1, fc2 + residual -> layernorm 2 (post-LN, N = 128).
+  for (const char* w : {"attn.o.w", "ffn.fc2.w"}) {
+    const int i = index(gemm_reading(lp, param_node(p, w)));
+    REQUIRE(i >= 0);
+    const int r = lp.layernorm[std::size_t(i)];
+    REQUIRE(r >= 0);
+    CHECK(lp.launches[std::size_t(r)].kind == launch_kind::row);
+    CHECK(lp.launches[std::size_t(r)].row.in == lp.launches[std::size_t(i)].gemm.out);
+    CHECK(lp.absorbed[std::size_t(r)]);
+  }
+  // fc1 (+ gelu) stays a lone GEMM: nothing after it is a layernorm.
+  const int f1 = index(gemm_reading(lp, param_node(p, "ffn.fc1.w")));
+  CHECK(lp.siblings[std::size_t(f1)] == 0);
+  CHECK(lp.layernorm[std::size_t(f1)] == -1);
+}
+
+TEST_CASE(
+    "pre-LN: a layernorm that feeds a GEMM is not folded into the GEMM before it, and the "
+    "residual GEMM output read twice keeps its own launch") {
+  constexpr auto p = causal_bf16::program;
+  static constexpr auto lp = launches_of(p);
+  static_assert(lp.ok());
+  for (int i = 0; i < lp.n_launches; ++i) CHECK(lp.layernorm[std::size_t(i)] == -1);
+  // Q/K/V siblings still merge: 9 logical launches, 7 on the device.
+  CHECK(lp.device_launches() == lp.n_launches - 2);
+}
+
+TEST_CASE(
     "the horizontal Q/K/V group becomes three GEMMs with their biases, each into its own buffer") {
   constexpr auto p = seed_bf16::program;
   static constexpr auto lp = launches_of(p);

@@ -137,12 +137,18 @@ TEST_CASE(
   CHECK(same);
 }
 
-TEST_CASE("the seed transformer's launch list: 9 kernels per layer, 2 layers, named by group") {
+TEST_CASE(
+    "the seed transformer's launch list: 5 kernels per layer (Q/K/V siblings, layernorms in the "
+    "GEMM epilogues), 2 layers, named by group") {
   stream_holder stream;
   fd::cuda::executor<seed_bf16::program_type> ex(seed_bf16::program, stream.s);
-  CHECK(ex.launches_per_call() == 18);
+  CHECK(ex.launches_per_call() == 10);
   CHECK(ex.runner().step_name(0).rfind("layers.0.", 0) == 0);
-  CHECK(ex.runner().step_name(17).rfind("layers.1.", 0) == 0);
+  CHECK(ex.runner().step_name(9).rfind("layers.1.", 0) == 0);
+  int with_layernorm = 0;
+  for (std::size_t i = 0; i < ex.launches_per_call(); ++i)
+    with_layernorm += ex.runner().step_name(i).find("+ layernorm") != std::string::npos;
+  CHECK(with_layernorm == 4);
   CHECK(ex.device_bytes() >= std::size_t(seed_bf16::program.memory.arena_bytes));
 }
 

@@ -276,12 +276,8 @@ void flash_attention(cudaStream_t stream, const attention_args<T>& a) {
   constexpr std::size_t smem = detail::attention_smem_bytes<HeadDim, BlockM>(sizeof(T));
   auto* kernel = &detail::flash_attention_kernel<T, HeadDim, Heads, KvHeads, SeqQ, SeqK, Causal,
                                                  Ldmatrix, BlockM>;
-  static const bool configured = [&] {
-    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(smem)),
-          "flash_attention: raising the shared-memory limit");
-    return true;
-  }();
+  static const bool configured =
+      allow_dynamic_smem(kernel, smem, "flash_attention: raising the shared-memory limit");
   (void)configured;
   const dim3 grid(SeqQ / BlockM, Heads, Batch);
   kernel<<<grid, BlockM * 2, smem, stream>>>(a);

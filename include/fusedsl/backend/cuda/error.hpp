@@ -3,6 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 
@@ -31,6 +32,16 @@ class cuda_error : public std::runtime_error {
 // Throws cuda_error naming `what` when `code` is not cudaSuccess.
 inline void check(cudaError_t code, const char* what) {
   if (code != cudaSuccess) throw cuda_error(what, code);
+}
+
+// Lets `kernel` take `bytes` of dynamic shared memory (above the 48 KiB default); returns true so
+// a call site can run it once per kernel: `static const bool ok = allow_dynamic_smem(...)`.
+template <class Kernel>
+bool allow_dynamic_smem(Kernel* kernel, std::size_t bytes, const char* what) {
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(bytes)),
+        what);
+  return true;
 }
 
 // After a kernel launch: catches bad launch configurations at the launch site.

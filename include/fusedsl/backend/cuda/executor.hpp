@@ -222,26 +222,69 @@ class executor {
   template <int I>
   static constexpr launch launch_at = plan.launches[std::size_t(I)];
 
+  // The epilogue of GEMM launch I with this layer's pointers.
+  template <int I, class Epi>
+  Epi epilogue_of() const {
+    using Out = typename Epi::out_type;
+    Epi epi;
+    epi.scale = launch_at<I>.gemm.scale;
+    if constexpr (launch_at<I>.gemm.bias >= 0) epi.bias = ptr<const Out>(launch_at<I>.gemm.bias);
+    if constexpr (launch_at<I>.gemm.residual >= 0)
+      epi.residual = ptr<const Out>(launch_at<I>.gemm.residual);
+    return epi;
+  }
+
+  template <int I, class In, class Epi, std::size_t... J>
+  void add_siblings(int it, std::index_sequence<J...>) {
+    constexpr int G = int(sizeof...(J));
+    using Out = typename Epi::out_type;
+    gemm_siblings<In, Epi, G> sib{{ptr<const In>(launch_at<I + int(J)>.gemm.b)...},
+                                  {ptr<Out>(launch_at<I + int(J)>.gemm.out)...},
+                                  {epilogue_of<I + int(J), Epi>()...}};
+    const In* a = ptr<const In>(launch_at<I>.gemm.a);
+    runner_.add(step_name(I, it), [a, sib](cudaStream_t s) {
+      constexpr const gemm_launch& e = launch_at<I>.gemm;
+      gemm_siblings_launch<e.m, e.n, e.k, In, Epi, G>(s, a, sib);
+    });
+  }
+
   template <int I>
   void add_launch(int it) {
     constexpr const launch& d = launch_at<I>;
-    if constexpr (d.kind == launch_kind::gemm) {
+    if constexpr (plan.absorbed[std::size_t(I)]) {
+      (void)it;  // launched by the GEMM before it (siblings or gemm_layernorm)
+    } else if constexpr (d.kind == launch_kind::gemm) {
       using In = storage_t<g[launch_at<I>.gemm.a.node].type>;
       using Out = storage_t<g[launch_at<I>.gemm.out].type>;
       using Epi = plan_epilogue<Out, launch_at<I>.gemm.has_act, launch_at<I>.gemm.act,
                                 (launch_at<I>.gemm.bias >= 0), (launch_at<I>.gemm.residual >= 0)>;
-      Epi epi;
-      epi.scale = launch_at<I>.gemm.scale;
-      if constexpr (launch_at<I>.gemm.bias >= 0) epi.bias = ptr<const Out>(launch_at<I>.gemm.bias);
-      if constexpr (launch_at<I>.gemm.residual >= 0)
-        epi.residual = ptr<const Out>(launch_at<I>.gemm.residual);
+      constexpr int sib = plan.siblings[std::size_t(I)], ln = plan.layernorm[std::size_t(I)];
+      if constexpr (sib > 0) {
+        add_siblings<I, In, Epi>(it, std::make_index_sequence<std::size_t(sib + 1)>{});
+        return;
+      }
+      const Epi epi = epilogue_of<I, Epi>();
       const In* a = ptr<const In>(launch_at<I>.gemm.a);
       const In* b = ptr<const In>(launch_at<I>.gemm.b);
-      Out* c = ptr<Out>(launch_at<I>.gemm.out);
-      runner_.add(step_name(I, it), [a, b, c, epi](cudaStream_t s) {
-        gemm<launch_at<I>.gemm.m, launch_at<I>.gemm.n, launch_at<I>.gemm.k, In, Epi>(s, a, b, c,
-                                                                                     epi);
-      });
+      if constexpr (ln >= 0) {
+        // The layernorm launch after this GEMM, finished in its epilogue: the GEMM's own output
+        // (read by nothing else) is never written.
+        constexpr const row_launch& r = launch_at<ln>.row;
+        Out* c = ptr<Out>(r.out);
+        const Out* gamma = ptr<const Out>(r.gamma);
+        const Out* beta = ptr<const Out>(r.beta);
+        runner_.add(step_name(I, it) + " + layernorm", [a, b, c, epi, gamma, beta](cudaStream_t s) {
+          constexpr const gemm_launch& e = launch_at<I>.gemm;
+          gemm_layernorm<e.m, e.n, e.k, In, Epi>(s, a, b, c, epi, gamma, beta,
+                                                 launch_at<ln>.row.eps);
+        });
+      } else {
+        Out* c = ptr<Out>(launch_at<I>.gemm.out);
+        runner_.add(step_name(I, it), [a, b, c, epi](cudaStream_t s) {
+          gemm<launch_at<I>.gemm.m, launch_at<I>.gemm.n, launch_at<I>.gemm.k, In, Epi>(s, a, b, c,
+                                                                                       epi);
+        });
+      }
     } else if constexpr (d.kind == launch_kind::attention) {
       using T = storage_t<g[launch_at<I>.attention.q.node].type>;
       attention_args<T> a;

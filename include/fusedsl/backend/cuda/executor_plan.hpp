@@ -117,7 +117,21 @@ struct launch_plan {
   int failed_group = -1;        // the first group no kernel expresses, or -1
   const char* error = nullptr;  // why
 
+  // How the executor realizes these launches on the device. A GEMM takes the GEMMs right after it
+  // in its group that share its A operand, shapes and epilogue form (`siblings`: one launch for a
+  // horizontal Q/K/V group), or finishes the layernorm launch that runs right after it in its
+  // epilogue (`layernorm`: the row launch's index, when its rows fit one block: gemm_layernorm).
+  // A launch folded into an earlier one is `absorbed` and launches nothing itself.
+  std::array<int, N> siblings{};
+  std::array<int, N> layernorm{};
+  std::array<bool, N> absorbed{};
+
   constexpr bool ok() const { return error == nullptr; }
+  constexpr int device_launches() const {
+    int k = 0;
+    for (int l = 0; l < n_launches; ++l) k += absorbed[std::size_t(l)] ? 0 : 1;
+    return k;
+  }
 };
 
 namespace detail {
@@ -538,7 +552,68 @@ struct mapper {
       p.first[std::size_t(gi)] = p.n_launches;
       if (!map_group(gi)) return p;
     }
+    merge_launches();
     return p;
+  }
+
+  // ---- device launches: siblings and gemm + layernorm (see launch_plan) ----
+  static constexpr int max_siblings = 4;
+
+  constexpr bool same_form(const gemm_launch& x, const gemm_launch& y) const {
+    return x.m == y.m && x.n == y.n && x.k == y.k && x.a.node == y.a.node &&
+           x.a.offset == y.a.offset && x.scale == y.scale && x.has_act == y.has_act &&
+           (!x.has_act || x.act == y.act) && (x.bias >= 0) == (y.bias >= 0) &&
+           (x.residual >= 0) == (y.residual >= 0) && g[x.b.node].type == g[y.b.node].type &&
+           g[x.out].type == g[y.out].type;
+  }
+
+  // The group that runs right after group gi (same region, next in execution order), or -1.
+  constexpr int next_group(int gi) const {
+    const int r = f.groups[std::size_t(gi)].region;
+    bool seen = false;
+    for (int k = 0; k < f.n_groups; ++k) {
+      const int o = f.order[std::size_t(k)];
+      if (f.groups[std::size_t(o)].region != r) continue;
+      if (seen) return o;
+      seen = o == gi;
+    }
+    return -1;
+  }
+
+  // gemm_layernorm's limits: a block owns 16 whole rows of at most 256 16-bit columns.
+  constexpr bool layernorm_fits(const gemm_launch& e, const row_launch& r) const {
+    return r.op == op_kind::layernorm && r.in == e.out && r.rows == e.m && r.cols == e.n &&
+           e.n % 64 == 0 && e.n <= 256 && e.m % 16 == 0 && e.k % 32 == 0 &&
+           is_half(g[e.a.node].type) && g[r.out].type == g[e.out].type && r.gamma >= 0 &&
+           r.beta >= 0 && f.n_users[std::size_t(e.out)] == 1;
+  }
+
+  constexpr void merge_launches() {
+    for (int l = 0; l < p.n_launches; ++l) p.layernorm[std::size_t(l)] = -1;
+    for (int l = 0; l < p.n_launches; ++l) {
+      const launch& d = p.launches[std::size_t(l)];
+      if (d.kind != launch_kind::gemm || p.absorbed[std::size_t(l)]) continue;
+      const int gi = d.group, end = p.first[std::size_t(gi)] + p.count[std::size_t(gi)];
+      int sib = 0;
+      while (sib + 1 < max_siblings && l + sib + 1 < end &&
+             p.launches[std::size_t(l + sib + 1)].kind == launch_kind::gemm &&
+             same_form(d.gemm, p.launches[std::size_t(l + sib + 1)].gemm))
+        ++sib;
+      if (sib > 0) {
+        p.siblings[std::size_t(l)] = sib;
+        for (int j = 1; j <= sib; ++j) p.absorbed[std::size_t(l + j)] = true;
+        continue;
+      }
+      // A lone GEMM, last of its group, followed by a group that is one layernorm launch.
+      const int ng = next_group(gi);
+      if (l + 1 != end || ng < 0 || p.count[std::size_t(ng)] != 1) continue;
+      const int r = p.first[std::size_t(ng)];
+      if (p.launches[std::size_t(r)].kind == launch_kind::row &&
+          layernorm_fits(d.gemm, p.launches[std::size_t(r)].row)) {
+        p.layernorm[std::size_t(l)] = r;
+        p.absorbed[std::size_t(r)] = true;
+      }
+    }
   }
 };
 

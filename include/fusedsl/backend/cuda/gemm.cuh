@@ -23,6 +23,14 @@ namespace fusedsl::cuda {
 // wmma: the WMMA API (bf16/f16); tf32: WMMA on f32 operands rounded to TF32; cuda_core: exact f32.
 enum class gemm_math { tensor_core, mma, wgmma, wmma, tf32, cuda_core };
 
+// The operands of G GEMMs that share A and every shape (a horizontal Q/K/V group).
+template <class In, class Epi, int G>
+struct gemm_siblings {
+  const In* b[G];
+  typename Epi::out_type* c[G];
+  Epi epi[G];
+};
+
 // Block tile BM x BN x BK, warp tile WM x WN, Stages deep cp.async pipeline.
 template <int BM_, int BN_, int BK_, int WM_, int WN_, int Stages_>
 struct gemm_tile {
@@ -244,9 +252,9 @@ constexpr std::size_t mma_smem_bytes(std::size_t elem) {
 // mma.sync GEMM; blocks are visited in groups of 8 block-rows so that the B panels they share stay
 // in L2 (the grouped order of Triton's matmul tutorial).
 template <half_type In, class Epi, int M, int N, int K, class Tile>
-__global__ void __launch_bounds__(Tile::threads)
-    gemm_mma_kernel(const In* __restrict__ a, const In* __restrict__ b,
-                    typename Epi::out_type* __restrict__ c, Epi epi) {
+__device__ __forceinline__ void gemm_mma_block(const In* __restrict__ a, const In* __restrict__ b,
+                                               typename Epi::out_type* __restrict__ c,
+                                               const Epi& epi) {
   constexpr int MT = Tile::WM / 16, NT = Tile::WN / 8;
   constexpr int grid_m = M / Tile::BM, grid_n = N / Tile::BN, group_rows = 8;
   extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -276,6 +284,21 @@ __global__ void __launch_bounds__(Tile::threads)
         store_pair(c + static_cast<long>(row) * N + col, epi.apply(acc[i][j][2 * h], row, col, N),
                    epi.apply(acc[i][j][2 * h + 1], row, col + 1, N));
       }
+}
+
+template <half_type In, class Epi, int M, int N, int K, class Tile>
+__global__ void __launch_bounds__(Tile::threads)
+    gemm_mma_kernel(const In* __restrict__ a, const In* __restrict__ b,
+                    typename Epi::out_type* __restrict__ c, Epi epi) {
+  gemm_mma_block<In, Epi, M, N, K, Tile>(a, b, c, epi);
+}
+
+// G GEMMs sharing A and every shape in one launch (blockIdx.y picks the member).
+template <half_type In, class Epi, int M, int N, int K, class Tile, int G>
+__global__ void __launch_bounds__(Tile::threads)
+    gemm_mma_siblings_kernel(const In* __restrict__ a, gemm_siblings<In, Epi, G> s) {
+  const int m = static_cast<int>(blockIdx.y);
+  gemm_mma_block<In, Epi, M, N, K, Tile>(a, s.b[m], s.c[m], s.epi[m]);
 }
 
 // GEMM whose block owns whole rows (16 x N), so the epilogue can finish with a layernorm over
@@ -413,17 +436,18 @@ using default_gemm_tile =
 
 // mma.sync tiles: 128x128 (4 warps of 64x64) when there is a wave of such blocks, 64x64 for mid
 // sizes, 32x32 (4 warps of 16x16) for small problems, where the number of blocks sets the latency.
-template <int M, int N>
+// G GEMMs launched together (gemm_siblings_launch) count G times the blocks.
+template <int M, int N, int G = 1>
 using default_mma_tile = std::conditional_t<
-    (M % 128 == 0 && N % 128 == 0 && (M / 128) * (N / 128) >= 96),
+    (M % 128 == 0 && N % 128 == 0 && (M / 128) * (N / 128) * G >= 96),
     gemm_tile<128, 128, 32, 64, 64, 4>,
-    std::conditional_t<(M % 64 == 0 && N % 64 == 0 && (M / 64) * (N / 64) >= 66),
+    std::conditional_t<(M % 64 == 0 && N % 64 == 0 && (M / 64) * (N / 64) * G >= 66),
                        gemm_tile<64, 64, 32, 32, 32, 4>, gemm_tile<32, 32, 32, 16, 16, 4>>>;
 
 template <int M, int N, gemm_math Math, storage_type In>
-using default_tile_for = std::conditional_t<Math == gemm_math::tensor_core || Math == gemm_math::mma,
-                                            default_mma_tile<M, N>,
-                                            default_gemm_tile<In, M, N>>;
+using default_tile_for =
+    std::conditional_t<Math == gemm_math::tensor_core || Math == gemm_math::mma,
+                       default_mma_tile<M, N>, default_gemm_tile<In, M, N>>;
 
 template <storage_type In>
 inline constexpr gemm_math default_gemm_math =
@@ -461,12 +485,8 @@ void gemm(cudaStream_t stream, const In* a, const In* b, typename Epi::out_type*
                   "gemm: mma warp tiles are multiples of 16");
     constexpr std::size_t smem = detail::mma_smem_bytes<Tile>(sizeof(In));
     auto* kernel = &detail::gemm_mma_kernel<In, Epi, M, N, K, Tile>;
-    static const bool configured = [&] {
-      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 static_cast<int>(smem)),
-            "gemm: raising the shared-memory limit");
-      return true;
-    }();
+    static const bool configured =
+        allow_dynamic_smem(kernel, smem, "gemm: raising the shared-memory limit");
     (void)configured;
     kernel<<<(M / Tile::BM) * (N / Tile::BN), Tile::threads, smem, stream>>>(a, b, c, epi);
     check_launch("gemm_mma_kernel");
@@ -483,17 +503,39 @@ void gemm(cudaStream_t stream, const In* a, const In* b, typename Epi::out_type*
                   "gemm: the tensor-core path needs K to be a multiple of the block tile");
     using L = detail::tc_layout<In, Tile>;
     auto* kernel = &detail::gemm_tc_kernel<In, Epi, M, N, K, Tile>;
-    static const bool configured = [&] {
-      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 static_cast<int>(L::bytes)),
-            "gemm: raising the shared-memory limit");
-      return true;
-    }();
+    static const bool configured =
+        allow_dynamic_smem(kernel, L::bytes, "gemm: raising the shared-memory limit");
     (void)configured;
     const dim3 grid(N / Tile::BN, M / Tile::BM);
     kernel<<<grid, Tile::threads, L::bytes, stream>>>(a, b, c, epi);
     check_launch("gemm_tc_kernel");
   }
+}
+
+// C_i = epilogue_i(A B_i) for the G members of `s` (bf16/f16). Where the wgmma path takes the
+// shape, G launches of it; else one mma.sync launch whose grid covers every member.
+template <int M, int N, int K, half_type In, class Epi, int G>
+void gemm_siblings_launch(cudaStream_t stream, const In* a, const gemm_siblings<In, Epi, G>& s) {
+  static_assert(G >= 1, "gemm_siblings_launch: at least one GEMM");
+#if defined(FUSEDSL_CUDA_WGMMA)
+  if constexpr (sm90::fits<M, N, K>) {
+    if (sm90::device_has_wgmma()) {
+      for (int m = 0; m < G; ++m) gemm<M, N, K, In, Epi>(stream, a, s.b[m], s.c[m], s.epi[m]);
+      return;
+    }
+  }
+#endif
+  using Tile = default_mma_tile<M, N, G>;
+  static_assert(M % Tile::BM == 0 && N % Tile::BN == 0 && K % Tile::BK == 0,
+                "gemm_siblings_launch: M, N, K must be multiples of the block tile");
+  constexpr std::size_t smem = detail::mma_smem_bytes<Tile>(sizeof(In));
+  auto* kernel = &detail::gemm_mma_siblings_kernel<In, Epi, M, N, K, Tile, G>;
+  static const bool configured =
+      allow_dynamic_smem(kernel, smem, "gemm_siblings_launch: raising the shared-memory limit");
+  (void)configured;
+  const dim3 grid((M / Tile::BM) * (N / Tile::BN), G);
+  kernel<<<grid, Tile::threads, smem, stream>>>(a, s);
+  check_launch("gemm_mma_siblings_kernel");
 }
 
 // out[M,N] = layernorm_rows(epilogue(A[M,K] B[K,N])) * gamma + beta in one launch (bf16/f16 on
@@ -510,12 +552,8 @@ void gemm_layernorm(cudaStream_t stream, const In* a, const In* b, typename Epi:
   using Tile = gemm_tile<16, N, 32, 16, N / 4, 4>;
   constexpr std::size_t smem = detail::mma_smem_bytes<Tile>(sizeof(In));
   auto* kernel = &detail::gemm_mma_layernorm_kernel<In, Epi, M, N, K, Tile>;
-  static const bool configured = [&] {
-    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(smem)),
-          "gemm_layernorm: raising the shared-memory limit");
-    return true;
-  }();
+  static const bool configured =
+      allow_dynamic_smem(kernel, smem, "gemm_layernorm: raising the shared-memory limit");
   (void)configured;
   kernel<<<M / 16, Tile::threads, smem, stream>>>(a, b, c, epi, gamma, beta, eps);
   check_launch("gemm_mma_layernorm_kernel");

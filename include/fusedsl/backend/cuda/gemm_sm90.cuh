@@ -44,19 +44,21 @@ struct wgmma_tile {
 
 // A shape takes this path when the tiles divide it and there are enough blocks to fill the chip.
 template <int M, int N, int K>
-inline constexpr bool fits = M % 128 == 0 && N % 128 == 0 && K % 64 == 0 && (M / 128) * (N / 128) >= 64;
+inline constexpr bool fits = M % 128 == 0 && N % 128 == 0 && K % 64 == 0 &&
+                             (M / 128) * (N / 128) >= 64;
 
 namespace detail {
 
 #if defined(FUSEDSL_SM90A_DEVICE)
 __device__ inline void mbar_init(std::uint64_t* bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(ptx::smem_address(bar)), "r"(count));
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(ptx::smem_address(bar)),
+               "r"(count));
 }
 __device__ inline void mbar_expect_tx(std::uint64_t* bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(
-                   ptx::smem_address(bar)),
-               "r"(bytes)
-               : "memory");
+  asm volatile(
+      "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(ptx::smem_address(bar)),
+      "r"(bytes)
+      : "memory");
 }
 __device__ inline void mbar_arrive(std::uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(ptx::smem_address(bar))
@@ -92,7 +94,9 @@ __device__ inline std::uint64_t smem_desc(const void* p, unsigned leading, unsig
          (std::uint64_t((stride & 0x3FFFF) >> 4) << 32) | (std::uint64_t(1) << 62);
 }
 
-__device__ inline void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ inline void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
 __device__ inline void wgmma_commit() {
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 }
@@ -107,6 +111,7 @@ template <int N, half_type T>
 __device__ void wgmma_ss(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b);
 
 // The four instantiations differ only in the operand type's name.
+// clang-format off
 #define FUSEDSL_WGMMA_M64N128(T, PTX_T)                                                                           \
   template <>                                                                                                     \
   __device__ inline void wgmma_ss<128, T>(float(&d)[64], std::uint64_t desc_a,                                    \
@@ -170,6 +175,7 @@ FUSEDSL_WGMMA_M64N128(f16, "f16")
 FUSEDSL_WGMMA_M64N256(bf16, "bf16")
 FUSEDSL_WGMMA_M64N256(f16, "f16")
 #undef FUSEDSL_WGMMA_M64N256
+// clang-format on
 
 #endif  // FUSEDSL_SM90A_DEVICE
 
@@ -251,7 +257,8 @@ __global__ void __launch_bounds__(Tile::threads, 1)
 
   // Accumulator layout of m64nN: register 4j + e of thread (warp w, lane l) is row
   // 16w + l/4 + 8(e/2), column 8j + 2(l%4) + e%2 of the warpgroup's 64 x BN tile.
-  const int lane = static_cast<int>(threadIdx.x) % 32, warp = (static_cast<int>(threadIdx.x) % 128) / 32;
+  const int lane = static_cast<int>(threadIdx.x) % 32,
+            warp = (static_cast<int>(threadIdx.x) % 128) / 32;
   const int g = lane / 4, t = lane % 4;
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j)
@@ -293,13 +300,14 @@ CUtensorMap tensor_map_2d(const T* base, int inner, int outer, int box_inner, in
   const cuuint32_t box[2] = {cuuint32_t(box_inner), cuuint32_t(box_outer)};
   const cuuint32_t element_strides[2] = {1, 1};
   const CUresult r = tensor_map_encoder()(
-      &map, std::same_as<T, bf16> ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-      2, const_cast<T*>(base), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      &map,
+      std::same_as<T, bf16> ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
+      const_cast<T*>(base), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
       CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
-    throw std::runtime_error(std::string("gemm (sm_90): cuTensorMapEncodeTiled failed for ") + what +
-                             " (CUresult " + std::to_string(int(r)) +
+    throw std::runtime_error(std::string("gemm (sm_90): cuTensorMapEncodeTiled failed for ") +
+                             what + " (CUresult " + std::to_string(int(r)) +
                              "; the pointer must be 16-byte aligned)");
   return map;
 }
@@ -337,15 +345,11 @@ void gemm(cudaStream_t stream, const In* a, const In* b, typename Epi::out_type*
   const CUtensorMap map_a = detail::tensor_map_2d(a, K, M, Tile::BK, Tile::BM, "A");
   const CUtensorMap map_b = detail::tensor_map_2d(b, N, K, 64, Tile::BK, "B");
   auto* kernel = &detail::gemm_wgmma_kernel<In, Epi, M, N, K, Tile>;
-  static const bool configured = [&] {
-    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(Tile::smem_bytes)),
-          "gemm (wgmma): raising the shared-memory limit");
-    return true;
-  }();
+  static const bool configured =
+      allow_dynamic_smem(kernel, Tile::smem_bytes, "gemm (wgmma): raising the shared-memory limit");
   (void)configured;
   kernel<<<(M / Tile::BM) * (N / Tile::BN), Tile::threads, Tile::smem_bytes, stream>>>(map_a, map_b,
-                                                                                      c, epi);
+                                                                                       c, epi);
   check_launch("gemm_wgmma_kernel");
 }
 
