@@ -128,17 +128,20 @@ void BM_attention_fusedsl(benchmark::State& state) {
   }
 }
 
-// seq 2048 (the case) and the seed model's attention (seq 128, 4 heads of 32).
+// seq 2048 (the case), the seed model's attention (seq 128, 4 heads of 32) and the
+// medium model's (seq 512, 8 heads of 64).
 void shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"seq", "d", "heads", "causal"});
-  b->Args({2048, 64, 1, 0})->Args({2048, 64, 1, 1})->Args({128, 32, 4, 0})->Args({256, 64, 2, 1});
+  b->Args({2048, 64, 1, 0})->Args({2048, 64, 1, 1})->Args({128, 32, 4, 0})->Args({256, 64, 2, 1})
+      ->Args({512, 64, 8, 0});
   b->Unit(benchmark::kMicrosecond);
 }
 // The fused kernel also with its path forced (0 automatic, 1 flash, 2 whole_rows) on short ones.
 void fused_shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"seq", "d", "heads", "causal", "path"});
   b->Args({2048, 64, 1, 0, 0})->Args({2048, 64, 1, 1, 0});
-  for (int path : {0, 1}) b->Args({128, 32, 4, 0, path})->Args({256, 64, 2, 1, path});
+  for (int path : {0, 1})
+    b->Args({128, 32, 4, 0, path})->Args({256, 64, 2, 1, path})->Args({512, 64, 8, 0, path});
   b->Unit(benchmark::kMicrosecond);
 }
 // Times are thread CPU time (see fma_peak.hpp). The unfused reference runs first so the fused case

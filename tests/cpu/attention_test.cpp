@@ -164,7 +164,7 @@ TEST_CASE_TEMPLATE("flash attention results are bitwise identical for 1, 2 and 3
   }
 }
 
-TEST_CASE_TEMPLATE("attention at the whole_rows limit (256 keys) and at the seed's shape", Arch,
+TEST_CASE_TEMPLATE("attention at the whole_rows limit (512 keys) and at the seed's shape", Arch,
                    FUSEDSL_CPU_ARCHS) {
   for (bool causal : {false, true}) {
     CAPTURE(causal);
@@ -180,7 +180,7 @@ TEST_CASE("the whole_rows attention path refuses more keys than it holds") {
   std::vector<float> ws(k::attention_workspace_floats(8));
   CHECK_THROWS_WITH_AS(
       k::flash_attention(c.s, c.a, ws.data(), nullptr, k::attention_path::whole_rows),
-      doctest::Contains("whole_rows path takes seq_kv <= 256"), std::invalid_argument);
+      doctest::Contains("whole_rows path takes seq_kv <= 512"), std::invalid_argument);
   CHECK_NOTHROW(k::flash_attention(c.s, c.a, ws.data(), nullptr, k::attention_path::automatic));
 }
 

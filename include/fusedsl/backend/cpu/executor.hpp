@@ -271,8 +271,8 @@ class executor {
         const std::int64_t k = mm.trans_a ? g[mm.in[0]].shape[g[mm.in[0]].shape.rank - 2] : g[mm.in[0]].shape.back();
         const std::int64_t n = mm.shape.back();
         std::size_t w = kernels::gemm_workspace_floats<arch>(k, pool_.size()) + kernels::packed_b_floats<arch>(k, n) + 64;
-        if (gr.kind == plan::group_kind::attention)
-          w += kernels::attention_workspace_floats<arch>(n > k ? n : k, pool_.size());
+        if (gr.kind == plan::group_kind::attention)  // head_dim: Q Kᵀ's k, P V's n
+          w += kernels::attention_workspace_floats<arch>(mm.trans_b ? k : n, pool_.size());
         if (w > need) need = w;
         if (gr.kind == plan::group_kind::matmul && b_is_param(gi, i)) {
           const int iters = iterations_of_region(mm.region);
