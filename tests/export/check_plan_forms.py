@@ -7,7 +7,9 @@
                                as an mhlo.fusion of its kind.
 
 XLA's CPU backend does not compile kInput/kOutput fusions handed to it, so these modules are not
-run here (their numbers are checked through the `call` form of the same computations).
+run here; their numbers are checked through the `call` form of the same computations, and the
+form XLA:CPU runs as given (group_calls::xla_cpu, kLoop parts of each group) is run by
+export_xla_cpu (docs/hlo-export.md, "What XLA:CPU compiles of a fusion").
 Exit 0: all read; 1: XLA rejected one; 77: jax is not importable (CTest: skipped).
 """
 import glob
