@@ -6,8 +6,8 @@
 // expected_<k>.npy (the reference backend's outputs) and, for sharded modules, `partitions`.
 // Forms: unfused; fused with each group a `call`; fused_xla_cpu, each group the kLoop fusion(s)
 // XLA's CPU backend compiles (group_calls::xla_cpu); fused_xla_cpu_dots, the same with every
-// product a plain library `dot` (xla_cpu_options::library_dots); sharded (Megatron layout over 8 devices,
-// transformers only). The fused form with the plan's fusion kinds (kLoop/kInput/kOutput), which
+// product a plain library `dot` (xla_cpu_options::library_dots); sharded and sharded_xla_cpu
+// (Megatron layout over 8 devices, transformers only). The fused form with the plan's fusion kinds (kLoop/kInput/kOutput), which
 // XLA's CPU backend does not compile, goes to plan_forms/<case>.hlo for check_plan_forms.py (XLA
 // parses it and converts it to StableHLO).
 // Each folder also gets `arena_bytes`: the compiled program's arena, printed next to XLA's.
@@ -89,6 +89,9 @@ struct writer {
     library_dots.xla_cpu.library_dots = true;
     write_case("fused_xla_cpu_dots", library_dots, 1);
     if (sharded) write_case("sharded", fd::hlo::megatron_sharding(8).options(), 8);
+    if (sharded)
+      write_case("sharded_xla_cpu",
+                 fd::hlo::megatron_sharding(8).options(fd::hlo::export_form::fused, fd::hlo::group_calls::xla_cpu), 8);
     fd::hlo::export_options plan_form;
     plan_form.form = fd::hlo::export_form::fused;
     fs::create_directories(dir / "plan_forms");
