@@ -93,6 +93,19 @@ TEST_CASE("gelu_tanh (computed as x / (1 + exp(-2u))) is within 5e-7 of max(|y|,
   CHECK(k::gelu_tanh(-std::numeric_limits<float>::infinity()) == 0.0f);
 }
 
+TEST_CASE("vectorised exp gives no subnormal result on AVX-512: 0 below ln(FLT_MIN)") {
+  auto ex = [](auto v) { return k::vexp(v); };
+  CHECK(lane0(ex, -87.3f) >= std::numeric_limits<float>::min());
+  int subnormal = 0, zero_above = 0;
+  for (float x = -110.0f; x < -80.0f; x += 0.001f) {
+    const float y = lane0(ex, x);
+    subnormal += y != 0.0f && y < std::numeric_limits<float>::min();
+    zero_above += y == 0.0f && x >= -87.33f;
+  }
+  CHECK(zero_above == 0);
+  if (std::is_same_v<k::native_arch, xsimd::avx512f>) CHECK(subnormal == 0);
+}
+
 TEST_CASE("vectorised functions handle infinities, NaN and overflow") {
   auto ex = [](auto v) { return k::vexp(v); };
   CHECK(lane0(ex, -inf) == 0.0f);
