@@ -2,9 +2,12 @@
 // module.hlo and module.mlir (built with the IR builder, printed by our HLO and StableHLO
 // printers), input_<k>.npy and
 // expected_<k>.npy (computed by reference_eval.hpp), and a `partitions` file for sharded cases.
+// The xla_cpu_split_* cases are groups split by hlo::split_for_xla_cpu into kLoop fusions, with a
+// `keep_fusions` file (XLA must run them as given) and the unsplit group as the reference.
 // With a second folder, also writes that many random modules (tests/hlo/random_module.hpp) as
 // r<k>.hlo and r<k>.mlir there, which run_hlo.py --compile-only must see XLA accept.
 // Usage: fusedsl_interop_make_cases <cases dir> [<random dir> <count>]
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +21,7 @@
 #include "fusedsl/hlo/builder.hpp"
 #include "fusedsl/hlo/printer.hpp"
 #include "fusedsl/hlo/stablehlo.hpp"
+#include "fusedsl/hlo/xla_cpu_fusion.hpp"
 #include "fusedsl/io/npy.hpp"
 #include "reference_eval.hpp"
 
@@ -89,16 +93,20 @@ void flatten(const value& v, std::vector<value>& out) {
 
 int case_count = 0;
 
+// Expected outputs from `reference` (default: m itself); keep_fusions: XLA must run m's fusions
+// as given (run_hlo.py).
 void write_case(const fs::path& root, const std::string& name, const module& m,
-                const std::vector<value>& inputs, int partitions = 1) {
+                const std::vector<value>& inputs, int partitions = 1,
+                const module* reference = nullptr, bool keep_fusions = false) {
   const fs::path dir = root / name;
   fs::create_directories(dir);
   std::ofstream(dir / "module.hlo") << to_text(m);
   std::ofstream(dir / "module.mlir") << to_stablehlo(m);
   for (std::size_t k = 0; k < inputs.size(); ++k)
     write_value(dir / ("input_" + std::to_string(k) + ".npy"), inputs[k]);
+  if (keep_fusions) std::ofstream(dir / "keep_fusions") << "XLA's compiled entry must hold module.hlo's fusions\n";
   std::vector<value> outs;
-  flatten(reference::evaluate(m, inputs), outs);
+  flatten(reference::evaluate(reference ? *reference : m, inputs), outs);
   for (std::size_t k = 0; k < outs.size(); ++k)
     write_value(dir / ("expected_" + std::to_string(k) + ".npy"), outs[k]);
   if (partitions > 1) std::ofstream(dir / "partitions") << partitions << "\n";
@@ -111,6 +119,104 @@ module single(const std::string& name, computation entry, std::vector<computatio
   for (auto& c : callees) m.add_computation(std::move(c));
   m.set_entry(std::move(entry));
   return m;
+}
+
+// A group computation as split_for_xla_cpu's kLoop parts called from an entry (a tuple of the
+// group's outputs), written with the group itself as the reference: XLA:CPU must compile the
+// parts as given and match the unsplit computation.
+void write_split_case(const fs::path& root, const std::string& name, const computation& group,
+                      const std::vector<computation>& callees, const std::vector<value>& inputs,
+                      const xla_cpu_options& options = {}) {
+  const fusion_split split = split_for_xla_cpu(group, options);
+  module m;
+  m.name = name;
+  for (const computation& c : callees) m.add_computation(c);
+  computation_builder b("main");
+  std::vector<instruction_id> params, parts;
+  for (instruction_id p : group.parameters())
+    params.push_back(b.add_parameter(group.instructions[p].shape, group.instructions[p].name));
+  auto value_of = [&](const part_value& v) { return v.from_part ? parts[v.index] : params[v.index]; };
+  for (std::size_t k = 0; k < split.parts.size(); ++k) {
+    std::vector<instruction_id> args;
+    for (const part_value& v : split.parts[k].operands) args.push_back(value_of(v));
+    const std::string callee = m.add_computation(split.parts[k].body);
+    parts.push_back(b.add_fusion(args, m.get(callee), fusion_kind::loop));
+    b.set_op_name(parts.back(), "fusedsl group 0 (" + name + ") part " + std::to_string(k + 1));
+  }
+  std::vector<instruction_id> outs;
+  for (const part_value& v : split.outputs) outs.push_back(value_of(v));
+  b.add_tuple(outs);
+  m.set_entry(b.build());
+  // The reference: the group as the entry, its root made a tuple like the split's.
+  module ref;
+  ref.name = name;
+  for (const computation& c : callees) ref.add_computation(c);
+  computation g = group;
+  g.name = "main";
+  if (g.root_instruction().opcode != opcode::tuple) {
+    instruction t;
+    t.name = "outputs";
+    t.opcode = opcode::tuple;
+    t.shape = shape::make_tuple({g.root_instruction().shape});
+    t.operands = {g.root};
+    g.instructions.push_back(std::move(t));
+    g.root = g.instructions.size() - 1;
+  }
+  ref.set_entry(std::move(g));
+  write_case(root, name, m, inputs, 1, &ref, true);
+}
+
+// Groups that exercise each rule of split_for_xla_cpu (docs/hlo-export.md).
+void write_split_cases(const fs::path& root) {
+  const computation sum = make_scalar_computation("sum", opcode::add, f32);
+  const computation max = make_scalar_computation("max", opcode::maximum, f32);
+  {
+    // Softmax with a row max and a row sum broadcast back, two outputs (tuple root), logistic.
+    computation_builder b("softmax_group");
+    auto x = b.add_parameter(arr({4, 16}), "x");
+    auto m = b.add_reduce(x, b.add_constant(literal::scalar(f32, -INFINITY)), {1}, max);
+    auto e = b.add_unary(opcode::exponential, b.add_binary(opcode::subtract, x, b.add_broadcast(m, {4, 16}, {0})));
+    auto s0 = b.add_reduce(e, b.add_constant(literal::scalar(f32, 0)), {1}, sum);
+    auto p = b.add_binary(opcode::divide, e, b.add_broadcast(s0, {4, 16}, {0}));
+    b.add_tuple({p, b.add_unary(opcode::logistic, x)});
+    write_split_case(root, "xla_cpu_split_softmax", b.build(), {sum, max}, {random_value(arr({4, 16}), -3, 3)});
+  }
+  {
+    // Attention head split: reshape + transpose folded into the dots; head merge transpose.
+    computation_builder b("attention_group");
+    auto q = b.add_parameter(arr({16, 32}), "q");
+    auto k = b.add_parameter(arr({16, 32}), "k");
+    auto v = b.add_parameter(arr({16, 32}), "v");
+    auto heads = [&](instruction_id t) { return b.add_transpose(b.add_reshape(t, {16, 4, 8}), {1, 0, 2}); };
+    auto sc = b.add_dot(heads(q), heads(k), {{0}, {2}, {0}, {2}});
+    auto m = b.add_reduce(sc, b.add_constant(literal::scalar(f32, -INFINITY)), {2}, max);
+    auto e = b.add_unary(opcode::exponential, b.add_binary(opcode::subtract, sc, b.add_broadcast(m, {4, 16, 16}, {0, 1})));
+    auto s0 = b.add_reduce(e, b.add_constant(literal::scalar(f32, 0)), {2}, sum);
+    auto p = b.add_binary(opcode::divide, e, b.add_broadcast(s0, {4, 16, 16}, {0, 1}));
+    auto ctx = b.add_dot(p, heads(v), {{0}, {2}, {0}, {1}});
+    b.add_reshape(b.add_transpose(ctx, {1, 0, 2}), {16, 32});
+    const std::vector<value> in = {random_value(arr({16, 32}), -1, 1), random_value(arr({16, 32}), -1, 1),
+                                   random_value(arr({16, 32}), -1, 1)};
+    write_split_case(root, "xla_cpu_split_attention", b.build(), {sum, max}, in);
+    // Every dot a part of its own (library_dots), here still called as a kLoop fusion.
+    xla_cpu_options dots;
+    dots.library_dots = true;
+    write_split_case(root, "xla_cpu_split_attention_lone_dots", b.build(), {sum, max}, in, dots);
+  }
+  {
+    // A dot with a gelu-like epilogue reading it twice, a reshape of an intermediate on the root's
+    // path, and an unfoldable transpose of an intermediate.
+    computation_builder b("mlp_group");
+    auto x = b.add_parameter(arr({8, 16}), "x");
+    auto w = b.add_parameter(arr({16, 24}), "w");
+    auto h = b.add_dot(x, w, {{}, {1}, {}, {0}});
+    auto g = b.add_binary(opcode::multiply, h, b.add_unary(opcode::tanh, h));
+    auto r = b.add_reshape(b.add_unary(opcode::negate, g), {8, 4, 6});
+    auto t = b.add_transpose(b.add_unary(opcode::exponential, x), {1, 0});
+    b.add_tuple({b.add_unary(opcode::abs, r), b.add_unary(opcode::sqrt, b.add_unary(opcode::abs, t))});
+    write_split_case(root, "xla_cpu_split_mlp", b.build(), {},
+                     {random_value(arr({8, 16}), -1, 1), random_value(arr({16, 24}), -0.3, 0.3)});
+  }
 }
 
 }  // namespace
@@ -342,6 +448,7 @@ int main(int argc, char** argv) {
     write_case(root, "sharded_heads_batch_dot", single("sharded_heads", b.build()),
                {random_value(arr({8, 4, 16}), -1, 1), random_value(arr({8, 4, 16}), -1, 1)}, 8);
   }
+  write_split_cases(root);
   std::cout << "wrote " << case_count << " cases to " << root.string() << "\n";
   return 0;
 }
