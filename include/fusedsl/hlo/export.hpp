@@ -681,7 +681,7 @@ class exporter {
     if (it != splits_.end()) return it->second;
     auto [c, fc] = build_group(gi, group_outputs(gi));
     split_group sg{fc, split_for_xla_cpu(c, o_.xla_cpu), {}};
-    for (fusion_part& p : sg.split.parts) sg.names.push_back(p.library_dot ? p.body.name : m_.add_computation(p.body));
+    for (const fusion_part& p : sg.split.parts) sg.names.push_back(p.library_dot ? p.body.name : m_.add_computation(p.body));
     return splits_.emplace(gi, std::move(sg)).first->second;
   }
 
