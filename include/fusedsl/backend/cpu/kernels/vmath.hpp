@@ -29,23 +29,23 @@ xsimd::batch<float, A> vexp(const xsimd::batch<float, A>& x) {
   return xsimd::exp(x);
 }
 
+// exp for arguments known to lie in [ln(FLT_MIN), 88.7] (finite, normal result): the range
+// handling of vexp left out. Generic paths: vexp itself.
+template <class V>
+V vexp_in_range(const V& x) {
+  return vexp(x);
+}
+
 #if defined(__AVX512F__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
-// AVX-512: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite split of ln2), exp(r) by its degree-7
-// Taylor polynomial (truncation < 4e-9 relative), and the 2^n scaling by VSCALEFPS, which also
-// gives +inf on overflow. Lanes below ln(FLT_MIN) are zeroed by the scaling's mask and computed
-// at ln(FLT_MIN), so no lane ever produces a subnormal (masked stores of -inf scores are common).
-inline xsimd::batch<float, xsimd::avx512f> vexp(const xsimd::batch<float, xsimd::avx512f>& xb) {
-  const __m512 lo = _mm512_set1_ps(-87.33654f);  // ln(FLT_MIN)
-  __m512 x = xb;
-  const __mmask16 normal = _mm512_cmp_ps_mask(x, lo, _CMP_NLT_UQ);  // x >= lo, or NaN
-  // Clamp so n stays finite; VMAXPS/VMINPS return the second source for NaN, so NaN passes.
-  x = _mm512_max_ps(lo, x);
-  x = _mm512_min_ps(_mm512_set1_ps(89.0f), x);
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+namespace detail {
+// AVX-512: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite split of ln2) and exp(r) by its degree-7
+// Taylor polynomial (truncation < 4e-9 relative); exp(x) = p * 2^n, left to the caller.
+inline void exp_reduced(__m512 x, __m512& n, __m512& p) {
+  n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.0f / 5040);
+  p = _mm512_set1_ps(1.0f / 5040);
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
@@ -53,7 +53,29 @@ inline xsimd::batch<float, xsimd::avx512f> vexp(const xsimd::batch<float, xsimd:
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+}
+}  // namespace detail
+
+// AVX-512 exp: the 2^n scaling by VSCALEFPS, which also gives +inf on overflow. Lanes below
+// ln(FLT_MIN) are zeroed by the scaling's mask and computed at ln(FLT_MIN), so no lane ever
+// produces a subnormal (masked -inf scores are common).
+inline xsimd::batch<float, xsimd::avx512f> vexp(const xsimd::batch<float, xsimd::avx512f>& xb) {
+  const __m512 lo = _mm512_set1_ps(-87.33654f);  // ln(FLT_MIN)
+  __m512 x = xb;
+  const __mmask16 normal = _mm512_cmp_ps_mask(x, lo, _CMP_NLT_UQ);  // x >= lo, or NaN
+  // Clamp so n stays finite; VMAXPS/VMINPS return the second source for NaN, so NaN passes.
+  x = _mm512_max_ps(lo, x);
+  x = _mm512_min_ps(_mm512_set1_ps(89.0f), x);
+  __m512 n, p;
+  detail::exp_reduced(x, n, p);
   return _mm512_maskz_scalef_ps(normal, p, n);
+}
+
+inline xsimd::batch<float, xsimd::avx512f> vexp_in_range(
+    const xsimd::batch<float, xsimd::avx512f>& x) {
+  __m512 n, p;
+  detail::exp_reduced(x, n, p);
+  return _mm512_scalef_ps(p, n);
 }
 #endif
 
@@ -139,7 +161,7 @@ V gelu_tanh(const V& x) {
   constexpr float c = 0.79788456080286536f;  // sqrt(2 / pi)
   const V z = maximum(minimum(x * fmadd(x * x, V(-2.0f * c * 0.044715f), V(-2.0f * c)), V(80.0f)),
                       V(-80.0f));
-  const V y = x * reciprocal(V(1.0f) + vexp(z));
+  const V y = x * reciprocal(V(1.0f) + vexp_in_range(z));
   return where(x == V(-std::numeric_limits<float>::infinity()), V(0.0f), y);
 }
 
