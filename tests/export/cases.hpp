@@ -48,9 +48,10 @@ constexpr auto wt = fd::param<"wt", float, 6, 8>();
 constexpr auto matmul = fd::compile(fd::matmul(x, w), fd::matmul<false, true>(x, wt), fd::matmul<true, false>(y, x),
                                     fd::matmul(a3, b3), fd::matmul<false, true>(a3, a3), fd::matmul(a3, w),
                                     fd::matmul(x, b3));
-// Structure: permute, transpose, reshape, slice, concat, broadcast, iota.
+// Structure: permute, transpose, reshape, slice, concat (of inputs and of computed values), broadcast, iota.
 constexpr auto structure = fd::compile(fd::permute<2, 0, 1>(a3), fd::transpose(x), fd::reshape<2, 16>(x),
-                                       fd::slice<1, 2, 6>(x), fd::concat<0>(x, y), fd::concat<1>(x, y, x),
+                                       fd::slice<1, 2, 6>(x), fd::concat<0>(x, y),
+                                       fd::tanh(fd::concat<1>(fd::exp(x), -y, x)),
                                        fd::broadcast_to<3, 4, 8>(row),
                                        fd::cast<float>(fd::iota<std::int32_t, 1, 4, 8>()) + fd::cast<float>(fd::iota<std::int32_t, 0, 4, 8>()));
 // Row composites, a causal mask with -inf, and a fully masked row (softmax gives zeros there).

@@ -188,3 +188,17 @@ TEST_CASE("with library_dots every dot is a lone part of parameters, marked to r
   CHECK(count(s.parts[1].body, opcode::dot) == 0);
   check_rules(s);
 }
+
+TEST_CASE("a concatenate on the root's elementwise path is a root reading parameters") {
+  hlo::computation_builder b("fused_loop_11");
+  auto x = b.add_parameter(f32({4, 8}), "x");
+  auto y = b.add_parameter(f32({4, 8}), "y");
+  b.add_unary(opcode::tanh, b.add_concatenate({b.add_unary(opcode::negate, x), y}, 1));
+  const hlo::fusion_split s = hlo::split_for_xla_cpu(b.build());
+  REQUIRE(s.parts.size() == 3);  // negate; the concatenate of it and y; tanh
+  CHECK(root_op(s.parts[0]) == opcode::negate);
+  CHECK(root_op(s.parts[1]) == opcode::concatenate);
+  CHECK(s.parts[1].operands == std::vector<hlo::part_value>{{false, 1}, {true, 0}});
+  CHECK(root_op(s.parts[2]) == opcode::tanh);
+  check_rules(s);
+}

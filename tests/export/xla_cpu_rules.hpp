@@ -24,7 +24,7 @@ inline std::string check_part(const hlo::computation& c) {
     if (in.opcode == hlo::opcode::transpose && (i != c.root || !is_param(in.operands[0])))
       return c.name + ": transpose " + in.name + " is not a root reading a parameter";
   }
-  // Reshapes the loop emitter meets going up from the root through elementwise ops.
+  // Reshapes and concatenates the loop emitter meets going up from the root through elementwise ops.
   std::vector<hlo::instruction_id> stack{c.root};
   std::vector<bool> seen(c.instructions.size(), false);
   while (!stack.empty()) {
@@ -36,6 +36,12 @@ inline std::string check_part(const hlo::computation& c) {
     if (in.opcode == hlo::opcode::reshape) {
       if (i != c.root || !is_param(in.operands[0]))
         return c.name + ": reshape " + in.name + " on the root's elementwise path";
+      continue;
+    }
+    if (in.opcode == hlo::opcode::concatenate) {
+      if (i != c.root) return c.name + ": concatenate " + in.name + " below the root on its elementwise path";
+      for (hlo::instruction_id op : in.operands)
+        if (!is_param(op)) return c.name + ": concatenate " + in.name + " reads a non-parameter";
       continue;
     }
     if (!hlo::is_elementwise(in.opcode) || in.operands.size() > 3) continue;

@@ -205,7 +205,7 @@ void write_split_cases(const fs::path& root) {
   }
   {
     // A dot with a gelu-like epilogue reading it twice, a reshape of an intermediate on the root's
-    // path, and an unfoldable transpose of an intermediate.
+    // path, an unfoldable transpose of an intermediate, a concatenate of intermediates.
     computation_builder b("mlp_group");
     auto x = b.add_parameter(arr({8, 16}), "x");
     auto w = b.add_parameter(arr({16, 24}), "w");
@@ -213,7 +213,9 @@ void write_split_cases(const fs::path& root) {
     auto g = b.add_binary(opcode::multiply, h, b.add_unary(opcode::tanh, h));
     auto r = b.add_reshape(b.add_unary(opcode::negate, g), {8, 4, 6});
     auto t = b.add_transpose(b.add_unary(opcode::exponential, x), {1, 0});
-    b.add_tuple({b.add_unary(opcode::abs, r), b.add_unary(opcode::sqrt, b.add_unary(opcode::abs, t))});
+    auto c = b.add_concatenate({b.add_unary(opcode::negate, x), b.add_unary(opcode::exponential, x)}, 1);
+    b.add_tuple({b.add_unary(opcode::abs, r), b.add_unary(opcode::sqrt, b.add_unary(opcode::abs, t)),
+                 b.add_unary(opcode::tanh, c)});
     write_split_case(root, "xla_cpu_split_mlp", b.build(), {},
                      {random_value(arr({8, 16}), -1, 1), random_value(arr({16, 24}), -0.3, 0.3)});
   }

@@ -10,6 +10,8 @@
 //   * holds a transpose only as its root, reading a parameter (cost analysis asks whether the
 //     transpose is a bitcast, which needs both layouts -> abort); the same for a reshape that the
 //     loop emitter meets on its way up from the root through elementwise ops (its "hero" search);
+//   * holds a concatenate on that path only as its root, reading parameters (the concatenate
+//     emitter takes its own and its operands' layouts);
 //   * holds no `logistic` (XLA expands it before fusion, never inside a body): 1 / (1 + exp(-x)).
 // Dots, reduces, broadcasts, reshapes, slices, concatenates, converts and elementwise ops are
 // emitted element by element inside a kLoop body, so the split also keeps each expensive value
@@ -162,8 +164,8 @@ struct xla_cpu_splitter {
     }
     // XLA:CPU's loop emitter looks for a "hero" from each root through elementwise ops and asks
     // of every reshape or transpose it meets whether it is a bitcast, which needs the layouts of
-    // both sides: such a reshape must be a root reading a parameter. Parts made here have roots
-    // of their own to check, hence the loop.
+    // both sides: such a reshape must be a root reading a parameter; a concatenate it meets must
+    // read parameters. Parts made here have roots of their own to check, hence the loop.
     for (bool changed = true; changed;) {
       changed = false;
       for (instruction_id m = n; m-- > 0;) {
@@ -180,6 +182,17 @@ struct xla_cpu_splitter {
             // Below the root: a part of its own. As the root: it reads a parameter.
             const instruction_id split = i != m ? i : in.operands[0];
             if (!is_param(split) && !materialize[split]) materialize[split] = changed = true;
+            continue;
+          }
+          if (in.opcode == opcode::concatenate) {
+            // The hero of XLA:CPU's concatenate emitter, which reads its own and its operands'
+            // layouts: below the root, a part of its own; as the root, it reads parameters.
+            if (i != m) {
+              if (!materialize[i]) materialize[i] = changed = true;
+            } else {
+              for (instruction_id op : in.operands)
+                if (!is_param(op) && !materialize[op]) materialize[op] = changed = true;
+            }
             continue;
           }
           if (!is_elementwise(in.opcode) || in.operands.size() > 3) continue;
