@@ -22,7 +22,6 @@ namespace fd = fusedsl;
 
 namespace {
 double g_peak = 0;
-std::map<std::string, double> g_reference_seconds;
 
 struct weights {
   std::vector<std::string> names;
@@ -82,23 +81,29 @@ void fused(benchmark::State& state) {
 }
 
 // Times of the reference cases, taken from their own runs (the mean over repetitions), for the
-// speedup counters; thread CPU time for one-thread cases, wall time for those named real_time.
+// speedup counters: thread CPU time against one-thread cases, wall time against those named
+// real_time (two threads).
 inline void add_speedup(std::vector<benchmark::BenchmarkReporter::Run>& copy) {
-  static std::map<std::string, std::pair<double, int>> reference_runs;
+  struct sums {
+    double cpu = 0, wall = 0;
+    int count = 0;
+  };
+  static std::map<std::string, sums> reference_runs;
   for (auto& r : copy) {
     const std::string name = r.benchmark_name();
     const std::string model = name.substr(0, name.find('_'));
-    const bool wall = name.find("real_time") != std::string::npos;
-    const double sec = wall ? r.GetAdjustedRealTime() : r.GetAdjustedCPUTime();
     const bool aggregate = r.run_type == benchmark::BenchmarkReporter::Run::RT_Aggregate;
     if (name.find("reference") != std::string::npos) {
       if (aggregate) continue;
-      auto& [sum, count] = reference_runs[model];
-      sum += sec, count += 1;
-      g_reference_seconds[model] = sum / count;
-    } else if (g_reference_seconds.count(model) && (!aggregate || r.aggregate_name == "mean" || r.aggregate_name == "median")) {
-      r.counters["speedup_vs_reference"] = g_reference_seconds[model] / sec;
+      sums& s = reference_runs[model];
+      s.cpu += r.GetAdjustedCPUTime(), s.wall += r.GetAdjustedRealTime(), s.count += 1;
+      continue;
     }
+    const auto ref = reference_runs.find(model);
+    if (ref == reference_runs.end() || (aggregate && r.aggregate_name != "mean" && r.aggregate_name != "median")) continue;
+    const bool wall = name.find("real_time") != std::string::npos;
+    const double ref_sec = (wall ? ref->second.wall : ref->second.cpu) / ref->second.count;
+    r.counters["speedup_vs_reference"] = ref_sec / (wall ? r.GetAdjustedRealTime() : r.GetAdjustedCPUTime());
   }
 }
 

@@ -60,7 +60,7 @@ void profile(const char* name, long calls) {
       const auto& pr = ex.profile_results()[std::size_t(gi)];
       if (pr.calls == 0) continue;
       best[std::size_t(gi)] =
-          std::min(best[std::size_t(gi)], pr.seconds / double(calls));  // both layers
+          std::min(best[std::size_t(gi)], pr.cpu_seconds / double(calls));  // both layers
       iters[std::size_t(gi)] = double(pr.calls) / double(calls);
     }
   }
@@ -84,7 +84,7 @@ void profile(const char* name, long calls) {
         flops * 1e-6, per_call * 1e6,
         flops > 0 ? std::to_string(flops / per_call / peak).substr(0, 5).c_str() : "-");
   }
-  std::printf("sum of groups: %.1f us (wall time per group, best round each)\n", sum * 1e6);
+  std::printf("sum of groups: %.1f us (thread CPU time per group, best round each)\n", sum * 1e6);
 }
 
 }  // namespace

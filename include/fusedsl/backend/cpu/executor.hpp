@@ -17,6 +17,7 @@
 // groups took which path.
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <span>
 #include <string>
@@ -51,7 +52,9 @@ struct group_profile {
   plan::group_kind kind = plan::group_kind::loop;
   int region = 0;
   long calls = 0;
-  double seconds = 0;
+  double seconds = 0;      // wall time
+  double cpu_seconds = 0;  // CPU time of the calling thread: steadier on a shared machine, but
+                           // without the pool's other threads when a kernel uses them
 };
 
 struct executor_stats {
@@ -171,7 +174,8 @@ class executor {
 
   executor_stats stats() const { return stats_; }
 
-  // Per-group timing (steady_clock around each group; adds two clock reads per group call).
+  // Per-group timing (steady_clock and the thread's CPU clock around each group; adds four clock
+  // reads per group call).
   void profile(bool on) {
     profiling_ = on;
     for (int gi = 0; gi < fp.n_groups; ++gi) {
@@ -332,6 +336,12 @@ class executor {
 
   float* scratch() { return reinterpret_cast<float*>(scratch_.data()); }
 
+  static double thread_cpu_seconds() {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+  }
+
   void run_group(int gi, int it) {
     const plan::fusion_group& gr = fp.groups[std::size_t(gi)];
     bool fast = false;
@@ -340,6 +350,7 @@ class executor {
       return;
     }
     const auto t0 = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    const double c0 = profiling_ ? thread_cpu_seconds() : 0.0;
     if (!interpreter_only_) switch (gr.kind) {
       case plan::group_kind::matmul: fast = run_matmul_group(gi, it); break;
       case plan::group_kind::attention: fast = run_attention(gi); break;
@@ -351,6 +362,7 @@ class executor {
       group_profile& pr = profile_[std::size_t(gi)];
       pr.calls += 1;
       pr.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      pr.cpu_seconds += thread_cpu_seconds() - c0;
     }
     if (it == 0 && counted_.size() < counted_.capacity()) {
       bool seen = false;
