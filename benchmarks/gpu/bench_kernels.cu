@@ -180,9 +180,15 @@ void attention(fb::report& rep) {
         fc::flash_attention<fc::bf16, D, B, H, H, S, S, Causal, true, BlockM>(g_stream, args);
       },
       10);
-  char name[128];
-  std::snprintf(name, sizeof name, "attention bf16 seq %d batch %d heads %d dim %d %s [block_m %d]",
-                S, B, H, D, Causal ? "causal" : "full", BlockM);
+  char name[160];
+  const bool wgmma = BlockM == 0 && fc::attention_takes_wgmma<D, S, S>();
+  char path[48];
+  if (wgmma)
+    std::snprintf(path, sizeof path, "wgmma+TMA, 128 queries");
+  else
+    std::snprintf(path, sizeof path, "block_m %d", BlockM == 0 ? (D >= 128 ? 128 : 64) : BlockM);
+  std::snprintf(name, sizeof name, "attention bf16 seq %d batch %d heads %d dim %d %s [%s]", S, B,
+                H, D, Causal ? "causal" : "full", path);
   rep.add(name, ms, fc::attention_flops(B, H, S, S, D, Causal), 0);
   cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(o);
 }
@@ -264,5 +270,14 @@ int main(int argc, char** argv) {
     attention<128, 2, 16, 8192, false, 128>(rep);
     attention<128, 2, 16, 8192, true, 64>(rep);
     attention<128, 2, 16, 8192, true, 128>(rep);
+    // The default path: wgmma + TMA on Hopper.
+    attention<64, 8, 16, 2048, false, 0>(rep);
+    attention<64, 8, 16, 2048, true, 0>(rep);
+    attention<128, 8, 16, 2048, false, 0>(rep);
+    attention<128, 8, 16, 2048, true, 0>(rep);
+    attention<64, 2, 16, 8192, false, 0>(rep);
+    attention<64, 2, 16, 8192, true, 0>(rep);
+    attention<128, 2, 16, 8192, false, 0>(rep);
+    attention<128, 2, 16, 8192, true, 0>(rep);
   });
 }

@@ -101,5 +101,7 @@ int main(int argc, char** argv) {
                                        false, 20);
     run_model<2048, 1024, 16, 4096, 1, 128>("large layer (attention block_m 128)", rep, stream,
                                             cublas, false, 20);
+    run_model<2048, 1024, 16, 4096, 1, 0>("large layer (default attention: wgmma on Hopper)", rep,
+                                          stream, cublas, false, 20);
   });
 }

@@ -4,6 +4,7 @@
 
 #include <fusedsl/backend/cuda/attention.cuh>
 #include <stdexcept>
+#include <string>
 
 #include "cuda_test_util.hpp"
 #include "reference.hpp"
@@ -29,6 +30,28 @@ double run_dense() {
   const auto out = ft::widen(dout.download());
   const auto expect = ref::attention(qf, kf, vf, B, H, KvH, SQ, SK, D, Causal, args.scale,
                                      args.q_row_stride, args.k_row_stride, args.v_row_stride);
+  return ft::rel_l2(out, expect);
+}
+
+// Q, K and V as column slices of one packed [S, 3 * H * D] buffer; the output dense [S, H * D].
+template <int D, int S, int H, bool Causal, int BlockM>
+double run_packed() {
+  constexpr int W = 3 * H * D;
+  std::vector<float> qkv_f;
+  auto qkv = ft::random_values<fc::bf16>(static_cast<std::size_t>(S) * W, qkv_f, -2.0f, 2.0f);
+  ft::device_buffer<fc::bf16> dqkv(qkv), dout(static_cast<std::size_t>(S) * H * D);
+  dout.poison();
+  fc::attention_args<fc::bf16> a;
+  a.q = dqkv.get(), a.k = dqkv.get() + H * D, a.v = dqkv.get() + 2 * H * D, a.o = dout.get();
+  a.q_row_stride = a.k_row_stride = a.v_row_stride = W;
+  a.o_row_stride = H * D;
+  a.scale = 0.125f;
+  fc::flash_attention<fc::bf16, D, 1, H, H, S, S, Causal, true, BlockM>(nullptr, a);
+  const auto out = ft::widen(dout.download());
+  // The reference sees the same slices: k and v start H*D and 2*H*D elements into the packed rows.
+  const std::vector<float> k(qkv_f.begin() + H * D, qkv_f.end()),
+      v(qkv_f.begin() + 2 * H * D, qkv_f.end());
+  const auto expect = ref::attention(qkv_f, k, v, 1, H, H, S, S, D, Causal, 0.125, W, W, W);
   return ft::rel_l2(out, expect);
 }
 
@@ -77,23 +100,44 @@ TEST_CASE("128-query blocks at head_dim 64 without a mask match the CPU loop") {
 TEST_CASE(
     "attention reads q, k and v as column slices of one packed [seq, 3 * heads * head_dim] "
     "buffer") {
-  constexpr int S = 128, H = 4, D = 32, W = 3 * H * D;
-  std::vector<float> qkv_f;
-  auto qkv = ft::random_values<fc::bf16>(static_cast<std::size_t>(S) * W, qkv_f, -2.0f, 2.0f);
-  ft::device_buffer<fc::bf16> dqkv(qkv), dout(static_cast<std::size_t>(S) * H * D);
-  dout.poison();
-  fc::attention_args<fc::bf16> a;
-  a.q = dqkv.get(), a.k = dqkv.get() + H * D, a.v = dqkv.get() + 2 * H * D, a.o = dout.get();
-  a.q_row_stride = a.k_row_stride = a.v_row_stride = W;
-  a.o_row_stride = H * D;
-  a.scale = 0.125f;
-  fc::flash_attention<fc::bf16, D, 1, H, H, S, S, false>(nullptr, a);
-  const auto out = ft::widen(dout.download());
-  // The reference sees the same slices: k and v start H*D and 2*H*D elements into the packed rows.
-  const std::vector<float> k(qkv_f.begin() + H * D, qkv_f.end()),
-      v(qkv_f.begin() + 2 * H * D, qkv_f.end());
-  const auto expect = ref::attention(qkv_f, k, v, 1, H, H, S, S, D, false, 0.125, W, W, W);
-  const double err = ft::rel_l2(out, expect);
+  const double err = run_packed<32, 128, 4, false, 64>();
+  INFO("relative error " << err);
+  CHECK(err < 1e-2);
+}
+
+// The default block choice (BlockM = 0): on a Hopper device in an sm_90a build these run the
+// wgmma + TMA kernel (attention_sm90.cuh); elsewhere the mma.sync kernel.
+template <int D, int SQ, int SK>
+void say_path() {
+  const std::string path =
+      fc::attention_takes_wgmma<D, SQ, SK>() ? "wgmma + TMA kernel" : "mma.sync kernel";
+  MESSAGE(path);
+}
+
+TEST_CASE("default path, bf16, head_dim 64, 2 batches of 4 heads, no mask, 4 K/V tiles") {
+  say_path<64, 256, 256>();
+  const double err = run_dense<fc::bf16, 64, 2, 4, 4, 256, 256, false, true, 0>();
+  INFO("relative error " << err);
+  CHECK(err < 1e-2);
+}
+
+TEST_CASE("default path, bf16, head_dim 128, causal grouped-query (8 heads over 2), 2 Q blocks") {
+  say_path<128, 256, 256>();
+  const double err = run_dense<fc::bf16, 128, 1, 8, 2, 256, 256, true, true, 0>();
+  INFO("relative error " << err);
+  CHECK(err < 1e-2);
+}
+
+TEST_CASE("default path, f16, causal multi-query with seq_k > seq_q, 6 tiles through the ring") {
+  say_path<64, 128, 384>();
+  const double err = run_dense<fc::f16, 64, 2, 4, 1, 128, 384, true, true, 0>();
+  INFO("relative error " << err);
+  CHECK(err < 1e-2);
+}
+
+TEST_CASE("default path reads q, k and v as column slices of one packed QKV buffer (head_dim 64)") {
+  say_path<64, 256, 256>();
+  const double err = run_packed<64, 256, 2, true, 0>();
   INFO("relative error " << err);
   CHECK(err < 1e-2);
 }

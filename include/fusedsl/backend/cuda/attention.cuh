@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <fusedsl/backend/cuda/attention_sm90.cuh>
 #include <fusedsl/backend/cuda/error.hpp>
 #include <fusedsl/backend/cuda/numeric.cuh>
 #include <fusedsl/backend/cuda/ptx.cuh>
@@ -246,12 +247,25 @@ attention_args<T> dense_attention_args(const T* q, const T* k, const T* v, T* o)
   return a;
 }
 
+// Whether flash_attention's default (BlockM = 0) takes the Hopper path (attention_sm90.cuh) on
+// the current device.
+template <int HeadDim, int SeqQ, int SeqK>
+bool attention_takes_wgmma() {
+#if defined(FUSEDSL_CUDA_WGMMA)
+  if constexpr (sm90::attention_fits<HeadDim, SeqQ, SeqK>) return sm90::device_has_wgmma();
+#endif
+  return false;
+}
+
 // Ldmatrix: K and V fragments through ldmatrix (else plain 32/16-bit shared loads).
-// BlockM: queries per block (64 or 128), i.e. 4 or 8 warps sharing each K/V tile. The default is
-// what measured faster on an H200 (performance-gpu.md): 128 at head_dim 128, 64 below.
+// BlockM: queries per block of the mma.sync kernel (64 or 128), i.e. 4 or 8 warps sharing each K/V
+// tile. The default, 0, picks: the wgmma + TMA kernel on a Hopper device in an sm_90a build where
+// it fits (head_dim 64 or 128, seq_q % 128 == 0), else mma.sync with what measured faster on an
+// H200 (performance-gpu.md): 128 queries at head_dim 128, 64 below.
 template <half_type T, int HeadDim, int Batch, int Heads, int KvHeads, int SeqQ, int SeqK,
-          bool Causal, bool Ldmatrix = true, int BlockM = (HeadDim >= 128 ? 128 : 64)>
+          bool Causal, bool Ldmatrix = true, int BlockMChoice = 0>
 void flash_attention(cudaStream_t stream, const attention_args<T>& a) {
+  constexpr int BlockM = BlockMChoice != 0 ? BlockMChoice : (HeadDim >= 128 ? 128 : 64);
   static_assert(BlockM == 64 || BlockM == 128, "flash_attention: block_m is 64 or 128 queries");
   static_assert(HeadDim % 16 == 0 && HeadDim >= 16 && HeadDim <= 256,
                 "flash_attention: head_dim must be a multiple of 16 in [16, 256]");
@@ -272,6 +286,19 @@ void flash_attention(cudaStream_t stream, const attention_args<T>& a) {
     throw std::invalid_argument(
         "flash_attention: q/k/v row strides must be multiples of 8 elements (16 bytes)");
   if (!(a.scale > 0.0f)) throw std::invalid_argument("flash_attention: scale must be positive");
+#if defined(FUSEDSL_CUDA_WGMMA)
+  if constexpr (BlockMChoice == 0 && sm90::attention_fits<HeadDim, SeqQ, SeqK>) {
+    const auto aligned = [](const void* p) {
+      return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+    };
+    // TMA reads from 16-byte aligned addresses; other views take the mma.sync kernel.
+    if (sm90::device_has_wgmma() && aligned(a.q) && aligned(a.k) && aligned(a.v) &&
+        (a.q_batch_stride | a.k_batch_stride | a.v_batch_stride) % 8 == 0) {
+      sm90::flash_attention<T, HeadDim, Batch, Heads, KvHeads, SeqQ, SeqK, Causal>(stream, a);
+      return;
+    }
+  }
+#endif
 
   constexpr std::size_t smem = detail::attention_smem_bytes<HeadDim, BlockM>(sizeof(T));
   auto* kernel = &detail::flash_attention_kernel<T, HeadDim, Heads, KvHeads, SeqQ, SeqK, Causal,

@@ -20,6 +20,7 @@
 #include <fusedsl/backend/cuda/error.hpp>
 #include <fusedsl/backend/cuda/numeric.cuh>
 #include <fusedsl/backend/cuda/ptx.cuh>
+#include <fusedsl/backend/cuda/wgmma.cuh>
 #include <stdexcept>
 #include <string>
 
@@ -105,78 +106,6 @@ __device__ inline void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(Pending) : "memory");
 }
 
-// D(64 x N, f32) += A(64 x 16, K-major, from desc_a) * B(16 x N, N-major, from desc_b): one
-// warpgroup, scale-d = 1, B transposed (its rows are contiguous along N).
-template <int N, half_type T>
-__device__ void wgmma_ss(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b);
-
-// The four instantiations differ only in the operand type's name.
-// clang-format off
-#define FUSEDSL_WGMMA_M64N128(T, PTX_T)                                                                           \
-  template <>                                                                                                     \
-  __device__ inline void wgmma_ss<128, T>(float(&d)[64], std::uint64_t desc_a,                                    \
-                                        std::uint64_t desc_b) {                                                   \
-    asm volatile(                                                                                                 \
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                              \
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32." PTX_T "." PTX_T " {"                                       \
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"                                   \
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"                         \
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"                         \
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"                          \
-        "}, %64, %65, p, 1, 1, 0, 1;\n}\n"                                                                        \
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),         \
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),   \
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
-          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
-          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
-          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])  \
-        : "l"(desc_a), "l"(desc_b), "r"(1));                                                                      \
-  }
-FUSEDSL_WGMMA_M64N128(bf16, "bf16")
-FUSEDSL_WGMMA_M64N128(f16, "f16")
-#undef FUSEDSL_WGMMA_M64N128
-
-#define FUSEDSL_WGMMA_M64N256(T, PTX_T)                                                                                   \
-  template <>                                                                                                             \
-  __device__ inline void wgmma_ss<256, T>(float(&d)[128], std::uint64_t desc_a,                                           \
-                                        std::uint64_t desc_b) {                                                           \
-    asm volatile(                                                                                                         \
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                                                     \
-        "wgmma.mma_async.sync.aligned.m64n256k16.f32." PTX_T "." PTX_T " {"                                               \
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"                                           \
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"                                 \
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"                                 \
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"                                 \
-        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"                                 \
-        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"                                 \
-        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"                     \
-        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"                  \
-        "}, %128, %129, p, 1, 1, 0, 1;\n}\n"                                                                              \
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),                 \
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),           \
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),         \
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),         \
-          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),         \
-          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),         \
-          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),         \
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),         \
-          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),         \
-          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),         \
-          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),         \
-          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),         \
-          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),     \
-          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
-          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
-          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])  \
-        : "l"(desc_a), "l"(desc_b), "r"(1));                                                                              \
-  }
-FUSEDSL_WGMMA_M64N256(bf16, "bf16")
-FUSEDSL_WGMMA_M64N256(f16, "f16")
-#undef FUSEDSL_WGMMA_M64N256
-// clang-format on
-
 #endif  // FUSEDSL_SM90A_DEVICE
 
 // Blocks walk the output in groups of 8 block-rows, as in gemm.cuh, so shared B panels stay in L2.
@@ -245,8 +174,8 @@ __global__ void __launch_bounds__(Tile::threads, 1)
       // A: K-major rows of 128 bytes, 8-row groups 1024 bytes apart, k16 step = 32 bytes.
       // B: N-major; 64-column boxes BK*128 bytes apart (leading), 8-row groups 1024 bytes apart
       // (stride), k16 step = two 8-row groups.
-      wgmma_ss<BN, In>(acc, smem_desc(a_st + k * 32, 16, 1024),
-                       smem_desc(b_st + k * 2048, BK * 128, 1024));
+      wgmma_ss<BN, In, 1>(acc, smem_desc(a_st + k * 32, 16, 1024),
+                          smem_desc(b_st + k * 2048, BK * 128, 1024));
     }
     wgmma_commit();
     // Keep one group in flight; the stage read by the group before it is free again.
@@ -290,26 +219,35 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   return fn;
 }
 
-// A row-major [outer, inner] tensor read in [box_outer, box_inner] boxes with the 128-byte swizzle.
+// A Rank-dimensional bf16/f16 tensor (dims innermost first, byte strides of the outer dims) read
+// in `box`-shaped tiles with the 128-byte swizzle; `what` names the operand in errors.
+template <half_type T, int Rank>
+CUtensorMap tensor_map(const T* base, const cuuint64_t (&dims)[Rank],
+                       const cuuint64_t (&strides)[Rank - 1], const cuuint32_t (&box)[Rank],
+                       const char* what) {
+  CUtensorMap map{};
+  cuuint32_t element_strides[Rank];
+  for (int i = 0; i < Rank; ++i) element_strides[i] = 1;
+  const CUresult r = tensor_map_encoder()(
+      &map,
+      std::same_as<T, bf16> ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+      Rank, const_cast<T*>(base), dims, strides, box, element_strides,
+      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw std::runtime_error(std::string("sm_90 TMA: cuTensorMapEncodeTiled failed for ") + what +
+                             " (CUresult " + std::to_string(int(r)) +
+                             "; addresses and strides must be 16-byte aligned)");
+  return map;
+}
+
+// A row-major [outer, inner] matrix read in [box_outer, box_inner] boxes.
 template <half_type T>
 CUtensorMap tensor_map_2d(const T* base, int inner, int outer, int box_inner, int box_outer,
                           const char* what) {
-  CUtensorMap map{};
-  const cuuint64_t dims[2] = {cuuint64_t(inner), cuuint64_t(outer)};
-  const cuuint64_t strides[1] = {cuuint64_t(inner) * sizeof(T)};
-  const cuuint32_t box[2] = {cuuint32_t(box_inner), cuuint32_t(box_outer)};
-  const cuuint32_t element_strides[2] = {1, 1};
-  const CUresult r = tensor_map_encoder()(
-      &map,
-      std::same_as<T, bf16> ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
-      const_cast<T*>(base), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    throw std::runtime_error(std::string("gemm (sm_90): cuTensorMapEncodeTiled failed for ") +
-                             what + " (CUresult " + std::to_string(int(r)) +
-                             "; the pointer must be 16-byte aligned)");
-  return map;
+  return tensor_map<T, 2>(base, {cuuint64_t(inner), cuuint64_t(outer)},
+                          {cuuint64_t(inner) * sizeof(T)},
+                          {cuuint32_t(box_inner), cuuint32_t(box_outer)}, what);
 }
 
 }  // namespace detail
