@@ -120,7 +120,9 @@ TEST_CASE_TEMPLATE("flash attention matches softmax(QK^T)V on odd sizes, causal 
 }
 
 TEST_CASE_TEMPLATE("flash attention with grouped and multi-query heads", Arch, FUSEDSL_CPU_ARCHS) {
-  for (auto [h, hkv] : {std::pair{4, 2}, std::pair{4, 1}, std::pair{3, 3}}) {
+  for (const std::pair<int, int>& heads : {std::pair{4, 2}, std::pair{4, 1}, std::pair{3, 3}}) {
+    const int h = heads.first, hkv = heads.second;  // not a structured binding: clang 14 can't
+                                                    // capture one in CAPTURE's lambda
     CAPTURE(h);
     CAPTURE(hkv);
     case_data c(70, 90, h, hkv, 32, true, false);
