@@ -115,7 +115,7 @@ void gemm_bf16(fb::report& rep, const char* name, const fb::cublas_api& cublas, 
   else if (Math == fc::gemm_math::wgmma ||
            (Math == fc::gemm_math::tensor_core && fc::sm90::fits<M, N, K> &&
             fc::sm90::device_has_wgmma()))
-    path = "wgmma+TMA 128x128 s4";
+    path = fc::sm90::wide_blocks<M, N> ? "wgmma+TMA 128x256 s4" : "wgmma+TMA 128x128 s4";
   else
     path = std::string(Math == fc::gemm_math::wmma ? "WMMA " : "mma.sync ") +
            std::to_string(Tile::BM) + "x" + std::to_string(Tile::BN) + " w" +
@@ -213,11 +213,12 @@ int main(int argc, char** argv) {
     using w256 = fc::sm90::wgmma_tile<256, 4>;
     constexpr auto wg = fc::gemm_math::wgmma;
     if (fc::sm90::device_has_wgmma()) {
-      gemm_bf16<8192, 8192, 8192, plain, wg, w256>(rep, "8192^3", cublas, true, false);
+      gemm_bf16<8192, 8192, 8192, plain, wg, fc::sm90::wgmma_tile<128, 4>>(rep, "8192^3", cublas,
+                                                                           true, false);
       gemm_bf16<2048, 3072, 1024, bias_only, wg, w256>(rep, "large qkv 2048x3072x1024 +bias",
                                                        cublas, true, false);
-      gemm_bf16<2048, 4096, 1024, bias_gelu, wg, w256>(rep, "large ffn1 2048x4096x1024 +bias+gelu",
-                                                       cublas, true, false);
+      gemm_bf16<2048, 4096, 1024, bias_gelu, wg, fc::sm90::wgmma_tile<128, 4>>(
+          rep, "large ffn1 2048x4096x1024 +bias+gelu", cublas, true, false);
       // Deeper rings on the mid-size shapes.
       using w128s6 = fc::sm90::wgmma_tile<128, 6>;
       gemm_bf16<2048, 3072, 1024, bias_only, wg, w128s6>(rep, "large qkv 2048x3072x1024 +bias",

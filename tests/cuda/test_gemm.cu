@@ -123,6 +123,16 @@ TEST_CASE("the default bf16 gemm takes wgmma on Hopper for a chip-filling shape 
   CHECK(err < ft::tolerance<fc::bf16>);
 }
 
+TEST_CASE("the default bf16 gemm takes 128x256 wgmma blocks from two waves of them on") {
+  if (!wgmma_available()) return;
+  using epi = fc::epilogue<fc::bf16, fc::activation::gelu, true, false>;
+  static_assert(fc::sm90::wide_blocks<2048, 4096>, "this case must take the wide blocks");
+  const double err =
+      run_case<2048, 4096, 64, fc::bf16, epi, fc::gemm_math::tensor_core>(1.0f, ref::gelu);
+  INFO("relative error " << err);
+  CHECK(err < ft::tolerance<fc::bf16>);
+}
+
 TEST_CASE("the WMMA path for bf16 fuses bias, gelu and residual like the mma.sync path") {
   using epi = fc::epilogue<fc::bf16, fc::activation::gelu, true, true>;
   const double err = run_case<256, 384, 512, fc::bf16, epi, fc::gemm_math::wmma>(1.0f, ref::gelu);

@@ -466,6 +466,8 @@ void gemm(cudaStream_t stream, const In* a, const In* b, typename Epi::out_type*
     static_assert(!std::same_as<In, float>, "gemm: the wgmma path takes bf16/f16 operands");
     if constexpr (requires { Tile::consumers; })  // an sm90::wgmma_tile
       sm90::gemm<M, N, K, In, Epi, Tile>(stream, a, b, c, epi);
+    else if constexpr (sm90::wide_blocks<M, N>)
+      sm90::gemm<M, N, K, In, Epi, sm90::wgmma_tile<256, 4>>(stream, a, b, c, epi);
     else
       sm90::gemm<M, N, K, In, Epi>(stream, a, b, c, epi);
   } else if constexpr (Math == gemm_math::tensor_core || Math == gemm_math::mma) {
@@ -474,7 +476,7 @@ void gemm(cudaStream_t stream, const In* a, const In* b, typename Epi::out_type*
 #if defined(FUSEDSL_CUDA_WGMMA)
     if constexpr (Math == gemm_math::tensor_core && sm90::fits<M, N, K>) {
       if (sm90::device_has_wgmma()) {
-        sm90::gemm<M, N, K, In, Epi>(stream, a, b, c, epi);
+        gemm<M, N, K, In, Epi, gemm_math::wgmma>(stream, a, b, c, epi);
         return;
       }
     }

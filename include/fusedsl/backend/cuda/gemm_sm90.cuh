@@ -48,6 +48,12 @@ template <int M, int N, int K>
 inline constexpr bool fits = M % 128 == 0 && N % 128 == 0 && K % 64 == 0 &&
                              (M / 128) * (N / 128) >= 64;
 
+// 128 x 256 blocks once there are two waves of them (H200, run 4: 8192^3 647 against 584
+// TFLOP/s, the large config's FFN-up 399 against 367); 128 x 128 below that, where the wider
+// blocks leave SMs idle in the last wave (the large config's Q/K/V: 349 against 400).
+template <int M, int N>
+inline constexpr bool wide_blocks = N % 256 == 0 && (M / 128) * (N / 256) >= 256;
+
 namespace detail {
 
 #if defined(FUSEDSL_SM90A_DEVICE)
