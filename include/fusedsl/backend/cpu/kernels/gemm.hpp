@@ -140,6 +140,7 @@ void pack_b_panels(std::ptrdiff_t k, std::ptrdiff_t n, const T* b, std::ptrdiff_
 // (a plain copy per row; the micro-kernel's broadcasts need no transposed layout).
 inline void copy_a_rows(std::ptrdiff_t rows, std::ptrdiff_t k, const float* a, std::ptrdiff_t lda,
                         std::ptrdiff_t i0, float* dst) {
+  if (k == 0) return;  // K = 0: nothing to copy, and `a` may be null (memcpy's arguments may not)
   for (std::ptrdiff_t i = 0; i < rows; ++i)
     std::memcpy(dst + i * a_copy_stride(k), a + (i0 + i) * lda, std::size_t(k) * sizeof(float));
 }
