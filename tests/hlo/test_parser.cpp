@@ -196,6 +196,26 @@ TEST_CASE("parse errors carry line:column and what was expected") {
         "4:35: unterminated /* comment");
 }
 
+TEST_CASE(
+    "an attribute of another opcode is refused, not dropped (found by fuzzing: index= on a "
+    "parameter printed without it)") {
+  CHECK(parse_failure(header + "  ROOT x = f32[2]{0} parameter(0), index=3\n}\n") ==
+        "4:22: attribute index= does not apply to parameter");
+  CHECK(parse_failure(header + "  x = f32[2]{0} parameter(0)\n  ROOT y = f32[2]{0} negate(x), "
+                               "dimensions={0}\n}\n") ==
+        "5:22: attribute dimensions= does not apply to negate");
+  CHECK(parse_failure(header + "  x = f32[2]{0} parameter(0)\n  ROOT y = f32[2]{0} abs(x), "
+                               "lhs_contracting_dims={0}\n}\n") ==
+        "5:22: attribute lhs/rhs_*_dims= does not apply to abs");
+  // A dot whose dimension lists are all given empty is a dot without dimension numbers.
+  const module m = parse_module(header +
+                                "  a = f32[2]{0} parameter(0)\n  b = f32[3]{0} parameter(1)\n"
+                                "  ROOT d = f32[2,3]{1,0} dot(a, b), lhs_batch_dims={}, "
+                                "rhs_batch_dims={}\n}\n");
+  CHECK_FALSE(m.entry_computation().root_instruction().dot.has_value());
+  CHECK(parse_module(to_text(m)) == m);
+}
+
 TEST_CASE("special float values and escaped strings read back exactly") {
   module m = parse_module(header +
                           "  ROOT c = f32[5]{0} constant({inf, -inf, nan, -0, 1e-45}), "

@@ -558,6 +558,7 @@ class parser {
     }
     custom_call_target_.reset();
     while (accept(tok::comma)) parse_attribute(in);
+    check_attributes(in, op_at);
     if (custom_call) {
       const std::string target = custom_call_target_.value_or("");
       if (target != "Sharding" && target != "xla.sdy.FuncResultSharding")
@@ -677,6 +678,29 @@ class parser {
   }
 
   // ---- attributes ----
+  // An attribute the IR models but the instruction's opcode does not use is an error (XLA's
+  // parser refuses it too); kept, it would vanish in printing and the module would not read back.
+  void check_attributes(instruction& in, const token& at) {
+    const opcode op = in.opcode;
+    const auto refuse = [&](std::string_view attribute) {
+      fail(at, "attribute " + std::string(attribute) + "= does not apply to " +
+                   std::string(to_string(op)));
+    };
+    if (in.tuple_index != -1 && op != opcode::get_tuple_element) refuse("index");
+    if (in.iota_dimension != -1 && op != opcode::iota) refuse("iota_dimension");
+    if (in.direction && op != opcode::compare) refuse("direction");
+    if (!in.slice.empty() && op != opcode::slice) refuse("slice");
+    if (in.dot && op != opcode::dot) refuse("lhs/rhs_*_dims");
+    if (in.fusion_kind && op != opcode::fusion) refuse("kind");
+    if (!in.dimensions.empty() && op != opcode::broadcast && op != opcode::reduce &&
+        op != opcode::transpose && op != opcode::concatenate)
+      refuse("dimensions");
+    // dot with every list empty ("lhs_batch_dims={}") means no dimension numbers at all.
+    if (in.dot && in.dot->lhs_batch.empty() && in.dot->lhs_contracting.empty() &&
+        in.dot->rhs_batch.empty() && in.dot->rhs_contracting.empty())
+      in.dot.reset();
+  }
+
   void parse_attribute(instruction& in) {
     const token& at = peek();
     std::string key = expect_word("an attribute name");
