@@ -61,6 +61,18 @@ __device__ inline void mbar_init(std::uint64_t* bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(ptx::smem_address(bar)),
                "r"(count));
 }
+// A producer/consumer ring of S stages: full[s] completes when the producer's copies land (its
+// one arrive plus the bytes), empty[s] when all `consumers` warpgroups have released the stage.
+// One thread initialises; the fence makes the barriers visible to the async (TMA) proxy.
+template <int S>
+__device__ inline void init_ring(std::uint64_t (&full)[S], std::uint64_t (&empty)[S],
+                                 unsigned consumers) {
+  for (int s = 0; s < S; ++s) {
+    mbar_init(&full[s], 1);
+    mbar_init(&empty[s], consumers);
+  }
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
 __device__ inline void mbar_expect_tx(std::uint64_t* bar, unsigned bytes) {
   asm volatile(
       "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(ptx::smem_address(bar)),
@@ -137,13 +149,7 @@ __global__ void __launch_bounds__(Tile::threads, 1)
   const int bn = (pid % (group_rows * grid_n)) / rows_here;
   const int row0 = bm * BM, col0 = bn * BN;
 
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < S; ++s) {
-      mbar_init(&full[s], 1);
-      mbar_init(&empty[s], Tile::consumers);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
+  if (threadIdx.x == 0) init_ring(full, empty, Tile::consumers);
   __syncthreads();
 
   if (wg == 0) {
