@@ -12,7 +12,7 @@
 
 #include "cuda_test_util.hpp"
 #include "fusedsl/backend/cuda/executor.hpp"
-#include "fusedsl/models/transformer.hpp"
+#include "programs.hpp"
 #include "reference_bridge.hpp"
 
 namespace fd = fusedsl;
@@ -111,16 +111,7 @@ double error_against_reference(const Program& p, unsigned seed, int calls, bool&
   return worst;
 }
 
-using seed_bf16 = fd::models::transformer<128, 128, 4, 512, 2, fd::nn::post_ln, false, fd::bf16>;
-using seed_f32 = fd::models::transformer<128, 128, 4, 512, 2, fd::nn::post_ln, false, float>;
-using causal_bf16 = fd::models::transformer<128, 128, 4, 512, 3, fd::nn::pre_ln, true, fd::bf16>;
-using causal_f32 = fd::models::transformer<128, 128, 4, 512, 3, fd::nn::pre_ln, true, float>;
-// 4 query heads sharing 2 key/value heads, causal, pre-LN, 2 layers.
-inline constexpr auto gqa_block = fd::nn::transformer_block<fd::nn::pre_ln, 4, 512, 2, true>;
-using gqa_bf16 = decltype(fd::compile(
-    fd::nn::stack<"layers", 2>(gqa_block, fd::input<"x", fd::bf16, 128, 128>())));
-using gqa_f32 =
-    decltype(fd::compile(fd::nn::stack<"layers", 2>(gqa_block, fd::input<"x", float, 128, 128>())));
+using namespace fd::test::cuda_programs;
 
 }  // namespace
 
@@ -166,17 +157,8 @@ TEST_CASE(
 
 TEST_CASE(
     "f32 GEMM + bias + relu, layernorm with an epilogue, and a broadcast loop match within 1e-5") {
-  constexpr auto x = fd::input<"x", float, 64, 96>();
-  constexpr auto w = fd::param<"w", float, 96, 80>();
-  constexpr auto b = fd::param<"b", float, 80>();
-  constexpr auto gamma = fd::param<"gamma", float, 80>();
-  constexpr auto beta = fd::param<"beta", float, 80>();
-  constexpr auto h = fd::relu(fd::matmul(x, w) + b);
-  constexpr auto y = fd::tanh(fd::layernorm(h, gamma, beta)) * fd::lit<0.5>;
-  constexpr auto z = fd::exp(fd::transpose(x) * fd::lit<0.1>) - fd::lit<1.0>;
-  constexpr auto p = fd::compile(y, z);
   bool same = false;
-  const double err = error_against_reference(p, 13, 2, same);
+  const double err = error_against_reference(f32_mlp, 13, 2, same);
   MESSAGE("f32 mlp: relative L2 error " << err);
   CHECK(err < 1e-5);
   CHECK(same);

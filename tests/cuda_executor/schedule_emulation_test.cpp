@@ -15,7 +15,7 @@
 
 #include "fusedsl/backend/cuda/executor_schedule.hpp"
 #include "fusedsl/backend/reference/evaluate.hpp"
-#include "fusedsl/models/transformer.hpp"
+#include "programs.hpp"
 
 namespace fd = fusedsl;
 using fd::dtype;
@@ -317,10 +317,7 @@ double emulated_error(const Program&, unsigned seed, int* launches = nullptr,
   return worst;
 }
 
-using seed_bf16 = fd::models::transformer<128, 128, 4, 512, 2, fd::nn::post_ln, false, fd::bf16>;
-using seed_f32 = fd::models::transformer<128, 128, 4, 512, 2, fd::nn::post_ln, false, float>;
-using causal_bf16 = fd::models::transformer<128, 128, 4, 512, 3, fd::nn::pre_ln, true, fd::bf16>;
-using causal_f32 = fd::models::transformer<128, 128, 4, 512, 3, fd::nn::pre_ln, true, float>;
+using namespace fd::test::cuda_programs;
 
 }  // namespace
 
@@ -355,15 +352,7 @@ TEST_CASE(
 
 TEST_CASE(
     "f32 GEMM + bias + relu, layernorm with an epilogue, and a transposed loop match within 1e-5") {
-  constexpr auto x = fd::input<"x", float, 64, 96>();
-  constexpr auto w = fd::param<"w", float, 96, 80>();
-  constexpr auto b = fd::param<"b", float, 80>();
-  constexpr auto gamma = fd::param<"gamma", float, 80>();
-  constexpr auto beta = fd::param<"beta", float, 80>();
-  constexpr auto h = fd::relu(fd::matmul(x, w) + b);
-  constexpr auto y = fd::tanh(fd::layernorm(h, gamma, beta)) * fd::lit<0.5>;
-  constexpr auto z = fd::exp(fd::transpose(x) * fd::lit<0.1>) - fd::lit<1.0>;
-  const double err = emulated_error(fd::compile(y, z), 23);
+  const double err = emulated_error(f32_mlp, 23);
   MESSAGE("f32 program (emulated schedule): relative L2 error " << err);
   CHECK(err < 1e-5);
 }
@@ -375,12 +364,7 @@ TEST_CASE("a bf16 loop group with a broadcast bias and gelu_tanh matches within 
 }
 
 TEST_CASE("grouped-query attention (4 query heads, 2 key/value heads) matches within 1e-2") {
-  constexpr auto xb = fd::input<"x", fd::bf16, 128, 128>();
-  constexpr auto xf = fd::input<"x", float, 128, 128>();
-  constexpr auto block = fd::nn::transformer_block<fd::nn::pre_ln, 4, 512, 2, true>;
-  constexpr auto pb = fd::compile(fd::nn::stack<"layers", 2>(block, xb));
-  constexpr auto pf = fd::compile(fd::nn::stack<"layers", 2>(block, xf));
-  const double err = emulated_error<decltype(pb), decltype(pf)>(pb, 25);
+  const double err = emulated_error<gqa_bf16, gqa_f32>(gqa_bf16{}, 25);
   MESSAGE("grouped-query bf16 (emulated schedule): relative L2 error "
           << err << " against the f32 reference");
   CHECK(err < 1e-2);

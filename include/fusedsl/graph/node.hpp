@@ -3,7 +3,9 @@
 // backend reads this value; none of them looks at expression types.
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <utility>
 
 #include "fusedsl/core/dtype.hpp"
 #include "fusedsl/core/fixed_string.hpp"
@@ -132,6 +134,20 @@ struct graph_view {
         regions(g.regions.data()), n_regions(g.n_regions) {}
   constexpr graph_view() = default;
   constexpr const node& operator[](int i) const { return nodes[i]; }
+};
+
+// A value a program needs bound before it runs, as the executors' bindings() list it: the binding
+// name ("layers.0.attn.q.w"), whether it is an input or a param, its dtype and its shape.
+struct binding_info {
+  std::string name;
+  op_kind kind;
+  dtype type;
+  dims shape;
+
+  static binding_info of(graph_view g, int node_id, std::string binding_name) {
+    const node& n = g[node_id];
+    return {std::move(binding_name), n.op, n.type, n.shape};
+  }
 };
 
 }  // namespace fusedsl::graph

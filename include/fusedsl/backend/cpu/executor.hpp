@@ -95,15 +95,10 @@ class executor {
   }
 
   // Names this program needs bound, with their dtypes and shapes ("layers.0.attn.q.w", ...).
-  struct binding_info {
-    std::string name;
-    graph::op_kind kind;
-    dtype type;
-    dims shape;
-  };
+  using binding_info = graph::binding_info;
   std::vector<binding_info> bindings() const {
     std::vector<binding_info> r;
-    for (const slot& s : slots_) r.push_back({s.name, g[s.node].op, g[s.node].type, g[s.node].shape});
+    for (const slot& s : slots_) r.push_back(binding_info::of(g, s.node, s.name));
     return r;
   }
 

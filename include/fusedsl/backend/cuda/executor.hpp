@@ -103,16 +103,10 @@ class executor {
     return where + plan.error;
   }
 
-  struct binding_info {
-    std::string name;
-    graph::op_kind kind;
-    dtype type;
-    dims shape;
-  };
+  using binding_info = graph::binding_info;
   std::vector<binding_info> bindings() const {
     std::vector<binding_info> r;
-    for (const binding_slot& s : layout_.slots)
-      r.push_back({s.name, g[s.node].op, g[s.node].type, g[s.node].shape});
+    for (const binding_slot& s : layout_.slots) r.push_back(binding_info::of(g, s.node, s.name));
     return r;
   }
 
