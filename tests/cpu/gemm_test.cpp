@@ -4,6 +4,7 @@
 #include <limits>
 #include <vector>
 
+#include "reference_activation.hpp"
 #include "test_util.hpp"
 
 namespace k = fusedsl::cpu::kernels;
@@ -44,25 +45,7 @@ struct problem {
       mag += std::fabs(double(A(i, p)) * double(B(p, j)));
     }
     double x = ep.scale * s + (ep.bias ? ep.bias[j] : 0.0);
-    switch (ep.act) {
-      case k::activation::none:
-        break;
-      case k::activation::relu:
-        x = x < 0 ? 0 : x;
-        break;
-      case k::activation::gelu_erf:
-        x = 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
-        break;
-      case k::activation::gelu_tanh:
-        x = 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-        break;
-      case k::activation::silu:
-        x = x / (1 + std::exp(-x));
-        break;
-      case k::activation::sigmoid:
-        x = 1 / (1 + std::exp(-x));
-        break;
-    }
+    x = fusedsl_test::reference_activation(ep.act, x);
     if (ep.residual) x += ep.residual[i * ep.ld_residual + j];
     return {x, mag * std::fabs(ep.scale) + 1.0};
   }
