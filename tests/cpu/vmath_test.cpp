@@ -90,6 +90,11 @@ TEST_CASE("gelu_tanh (computed as x / (1 + exp(-2u))) is within 5e-7 of max(|y|,
         std::numeric_limits<float>::infinity());
   CHECK(std::isnan(lane0(vf, std::nanf(""))));
   CHECK(lane0(vf, -200.0f) == doctest::Approx(0.0f));
+  // Far below, x times a reciprocal clamped at exp(80) would not be small (-1.8e5 at -1e30).
+  for (float big : {-1e10f, -1e20f, -1e30f, -std::numeric_limits<float>::max()}) {
+    CHECK(lane0(vf, big) == 0.0f);
+    CHECK(k::gelu_tanh(big) == 0.0f);
+  }
   CHECK(k::gelu_tanh(-std::numeric_limits<float>::infinity()) == 0.0f);
 }
 

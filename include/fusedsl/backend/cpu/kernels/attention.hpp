@@ -181,10 +181,10 @@ void attention_block(const attention_shape& s, const attention_args& a, std::ptr
       for (std::ptrdiff_t r = 0; r < bk; ++r) mx = maximum(mx, simd<Arch>::load(st + r * BQ + j));
       // A query with every key so far masked keeps max -inf; shift by 0 so exp gives 0, not NaN.
       const V shift = where(mx == V(neg_inf), V(0.0f), mx);
-      const V c = vexp(simd<Arch>::load(m + j) - shift);
+      const V c = vexp_nonpositive(simd<Arch>::load(m + j) - shift);
       V sum(0.0f);
       for (std::ptrdiff_t r = 0; r < bk; ++r) {
-        const V p = vexp(simd<Arch>::load(st + r * BQ + j) - shift);
+        const V p = vexp_nonpositive(simd<Arch>::load(st + r * BQ + j) - shift);
         simd<Arch>::store(st + r * BQ + j, p);
         sum = sum + p;
       }
@@ -345,14 +345,14 @@ void attention_whole_rows(const attention_shape& s, const attention_args& a, std
     V s0(0.0f), s1(0.0f);
     std::ptrdiff_t j = 0;
     for (; j + 2 * W <= kend; j += 2 * W) {
-      const V p0 = vexp(simd<Arch>::load(row + j) - shift);
-      const V p1 = vexp(simd<Arch>::load(row + j + W) - shift);
+      const V p0 = vexp_nonpositive(simd<Arch>::load(row + j) - shift);
+      const V p1 = vexp_nonpositive(simd<Arch>::load(row + j + W) - shift);
       simd<Arch>::store(row + j, p0);
       simd<Arch>::store(row + j + W, p1);
       s0 = s0 + p0, s1 = s1 + p1;
     }
     for (; j < kend; j += W) {
-      const V p = vexp(simd<Arch>::load(row + j) - shift);
+      const V p = vexp_nonpositive(simd<Arch>::load(row + j) - shift);
       simd<Arch>::store(row + j, p);
       s0 = s0 + p;
     }

@@ -263,6 +263,33 @@ template <class Arch, activation Act, class OutT>
     for (int v = 0; v < mk::NV; ++v)
       bias[v] = ep.bias ? simd<Arch>::load(ep.bias + j0 + v * W) : V(0.0f);
     const V scale(ep.scale);
+    if constexpr (Act != activation::none && Act != activation::relu) {
+      // A transcendental activation needs ~15 registers of constants and temporaries; evaluated
+      // while the 24 accumulators are live it spills. Stage the affine part in L1 first.
+      alignas(64) float staged[mk::MR][mk::NR];
+#pragma GCC unroll 16
+      for (int i = 0; i < mk::MR; ++i) {
+        if (i >= rows) break;
+        const float* prow = prior ? prior + (i0 + i) * ldc + j0 : nullptr;
+#pragma GCC unroll 4
+        for (int v = 0; v < mk::NV; ++v) {
+          V sum = acc[i][v];
+          if (prow) sum = sum + simd<Arch>::load(prow + v * W);
+          simd<Arch>::store(&staged[i][v * W], fmadd(sum, scale, bias[v]));
+        }
+      }
+      for (std::ptrdiff_t i = 0; i < rows; ++i) {
+        OutT* crow = c + (i0 + i) * ldc + j0;
+        const float* rrow = ep.residual ? ep.residual + (i0 + i) * ep.ld_residual + j0 : nullptr;
+#pragma GCC unroll 4
+        for (int v = 0; v < mk::NV; ++v) {
+          V x = apply_activation<Act>(simd<Arch>::load(&staged[i][v * W]));
+          if (rrow) x = x + simd<Arch>::load(rrow + v * W);
+          store_out<Arch>(crow + v * W, x);
+        }
+      }
+      return;
+    }
 #pragma GCC unroll 16
     for (int i = 0; i < mk::MR; ++i) {  // unrolled: acc[i] must name a register, not memory
       if (i >= rows) break;

@@ -41,7 +41,8 @@ float row_max(const float* x, std::ptrdiff_t n) {
   return r;
 }
 
-// y = exp(x - shift) (y may be null: not stored), returns the sum of exp(x - shift).
+// y = exp(x - shift) (y may be null: not stored), returns the sum of exp(x - shift); shift is the
+// row maximum, so every argument is <= 0 (or NaN).
 template <class Arch>
 float exp_shifted(const float* x, float shift, float* y, std::ptrdiff_t n) {
   using V = vec_t<Arch>;
@@ -50,7 +51,7 @@ float exp_shifted(const float* x, float shift, float* y, std::ptrdiff_t n) {
   const V sh(shift);
   std::ptrdiff_t j = 0;
   for (; j + W <= n; j += W) {
-    const V e = vexp(simd<Arch>::load(x + j) - sh);
+    const V e = vexp_nonpositive(simd<Arch>::load(x + j) - sh);
     if (y) simd<Arch>::store(y + j, e);
     s = s + e;
   }

@@ -113,6 +113,31 @@ xsimd::batch<float, A> minimum(const xsimd::batch<float, A>& a, const xsimd::bat
   return xsimd::select(a < b, a, b);
 }
 
+// The x86 instructions are this exact rule (MAXPS: SRC1 > SRC2 ? SRC1 : SRC2); one op where
+// the compare-and-blend above takes two.
+#if defined(__AVX512F__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
+inline xsimd::batch<float, xsimd::avx512f> maximum(const xsimd::batch<float, xsimd::avx512f>& a,
+                                                   const xsimd::batch<float, xsimd::avx512f>& b) {
+  return _mm512_max_ps(a, b);
+}
+inline xsimd::batch<float, xsimd::avx512f> minimum(const xsimd::batch<float, xsimd::avx512f>& a,
+                                                   const xsimd::batch<float, xsimd::avx512f>& b) {
+  return _mm512_min_ps(a, b);
+}
+#endif
+#if defined(__AVX2__) && defined(__FMA__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
+inline xsimd::batch<float, xsimd::fma3<xsimd::avx2>> maximum(
+    const xsimd::batch<float, xsimd::fma3<xsimd::avx2>>& a,
+    const xsimd::batch<float, xsimd::fma3<xsimd::avx2>>& b) {
+  return _mm256_max_ps(a, b);
+}
+inline xsimd::batch<float, xsimd::fma3<xsimd::avx2>> minimum(
+    const xsimd::batch<float, xsimd::fma3<xsimd::avx2>>& a,
+    const xsimd::batch<float, xsimd::fma3<xsimd::avx2>>& b) {
+  return _mm256_min_ps(a, b);
+}
+#endif
+
 inline float square_root(float a) {
   return std::sqrt(a);
 }

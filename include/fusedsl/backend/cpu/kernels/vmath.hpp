@@ -5,7 +5,7 @@
 // (below); one-lane calls use the C library. Maximum error against the exact value (std:: in
 // double), in float ulps, measured by tests/cpu/vmath_test.cpp on 2^20 evenly spaced points; the
 // test bounds are the next whole ulp (a correctly rounded result is itself up to 0.5 ulp off):
-//   exp      0.91 ulp (AVX-512), 1.51 ulp (AVX2, xsimd) on [-87, 88] (bound 2); +inf above 88.72,
+//   exp      1.00 ulp (AVX-512), 1.51 ulp (AVX2, xsimd) on [-87, 88] (bound 2); +inf above 88.72,
 //            NaN -> NaN; AVX-512: 0 below -87.34 (where the result would be subnormal: one
 //            subnormal result costs a ~70 ns microcode assist per vector, 40x an exp); AVX2:
 //            subnormal results down to -103.9
@@ -36,21 +36,31 @@ V vexp_in_range(const V& x) {
   return vexp(x);
 }
 
+// exp for arguments that are <= 0, -inf or NaN (softmax's x - max): 0 where the result would be
+// subnormal, like vexp. Generic paths: vexp itself.
+template <class V>
+V vexp_nonpositive(const V& x) {
+  return vexp(x);
+}
+
 #if defined(__AVX512F__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
 namespace detail {
-// AVX-512: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite split of ln2) and exp(r) by its degree-7
-// Taylor polynomial (truncation < 4e-9 relative); exp(x) = p * 2^n, left to the caller.
+// AVX-512: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite split of ln2) and exp(r) by a degree-6
+// polynomial fitted to minimise the relative error on that interval (1.7e-8 with these float
+// coefficients; the degree-7 Taylor polynomial it replaces needs one more FMA for 4e-9);
+// exp(x) = p * 2^n, left to the caller.
 inline void exp_reduced(__m512 x, __m512& n, __m512& p) {
-  n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  // n = round(x / ln2) by adding and subtracting 1.5 * 2^23 (two FMA-port ops where VRNDSCALEPS
+  // takes port 0 only); exact for |x / ln2| < 2^22, and every caller's x is clamped or masked.
+  const __m512 shifter = _mm512_set1_ps(12582912.0f);
+  n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), shifter), shifter);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  p = _mm512_set1_ps(1.0f / 5040);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_set1_ps(1.3836845755577087e-3f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.374815806746483e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.166822507977486e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666419804096222e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.9999991059303284e-1f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
 }
@@ -66,6 +76,17 @@ inline xsimd::batch<float, xsimd::avx512f> vexp(const xsimd::batch<float, xsimd:
   // Clamp so n stays finite; VMAXPS/VMINPS return the second source for NaN, so NaN passes.
   x = _mm512_max_ps(lo, x);
   x = _mm512_min_ps(_mm512_set1_ps(89.0f), x);
+  __m512 n, p;
+  detail::exp_reduced(x, n, p);
+  return _mm512_maskz_scalef_ps(normal, p, n);
+}
+
+// No clamps: a non-positive argument cannot overflow, and lanes below ln(FLT_MIN) (-inf
+// included, whose reduction gives NaN) are zeroed by the scaling's mask; NaN stays NaN.
+inline xsimd::batch<float, xsimd::avx512f> vexp_nonpositive(
+    const xsimd::batch<float, xsimd::avx512f>& xb) {
+  const __m512 x = xb;
+  const __mmask16 normal = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.33654f), _CMP_NLT_UQ);
   __m512 n, p;
   detail::exp_reduced(x, n, p);
   return _mm512_maskz_scalef_ps(normal, p, n);
@@ -151,18 +172,18 @@ inline xsimd::batch<float, xsimd::avx512f> reciprocal(
 
 // GELU, tanh form: x/2 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3) (same paper, sec. 2),
 // computed as x / (1 + exp(-2u)) (the same function: 1 + tanh(u) = 2 / (1 + exp(-2u))): one exp
-// and a reciprocal instead of a tanh, and no cancellation in 1 + tanh(u) for negative x. -2u is
-// kept within [-80, 80]: above, the reciprocal stays finite (the result there is below 1e-33 in
-// magnitude); below, exp gives no subnormal (whose microcode assists made the epilogue 2x
-// slower for large positive x) and 1 + exp(-80) is 1 in float. gelu_tanh(-inf) = 0, its limit.
+// and a reciprocal instead of a tanh, and no cancellation in 1 + tanh(u) for negative x. Where
+// -2u > 80 (x below about -9.5, -inf included, and x^3 overflowing) the result is 0: its exact
+// value is below 2e-34 in magnitude there, and x times the reciprocal would not be (at x = -1e30
+// it gave -1.8e5). -2u is kept within [-80, 80] for the exp, so it gives no subnormal (whose
+// microcode assists made the epilogue 2x slower for large positive x). NaN stays NaN.
 // Accuracy: tests/cpu/vmath_test.cpp.
 template <class V>
 V gelu_tanh(const V& x) {
   constexpr float c = 0.79788456080286536f;  // sqrt(2 / pi)
-  const V z = maximum(minimum(x * fmadd(x * x, V(-2.0f * c * 0.044715f), V(-2.0f * c)), V(80.0f)),
-                      V(-80.0f));
-  const V y = x * reciprocal(V(1.0f) + vexp_in_range(z));
-  return where(x == V(-std::numeric_limits<float>::infinity()), V(0.0f), y);
+  const V z = x * fmadd(x * x, V(-2.0f * c * 0.044715f), V(-2.0f * c));
+  const V y = x * reciprocal(V(1.0f) + vexp_in_range(maximum(minimum(z, V(80.0f)), V(-80.0f))));
+  return where(z > V(80.0f), V(0.0f), y);
 }
 
 template <class V>
