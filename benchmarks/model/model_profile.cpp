@@ -1,6 +1,7 @@
 // Where the seed transformer's time goes: executor::profile over many calls, one thread, printed
 // per fusion group with its matmul FLOPs and its fraction of the FMA peak measured in the same run.
 // Run: build/release/benchmarks/model/model_profile [calls per round]   (default 100)
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -64,10 +65,36 @@ void profile(const char* name, long calls) {
       iters[std::size_t(gi)] = double(pr.calls) / double(calls);
     }
   }
+  // The FMA rate in the state the model's calls leave the core in: FMA-chain bursts (1000
+  // iterations each) timed right after 20 calls, against the same bursts right after a long
+  // pure-FMA run (docs/performance.md, "Machine and method": the clock depends on what ran).
+  std::vector<double> after_model, after_fma;
+  {
+    volatile float sink = 0;
+    for (int r = 0; r < 31; ++r) {
+      for (int c = 0; c < 20; ++c) ex.run();
+      double t0 = fusedsl_bench::thread_seconds();
+      for (int b = 0; b < 50; ++b) sink = sink + fusedsl_bench::fma_chains(1000);
+      after_model.push_back(fusedsl_bench::thread_seconds() - t0);
+      sink = sink + fusedsl_bench::fma_chains(200000);
+      t0 = fusedsl_bench::thread_seconds();
+      for (int b = 0; b < 50; ++b) sink = sink + fusedsl_bench::fma_chains(1000);
+      after_fma.push_back(fusedsl_bench::thread_seconds() - t0);
+    }
+    std::sort(after_model.begin(), after_model.end());
+    std::sort(after_fma.begin(), after_fma.end());
+  }
+  const double burst_flops = 50 * 1000 * fusedsl_bench::fma_chain_flops_per_iter();
+  const double rate_after_model = burst_flops / after_model[after_model.size() / 2];
+  const double rate_after_fma = burst_flops / after_fma[after_fma.size() / 2];
   std::printf(
       "%s: %.1f us per call (thread CPU time, best of %d rounds of %ld), %.3f of the FMA peak "
       "(%.1f GFLOP/s)\n",
       name, total * 1e6, rounds, calls, Model::flops() / total / peak, peak * 1e-9);
+  std::printf(
+      "FMA bursts right after model calls: %.3f of the start-up peak (after a pure-FMA run: %.3f);"
+      " the model: %.3f of the rate after its calls\n",
+      rate_after_model / peak, rate_after_fma / peak, Model::flops() / total / rate_after_model);
   std::printf("%5s %-10s %-12s %10s %10s %8s\n", "group", "kind", "anchor", "MFLOP", "us/call",
               "peak");
   double sum = 0;
