@@ -26,15 +26,21 @@
 //
 // Loop (per thread, rows of C split in 32-row blocks, so each element is computed by one thread
 // in a fixed order, whatever the thread count):
-//   convert this thread's rows of A to bf16 tiles
 //   for each block of B panels that fits in ~1 MiB of L2
 //     for each 32-row block of A                       (2 A tiles a k step, from L1/L2)
 //       for each 32-column panel of B in the block     (2 B tiles a k step, streamed)
 //         2 x 2 C tiles (tmm0-3) zeroed; per k step: load A0, A1 (tmm4-5), B0, B1 (tmm6-7),
-//         four TDPBF16PS; then the C tiles go to a 32 x 32 f32 buffer on the stack and the
-//         epilogue writes them to C with AVX-512 (masked at the right edge).
+//         four TDPBF16PS; then the C tiles go to a 32 x 32 f32 buffer on the stack.
 // Blocks of 16 or fewer rows or columns use one A or one B tile (the 2x1, 1x2, 1x1 variants).
-//
+// What keeps the tiles busy (each measured on this machine; see docs/performance.md):
+//   - B tiles load with TILELOADDT1 (a streaming hint), so the A block stays in L1 (k = 512:
+//     +25%); with k <= 256 the next B steps are also prefetched;
+//   - both buffers are 64-byte aligned inside the caller's memory (unaligned tile rows: 2x slower);
+//   - vector work runs while the tiles compute, placed after a block's products are issued and
+//     before its tile stores: the epilogue of the block two back (its buffer is long written;
+//     a vector load of data a tile store has not committed waits), a write prefetch of the next
+//     block's C lines, and, in the first pass over B, the conversion of this thread's next A
+//     block, a slice per panel (only the first A block is converted up front).
 // Run time: `amx_available()` checks CPUID (leaf 7: AMX-BF16 = EDX bit 22, AMX-TILE = EDX bit 24)
 // and asks Linux for the tile data state once per process (arch_prctl(ARCH_REQ_XCOMP_PERM,
 // XFEATURE_XTILEDATA); without it the first tile instruction raises SIGILL: Linux,
@@ -44,6 +50,7 @@
 // otherwise run kernels::gemm on f32 panels.
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -51,6 +58,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "fusedsl/backend/cpu/kernels/bf16.hpp"
 #include "fusedsl/backend/cpu/kernels/gemm.hpp"  // gemm_epilogue
@@ -110,17 +118,28 @@ struct packed_b_bf16 {
   const bf16_bits* panel(std::ptrdiff_t p) const { return data + p * k_padded() * nr; }
 };
 
-// bf16 elements pack_b_bf16 writes for a k x n B.
+// Tile rows are read fastest from 64-byte aligned memory (unaligned: each 64-byte row spans two
+// cache lines; measured 2x slower), so both buffers below carry 64 bytes of slack and the kernels
+// align inside them: callers need not align.
+constexpr std::ptrdiff_t amx_alignment_slack = 32;  // bf16 elements
+
+// bf16 elements pack_b_bf16 needs for a k x n B.
 constexpr std::size_t packed_b_bf16_elements(std::ptrdiff_t k, std::ptrdiff_t n) {
-  return std::size_t(round_up(k, packed_b_bf16::kr) * round_up(n, packed_b_bf16::nr));
+  return std::size_t(round_up(k, packed_b_bf16::kr) * round_up(n, packed_b_bf16::nr) +
+                     amx_alignment_slack);
 }
 
 // bf16 elements of workspace gemm_amx needs: the whole of A as bf16 tiles (any thread count).
 constexpr std::size_t gemm_amx_workspace_elements(std::ptrdiff_t m, std::ptrdiff_t k) {
-  return std::size_t(round_up(m, 16) * round_up(k, packed_b_bf16::kr));
+  return std::size_t(round_up(m, 16) * round_up(k, packed_b_bf16::kr) + amx_alignment_slack);
 }
 
 namespace detail {
+
+inline bf16_bits* align_64(bf16_bits* p) {
+  return reinterpret_cast<bf16_bits*>((reinterpret_cast<std::uintptr_t>(p) + 63) &
+                                      ~std::uintptr_t(63));
+}
 
 inline void check_amx_size(const char* fn, const char* what, std::ptrdiff_t v) {
   if (v < 0)
@@ -136,26 +155,37 @@ bf16_bits as_bf16(const T* p) {
     return to_bf16(*p);
 }
 
-// Rows [b0*16, b1*16) of A (those < m) as bf16 tiles in `ws` (layout in the header comment).
-inline void convert_a_blocks(std::ptrdiff_t b0, std::ptrdiff_t b1, std::ptrdiff_t m,
-                             std::ptrdiff_t k, const float* a, std::ptrdiff_t lda, bool trans_a,
-                             bf16_bits* ws) {
+// Rows [r0, r1) of A as bf16 tiles in `ws` (layout in the header comment); rows >= m are zeros.
+// `for_tiles`: the tiles read bf16 subnormals as zero, so one VCVTNE2PS2BF16 per 32 values (which
+// flushes f32 subnormals, and gives NaN some quiet NaN) yields the same products as to_bf16.
+inline void convert_a_rows(std::ptrdiff_t r0, std::ptrdiff_t r1, std::ptrdiff_t m, std::ptrdiff_t k,
+                           const float* a, std::ptrdiff_t lda, bool trans_a, bf16_bits* ws,
+                           [[maybe_unused]] bool for_tiles) {
   const std::ptrdiff_t kp = round_up(k, packed_b_bf16::kr), steps = kp / packed_b_bf16::kr;
-  for (std::ptrdiff_t blk = b0; blk < b1; ++blk) {
-    bf16_bits* base = ws + blk * 16 * kp;
-    const std::ptrdiff_t i0 = blk * 16, rows = std::clamp<std::ptrdiff_t>(m - i0, 0, 16);
-    for (std::ptrdiff_t r = 0; r < 16; ++r) {
-      for (std::ptrdiff_t s = 0; s < steps; ++s) {
-        bf16_bits* dst = base + s * 512 + r * 32;
-        const std::ptrdiff_t p0 = s * 32,
-                             count = r < rows ? std::min<std::ptrdiff_t>(32, k - p0) : 0;
-        if (count > 0 && !trans_a) {
-          to_bf16(a + (i0 + r) * lda + p0, dst, std::size_t(count));
-        } else {
-          for (std::ptrdiff_t q = 0; q < count; ++q) dst[q] = to_bf16(a[(p0 + q) * lda + i0 + r]);
+  for (std::ptrdiff_t i = r0; i < r1; ++i) {
+    bf16_bits* base = ws + (i / 16) * 16 * kp + (i % 16) * 32;
+    for (std::ptrdiff_t s = 0; s < steps; ++s) {
+      bf16_bits* dst = base + s * 512;
+      const std::ptrdiff_t p0 = s * 32, count = i < m ? std::min<std::ptrdiff_t>(32, k - p0) : 0;
+      if (count > 0 && !trans_a) {
+        const float* src = a + i * lda + p0;
+#if FUSEDSL_CPU_AMX && defined(__AVX512BF16__)
+        if (for_tiles) {
+          const __mmask16 lo = __mmask16(count >= 16 ? 0xffff : (1u << count) - 1u);
+          const __mmask16 hi = __mmask16(count >= 32  ? 0xffff
+                                         : count > 16 ? (1u << (count - 16)) - 1u
+                                                      : 0u);
+          const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, src + 16),
+                                                 _mm512_maskz_loadu_ps(lo, src));
+          _mm512_store_si512(dst, std::bit_cast<__m512i>(v));  // dst is 64-byte aligned
+          continue;
         }
-        std::fill(dst + std::max<std::ptrdiff_t>(count, 0), dst + 32, bf16_bits(0));
+#endif
+        to_bf16(src, dst, std::size_t(count));
+      } else {
+        for (std::ptrdiff_t q = 0; q < count; ++q) dst[q] = to_bf16(a[(p0 + q) * lda + i]);
       }
+      std::fill(dst + std::max<std::ptrdiff_t>(count, 0), dst + 32, bf16_bits(0));
     }
   }
 }
@@ -182,21 +212,27 @@ void store_block(const float* acc, std::ptrdiff_t rows, std::ptrdiff_t cols, std
 #if defined(__AVX512F__) && defined(__AVX512BW__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
   using V = xsimd::batch<float, xsimd::avx512f>;
   const __m512 scale = _mm512_set1_ps(ep.scale);
-  for (std::ptrdiff_t h = 0; h * 16 < cols; ++h) {
-    const std::ptrdiff_t jh = j0 + h * 16, lanes = std::min<std::ptrdiff_t>(16, cols - h * 16);
-    const __mmask16 mask = __mmask16((1u << lanes) - 1u);
-    const __m512 bias = ep.bias ? _mm512_maskz_loadu_ps(mask, ep.bias + jh) : _mm512_setzero_ps();
-    for (std::ptrdiff_t i = 0; i < rows; ++i) {
-      const __m512 sum = _mm512_loadu_ps(acc + i * 32 + h * 16);
-      __m512 x = apply_activation<Act>(V(_mm512_fmadd_ps(sum, scale, bias)));
+  const int halves = cols > 16 ? 2 : 1;
+  __mmask16 mask[2];
+  __m512 bias[2];
+  for (int h = 0; h < halves; ++h) {
+    const std::ptrdiff_t lanes = std::min<std::ptrdiff_t>(16, cols - h * 16);
+    mask[h] = __mmask16((1u << lanes) - 1u);
+    bias[h] = ep.bias ? _mm512_maskz_loadu_ps(mask[h], ep.bias + j0 + h * 16) : _mm512_setzero_ps();
+  }
+  for (std::ptrdiff_t i = 0; i < rows; ++i) {  // row by row: C's lines in address order
+    for (int h = 0; h < halves; ++h) {
+      const std::ptrdiff_t jh = j0 + h * 16;
+      const __m512 sum = _mm512_load_ps(acc + i * 32 + h * 16);
+      __m512 x = apply_activation<Act>(V(_mm512_fmadd_ps(sum, scale, bias[h])));
       if (ep.residual)
         x = _mm512_add_ps(
-            x, _mm512_maskz_loadu_ps(mask, ep.residual + (i0 + i) * ep.ld_residual + jh));
+            x, _mm512_maskz_loadu_ps(mask[h], ep.residual + (i0 + i) * ep.ld_residual + jh));
       OutT* out = c + (i0 + i) * ldc + jh;
       if constexpr (std::is_same_v<OutT, float>)
-        _mm512_mask_storeu_ps(out, mask, x);
+        _mm512_mask_storeu_ps(out, mask[h], x);
       else
-        _mm256_mask_storeu_epi16(out, mask, to_bf16_x16(x));
+        _mm256_mask_storeu_epi16(out, mask[h], to_bf16_x16(x));
     }
   }
 #else
@@ -208,6 +244,24 @@ void store_block(const float* acc, std::ptrdiff_t rows, std::ptrdiff_t cols, std
       store_scalar_out(c + (i0 + i) * ldc + j0 + j, x);
     }
 #endif
+}
+
+// Asks for the C lines (and residual lines) of a block ahead of its epilogue, for writing: with a
+// power-of-two ldc the 32 rows of a block share few L1 sets, and their misses otherwise stall
+// the epilogue's stores.
+template <class OutT>
+void prefetch_block(std::ptrdiff_t rows, std::ptrdiff_t cols, std::ptrdiff_t i0, std::ptrdiff_t j0,
+                    OutT* c, std::ptrdiff_t ldc, const gemm_epilogue& ep) {
+  for (std::ptrdiff_t i = 0; i < rows; ++i) {
+    const OutT* row = c + (i0 + i) * ldc + j0;
+    __builtin_prefetch(row, 1, 3);
+    __builtin_prefetch(row + cols - 1, 1, 3);
+    if (ep.residual) {
+      const float* r = ep.residual + (i0 + i) * ep.ld_residual + j0;
+      __builtin_prefetch(r, 0, 3);
+      __builtin_prefetch(r + cols - 1, 0, 3);
+    }
+  }
 }
 
 // The portable core: the same 32 x 32 block as the tiles compute, by f32 FMAs on the packed
@@ -242,9 +296,13 @@ struct alignas(64) tile_config {
 
 // MT x NT C tiles (1 or 2 each) over `steps` k steps; the result goes to acc (32 x 32 f32).
 // Tiles: C in tmm0-3, A in tmm4-5, B in tmm6-7 (tile numbers are immediates: one body each).
-template <int MT, int NT>
+// `between` runs after the tile products are issued and before the C tiles are stored: the
+// previous block's epilogue goes there, so its stores to C do not queue behind the tile stores
+// (which wait for the products) and the vector units work while the tiles compute.
+template <int MT, int NT, class F>
 void block_amx(const bf16_bits* a, std::ptrdiff_t a_next_block, const bf16_bits* b,
-               std::ptrdiff_t steps, float* acc) {
+               std::ptrdiff_t steps, float* acc, const F& between) {
+  const bool prefetch_b = steps <= 8;
   // GCC's TILELOADD asm does not say it reads memory: the A tiles just written must be stored.
   std::atomic_signal_fence(std::memory_order_seq_cst);
   _tile_zero(0);
@@ -254,13 +312,19 @@ void block_amx(const bf16_bits* a, std::ptrdiff_t a_next_block, const bf16_bits*
   for (std::ptrdiff_t s = 0; s < steps; ++s) {
     _tile_loadd(4, a + s * 512, 64);
     if constexpr (MT == 2) _tile_loadd(5, a + a_next_block + s * 512, 64);
-    _tile_loadd(6, b + s * 1024, 128);
-    if constexpr (NT == 2) _tile_loadd(7, b + s * 1024 + 32, 128);
+    // B streams past (TILELOADDT1: keep it from evicting the A block, which is reused from L1).
+    _tile_stream_loadd(6, b + s * 1024, 128);
+    if constexpr (NT == 2) _tile_stream_loadd(7, b + s * 1024 + 32, 128);
+    if (prefetch_b) {  // short k: A and a B panel both fit in L1; fetch B two steps ahead
+      const char* next = reinterpret_cast<const char*>(b + (s + 2) * 1024);
+      for (int line = 0; line < 32; ++line) _mm_prefetch(next + line * 64, _MM_HINT_T0);
+    }
     _tile_dpbf16ps(0, 4, 6);
     if constexpr (NT == 2) _tile_dpbf16ps(1, 4, 7);
     if constexpr (MT == 2) _tile_dpbf16ps(2, 5, 6);
     if constexpr (MT == 2 && NT == 2) _tile_dpbf16ps(3, 5, 7);
   }
+  between();
   _tile_stored(0, acc, 128);
   if constexpr (NT == 2) _tile_stored(1, acc + 16, 128);
   if constexpr (MT == 2) _tile_stored(2, acc + 16 * 32, 128);
@@ -283,7 +347,6 @@ void gemm_amx_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const fl
   const std::ptrdiff_t block = (n_panels + n_blocks - 1) / n_blocks;
   const std::ptrdiff_t a_next = 16 * kp;  // elements from one 16-row A block to the next
   parallel_for(pool, m_blocks, [&](std::ptrdiff_t pb, std::ptrdiff_t pe, int) {
-    convert_a_blocks(pb * 2, std::min(pe * 2, (m + 15) / 16), m, k, a, lda, trans_a, ws);
 #if FUSEDSL_CPU_AMX
     if (tiles) {
       static constexpr tile_config cfg{};  // static: GCC's LDTILECFG asm names 8 of its 64 bytes
@@ -292,34 +355,73 @@ void gemm_amx_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const fl
 #else
     (void)tiles;
 #endif
-    alignas(64) float acc[32 * 32];
+    // A ring of accumulator blocks: a block's epilogue runs `delay` blocks later, between the
+    // tile products and the tile stores of that later block, once its own tile stores have long
+    // reached L1 (a vector load of data a tile store has not yet committed waits for it).
+    constexpr int delay = 2, slots = delay + 1;
+    alignas(64) float acc[slots][32 * 32];
+    struct block_place {
+      std::ptrdiff_t rows, cols, i0, j0;
+    } placed[slots];
+    std::ptrdiff_t count = 0;  // blocks computed so far by this thread
+    const auto finish = [&](std::ptrdiff_t t) {
+      const block_place& q = placed[t % slots];
+      store_block<Act>(acc[t % slots], q.rows, q.cols, q.i0, q.j0, c, ldc, ep);
+    };
     for (std::ptrdiff_t jb = 0; jb < n_panels; jb += block) {
       const std::ptrdiff_t je = std::min(n_panels, jb + block);
       for (std::ptrdiff_t ib = pb; ib < pe; ++ib) {
         const std::ptrdiff_t i0 = ib * 32, rows = std::min<std::ptrdiff_t>(32, m - i0);
         const bf16_bits* ap = ws + 2 * ib * a_next;
-        for (std::ptrdiff_t jp = jb; jp < je; ++jp) {
+        // A is converted in the first pass over B: this thread's first block up front, each next
+        // block in slices between the tile products of the current one (vector work that overlaps
+        // the tiles), so a block's tiles are fresh in cache when it is used.
+        const std::ptrdiff_t a_rows = round_up(m, 16);
+        const auto a_block_rows = [&](std::ptrdiff_t blk, std::ptrdiff_t part,
+                                      std::ptrdiff_t parts) {
+          const std::ptrdiff_t r0 = std::min(a_rows, 32 * blk + 32 * part / parts);
+          return std::pair{r0, std::min(a_rows, 32 * blk + 32 * (part + 1) / parts)};
+        };
+        if (jb == 0 && ib == pb) {
+          const auto [r0, r1] = a_block_rows(ib, 0, 1);
+          convert_a_rows(r0, r1, m, k, a, lda, trans_a, ws, tiles);
+        }
+        for (std::ptrdiff_t jp = jb; jp < je; ++jp, ++count) {
           const std::ptrdiff_t j0 = jp * 32, cols = std::min<std::ptrdiff_t>(32, n - j0);
           const bf16_bits* bp = b.panel(jp);
+          float* out = acc[count % slots];
+          placed[count % slots] = {rows, cols, i0, j0};
+          const auto earlier = [&] {
+            if (jb == 0 && ib + 1 < pe) {
+              const auto [r0, r1] = a_block_rows(ib + 1, jp - jb, je - jb);
+              convert_a_rows(r0, r1, m, k, a, lda, trans_a, ws, tiles);
+            }
+            if (count >= delay) finish(count - delay);
+            if (count >= delay - 1) {  // the next block to finish
+              const block_place& q = placed[(count - delay + 1) % slots];
+              prefetch_block(q.rows, q.cols, q.i0, q.j0, c, ldc, ep);
+            }
+          };
 #if FUSEDSL_CPU_AMX
           if (tiles) {
             if (rows > 16 && cols > 16)
-              block_amx<2, 2>(ap, a_next, bp, steps, acc);
+              block_amx<2, 2>(ap, a_next, bp, steps, out, earlier);
             else if (rows > 16)
-              block_amx<2, 1>(ap, a_next, bp, steps, acc);
+              block_amx<2, 1>(ap, a_next, bp, steps, out, earlier);
             else if (cols > 16)
-              block_amx<1, 2>(ap, a_next, bp, steps, acc);
+              block_amx<1, 2>(ap, a_next, bp, steps, out, earlier);
             else
-              block_amx<1, 1>(ap, a_next, bp, steps, acc);
+              block_amx<1, 1>(ap, a_next, bp, steps, out, earlier);
           } else
 #endif
           {
-            block_portable(ap, a_next, bp, steps, rows, acc);
+            block_portable(ap, a_next, bp, steps, rows, out);
+            earlier();
           }
-          store_block<Act>(acc, rows, cols, i0, j0, c, ldc, ep);
         }
       }
     }
+    for (std::ptrdiff_t t = std::max<std::ptrdiff_t>(0, count - delay); t < count; ++t) finish(t);
 #if FUSEDSL_CPU_AMX
     if (tiles) _tile_release();
 #endif
@@ -343,6 +445,8 @@ packed_b_bf16 pack_b_bf16(std::ptrdiff_t k, std::ptrdiff_t n, const T* b, std::p
     throw std::invalid_argument(
         "pack_b_bf16: ldb " + std::to_string(ldb) + " is less than " +
         (trans_b ? "k = " + std::to_string(k) : "n = " + std::to_string(n)));
+  if (k * n == 0) return packed_b_bf16{dst, k, n};
+  dst = detail::align_64(dst);
   const packed_b_bf16 out{dst, k, n};
   const std::ptrdiff_t kp = out.k_padded();
   for (std::ptrdiff_t p = 0; p < out.panels(); ++p) {
@@ -395,6 +499,7 @@ void gemm_amx(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float*
                                 std::to_string(ep.ld_residual) +
                                 " is less than n = " + std::to_string(n));
   const bool tiles = mode == amx_mode::automatic && amx_available();
+  if (k > 0) workspace = detail::align_64(workspace);
   const auto run = [&]<activation Act>() {
     detail::gemm_amx_run<Act>(m, n, k, a, lda, trans_a, b, c, ldc, ep, workspace, pool, tiles);
   };
