@@ -15,6 +15,10 @@
 // anything else in a group (a general loop group, an unusual epilogue) runs through the
 // interpreter node by node over preallocated scratch, so every plan runs. `stats()` says how many
 // groups took which path.
+//
+// Opt-in (`amx_bf16{}`): matmuls whose B is a bf16 param run on AMX-BF16 tiles (kernels/amx.hpp)
+// where the CPU and OS allow it: the weights are packed as bf16 once, the activations rounded to
+// bf16 at each call, products accumulated in f32. Elsewhere the option changes nothing.
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -24,6 +28,7 @@
 #include <vector>
 
 #include "fusedsl/backend/cpu/interpret.hpp"
+#include "fusedsl/backend/cpu/kernels/amx.hpp"
 #include "fusedsl/backend/cpu/kernels/attention.hpp"
 #include "fusedsl/backend/cpu/kernels/gemm.hpp"
 #include "fusedsl/backend/cpu/kernels/threads.hpp"
@@ -47,6 +52,11 @@ struct interpreter_only {
   bool value = true;
 };
 
+// Run matmuls with bf16 weights on AMX tiles, activations rounded to bf16 (see the top comment).
+struct amx_bf16 {
+  bool value = true;
+};
+
 // Time spent in each fusion group, when profiling is on (executor::profile(true)).
 struct group_profile {
   plan::group_kind kind = plan::group_kind::loop;
@@ -60,6 +70,7 @@ struct group_profile {
 struct executor_stats {
   int fast_groups = 0;         // groups run by one specialised kernel call (per layer)
   int interpreted_groups = 0;  // groups run (at least partly) by the interpreter (per layer)
+  int amx_matmuls = 0;         // matmuls with bf16 weights bound and packed for AMX tiles (all layers)
 };
 
 template <class Program>
@@ -82,17 +93,19 @@ class executor {
   static_assert(supported(), "cpu::executor: runs f32 programs (bf16 allowed for params) without nested stacks");
 
  public:
-  explicit executor(Program = {}, threads t = threads{1}, interpreter_only io = {false})
-      : pool_(t.count), interpreter_only_(io.value) {
+  explicit executor(Program = {}, threads t = threads{1}, interpreter_only io = {false}, amx_bf16 amx = {false})
+      : pool_(t.count), interpreter_only_(io.value), amx_(amx.value && kernels::amx_available()) {
     build_bindings();
     analyse_groups();
     arena_ = aligned_buffer(std::size_t(mp.arena_bytes) + 64);
     scratch_ = aligned_buffer(scratch_floats_ * sizeof(float) + 64);
     packed_ = aligned_buffer(packed_floats_ * sizeof(float) + 64);
+    packed_bf16_ = aligned_buffer(packed_bf16_elements_ * sizeof(kernels::bf16_bits) + 64);
     widened_ = aligned_buffer(widened_floats_ * sizeof(float) + 64);
     for (int o = 0; o < g.n_outputs; ++o) outputs_[std::size_t(o)] = nullptr;
     counted_.reserve(std::size_t(fp.n_groups) + 1);
   }
+  executor(Program p, threads t, amx_bf16 amx) : executor(p, t, interpreter_only{false}, amx) {}
 
   // Names this program needs bound, with their dtypes and shapes ("layers.0.attn.q.w", ...).
   using binding_info = graph::binding_info;
@@ -167,7 +180,11 @@ class executor {
     run();
   }
 
-  executor_stats stats() const { return stats_; }
+  executor_stats stats() const {
+    executor_stats s = stats_;
+    for (const packed_ref& p : packs_) s.amx_matmuls += p.amx && p.ready;
+    return s;
+  }
 
   // Per-group timing (steady_clock and the thread's CPU clock around each group; adds four clock
   // reads per group call).
@@ -193,8 +210,10 @@ class executor {
   };
   struct packed_ref {
     int matmul = -1, iter = 0;
-    std::size_t offset = 0;  // floats into packed_
+    std::size_t offset = 0;  // floats into packed_, or (amx) bf16 elements into packed_bf16_
     bool ready = false;
+    bool amx = false;  // packed for the AMX tiles (bf16 weights, amx_bf16 opted in)
+    const kernels::bf16_bits* amx_data = nullptr;  // the packed panels (aligned inside the slot)
   };
 
   // ---- setup ----
@@ -273,11 +292,19 @@ class executor {
         if (gr.kind == plan::group_kind::attention)  // head_dim: Q Kᵀ's k, P V's n
           w += kernels::attention_workspace_floats<arch>(mm.trans_b ? k : n, pool_.size());
         if (w > need) need = w;
+        const bool amx = amx_ && gr.kind == plan::group_kind::matmul && b_is_param(gi, i) &&
+                         g[read_view(g, fp, gi, mm.in[1]).base].type == dtype::bf16;
+        if (amx) w = std::max(w, kernels::gemm_amx_workspace_elements(mm.shape.size() / n, k) / 2 + 64);
         if (gr.kind == plan::group_kind::matmul && b_is_param(gi, i)) {
           const int iters = iterations_of_region(mm.region);
           for (int it = 0; it < iters; ++it) {
-            packs_.push_back({i, it, packed_floats_, false});
-            packed_floats_ += kernels::packed_b_floats<arch>(k, n) + 16;
+            if (amx) {
+              packs_.push_back({i, it, packed_bf16_elements_, false, true});
+              packed_bf16_elements_ += kernels::packed_b_bf16_elements(k, n) + 32;
+            } else {
+              packs_.push_back({i, it, packed_floats_, false});
+              packed_floats_ += kernels::packed_b_floats<arch>(k, n) + 16;
+            }
           }
         }
       }
@@ -292,23 +319,39 @@ class executor {
       const int gi = fp.group_of[std::size_t(p.matmul)];
       const strided_view b = read_view(g, fp, gi, g[p.matmul].in[1]);
       if (b.base != s.node) continue;
-      pack_b_into(p.matmul, b, s.f32, reinterpret_cast<float*>(packed_.data()) + p.offset);
+      if (p.amx) {  // from the widened copy: bf16 -> f32 -> bf16 gives the bound bits back
+        const b_operand o = b_operand_of(p.matmul, b);
+        p.amx_data = kernels::pack_b_bf16(o.k, o.cols, s.f32 + b.offset, o.ld, o.trans,
+                                          reinterpret_cast<kernels::bf16_bits*>(packed_bf16_.data()) + p.offset)
+                         .data;
+      } else {
+        pack_b_into(p.matmul, b, s.f32, reinterpret_cast<float*>(packed_.data()) + p.offset);
+      }
       p.ready = true;
     }
   }
 
+  // B of matmul mm (a 2-D view) as the packing functions take it: k x cols, leading dimension,
+  // transposed or not.
+  struct b_operand {
+    std::int64_t k, cols, ld;
+    bool trans;
+  };
+  static b_operand b_operand_of(int mm, const strided_view& b) {
+    const graph::node& n = g[mm];
+    // Element (p, j) of B: b[p*s0 + j*s1] (or transposed). The kernel takes unit stride on one axis.
+    b_operand o{n.trans_b ? b.shape[1] : b.shape[0], n.shape.back(), b.stride[0], n.trans_b};
+    if (b.stride[1] != 1) {  // stored the other way round
+      o.trans = !o.trans;
+      o.ld = b.stride[1];
+    }
+    return o;
+  }
+
   // Pack B (a 2-D view of `data`) for matmul mm into dst.
   kernels::packed_b<arch> pack_b_into(int mm, const strided_view& b, const float* data, float* dst) const {
-    const graph::node& n = g[mm];
-    const std::int64_t k = n.trans_b ? b.shape[1] : b.shape[0], cols = n.shape.back();
-    // Element (p, j) of B: b[p*s0 + j*s1] (or transposed). The kernel takes unit stride on one axis.
-    bool trans = n.trans_b;
-    std::int64_t ld = b.stride[0];
-    if (b.stride[1] != 1) {  // stored the other way round
-      trans = !trans;
-      ld = b.stride[1];
-    }
-    return kernels::pack_b<arch>(k, cols, data + b.offset, ld, trans, dst);
+    const b_operand o = b_operand_of(mm, b);
+    return kernels::pack_b<arch>(o.k, o.cols, data + b.offset, o.ld, o.trans, dst);
   }
 
   // ---- per call ----
@@ -413,6 +456,18 @@ class executor {
       const packed_ref* pre = nullptr;
       for (const packed_ref& pk : packs_)
         if (pk.matmul == i && pk.iter == it && pk.ready) pre = &pk;
+      kernels::gemm_epilogue ep;
+      ep.scale = p.scale;
+      ep.bias = p.bias ? val_[std::size_t(p.bias_node)] + p.bias_offset : nullptr;
+      ep.act = p.act;
+      ep.residual = p.residual >= 0 ? val_[std::size_t(p.residual)] : nullptr;
+      ep.ld_residual = p.n;
+      const auto pool = pool_for(double(p.m) * double(p.n) * double(p.k));
+      if (pre && pre->amx) {
+        kernels::gemm_amx(p.m, p.n, p.k, ptr(p.a), p.lda, p.trans_a, kernels::packed_b_bf16{pre->amx_data, p.k, p.n},
+                          val_[std::size_t(p.out)], p.n, ep, reinterpret_cast<kernels::bf16_bits*>(ws), pool);
+        continue;
+      }
       float* work = ws;
       if (pre) {
         b = kernels::packed_b<arch>{reinterpret_cast<const float*>(packed_.data()) + pre->offset, p.k, p.n};
@@ -420,14 +475,7 @@ class executor {
         b = pack_b_into(i, p.b, val_[std::size_t(p.b.base)], ws);
         work = ws + kernels::packed_b_floats<arch>(p.k, p.n) + 16;
       }
-      kernels::gemm_epilogue ep;
-      ep.scale = p.scale;
-      ep.bias = p.bias ? val_[std::size_t(p.bias_node)] + p.bias_offset : nullptr;
-      ep.act = p.act;
-      ep.residual = p.residual >= 0 ? val_[std::size_t(p.residual)] : nullptr;
-      ep.ld_residual = p.n;
-      kernels::gemm<arch>(p.m, p.n, p.k, ptr(p.a), p.lda, p.trans_a, b, val_[std::size_t(p.out)], p.n, ep, work,
-                          pool_for(double(p.m) * double(p.n) * double(p.k)));
+      kernels::gemm<arch>(p.m, p.n, p.k, ptr(p.a), p.lda, p.trans_a, b, val_[std::size_t(p.out)], p.n, ep, work, pool);
     }
     return true;
   }
@@ -665,13 +713,14 @@ class executor {
 
   kernels::thread_pool pool_;
   bool interpreter_only_ = false;
+  bool amx_ = false;  // amx_bf16 asked for and available
   bool profiling_ = false;
   std::array<group_profile, N> profile_{};
   std::vector<slot> slots_;
   std::map<std::string, std::size_t> by_name_;
   std::vector<packed_ref> packs_;
-  std::size_t scratch_floats_ = 0, packed_floats_ = 0, widened_floats_ = 0;
-  aligned_buffer arena_, scratch_, packed_, widened_;
+  std::size_t scratch_floats_ = 0, packed_floats_ = 0, widened_floats_ = 0, packed_bf16_elements_ = 0;
+  aligned_buffer arena_, scratch_, packed_, widened_, packed_bf16_;
   std::array<float*, N> val_{};
   std::array<matmul_group_plan, N> matmul_plans_{};
   std::array<float*, graph::max_outputs> outputs_{};

@@ -1,0 +1,94 @@
+// The executor's AMX opt-in (cpu::amx_bf16): matmuls whose weights are bf16 params run on AMX
+// tiles, activations rounded to bf16 at each call. Compared with the reference backend on the same
+// bf16 weights (the reference computes in f32 from them, so the difference is the activations'
+// bf16 rounding) and with the executor's own f32 path.
+#include <cstring>
+
+#include "allocation_counter.hpp"
+#include "check.hpp"
+
+namespace fd = fusedsl;
+
+namespace {
+
+// y = act(x W + b) with bf16 W, through the executor with and without the opt-in.
+constexpr auto x1 = fd::input<"x", float, 33, 40>();
+constexpr auto w1 = fd::param<"w", fd::bf16, 40, 17>();
+constexpr auto b1 = fd::param<"b", float, 17>();
+constexpr auto one_matmul = fd::compile(fd::gelu(fd::matmul(x1, fd::cast<float>(w1)) + b1));
+
+// Two residual FFN layers with bf16 weights (4 matmuls, one transposed weight).
+constexpr auto x2 = fd::input<"x", float, 70, 48>();
+constexpr auto ffn_stack = fd::compile(fd::nn::stack<"layers", 2>(
+    fd::nn::block([](auto v) {
+      const auto up = fd::param<"up", fd::bf16, 48, 96>();
+      const auto down_t = fd::param<"down_t", fd::bf16, 48, 96>();  // stored [out, in]
+      const auto h = fd::silu(fd::matmul(v, fd::cast<float>(up)) + fd::param<"up_b", float, 96>());
+      return v + fd::matmul<false, true>(h, fd::cast<float>(down_t));
+    }),
+    x2));
+
+// Norm-wise relative L2 difference of output 0 of two executors bound to the same values.
+template <class Program>
+double relative_l2(fd::cpu::executor<Program>& a, fd::cpu::executor<Program>& b) {
+  using fd::dynamic_tensor;
+  const auto& shape = Program::graph[Program::graph.outputs[0]].shape;
+  dynamic_tensor oa(fd::dtype::f32, shape), ob(fd::dtype::f32, shape);
+  a.bind_output(0, oa.ref());
+  b.bind_output(0, ob.ref());
+  a.run();
+  b.run();
+  double num = 0, den = 0;
+  for (std::int64_t i = 0; i < shape.size(); ++i) {
+    const double d = double(oa.data<float>()[i]) - double(ob.data<float>()[i]);
+    num += d * d;
+    den += double(ob.data<float>()[i]) * double(ob.data<float>()[i]);
+  }
+  return std::sqrt(num / den);
+}
+
+template <class Program>
+void check_program(const Program& p, int matmuls, unsigned seed, const char* what) {
+  fd::cpu::executor<Program> amx(p, fd::cpu::threads{1}, fd::cpu::amx_bf16{});
+  fd::cpu::executor<Program> f32(p);
+  const auto bound = fd::test::bind_random(amx, seed);
+  const auto bound_f32 = fd::test::bind_random(f32, seed);  // the same values (same seed)
+  const double err = fd::test::max_relative_error(amx, bound);
+  const double l2 = relative_l2(amx, f32);
+  MESSAGE(std::string(what) << ": "
+                            << std::string(fd::cpu::kernels::amx_available() ? "AMX tiles"
+                                                                             : "no AMX, f32 path")
+                            << "; largest error against the reference " << err
+                            << ", norm-wise relative L2 difference from the f32 path " << l2);
+  CHECK(amx.stats().amx_matmuls == (fd::cpu::kernels::amx_available() ? matmuls : 0));
+  CHECK(f32.stats().amx_matmuls == 0);
+  CHECK(amx.stats().interpreted_groups == 0);
+  // bf16 activations: 8 significant bits, so ~2^-9 per product before cancellation.
+  CHECK(err < 2e-2);
+  CHECK(l2 < 1e-2);
+}
+
+}  // namespace
+
+TEST_CASE("bf16 weights opted into AMX match the reference within the activations' bf16 rounding") {
+  if (!fd::cpu::kernels::amx_available())
+    MESSAGE("AMX-BF16 is NOT available: the opt-in is checked to change nothing (f32 path)");
+  check_program(one_matmul, 1, 3, "gelu(x W + b), 33x40x17");
+  check_program(ffn_stack, 4, 4, "2 FFN layers, 70x48 -> 96 -> 48");
+}
+
+TEST_CASE("the AMX path allocates nothing per call and repeats its results bitwise") {
+  using P = decltype(ffn_stack);
+  fd::cpu::executor<P> ex(ffn_stack, fd::cpu::threads{1}, fd::cpu::amx_bf16{});
+  const auto bound = fd::test::bind_random(ex, 9);
+  const auto& shape = P::graph[P::graph.outputs[0]].shape;
+  fd::dynamic_tensor first(fd::dtype::f32, shape), again(fd::dtype::f32, shape);
+  ex.bind_output(0, first.ref());
+  ex.run();
+  ex.bind_output(0, again.ref());
+  const long before = fd::test::allocations.load();
+  ex.run();
+  CHECK(fd::test::allocations.load() - before == 0);
+  CHECK(std::memcmp(first.data<float>(), again.data<float>(),
+                    std::size_t(first.shape().size()) * sizeof(float)) == 0);
+}
