@@ -37,8 +37,11 @@ weights random_weights(unsigned seed) {
   for (const auto& b : probe.bindings()) {
     w.names.push_back(b.name);
     w.tensors.emplace_back(b.type, b.shape);
-    for (std::int64_t i = 0; i < b.shape.size(); ++i)
-      w.tensors.back().template data<float>()[i] = (b.name.find("gamma") != std::string::npos ? 1.0f : 0.0f) + nd(rng);
+    for (std::int64_t i = 0; i < b.shape.size(); ++i) {
+      const float v = (b.name.find("gamma") != std::string::npos ? 1.0f : 0.0f) + nd(rng);
+      if (b.type == fd::dtype::bf16) w.tensors.back().template data<fd::bf16>()[i] = fd::bf16(v);
+      else w.tensors.back().template data<float>()[i] = v;
+    }
   }
   return w;
 }
@@ -78,6 +81,74 @@ void fused(benchmark::State& state) {
   if (state.range(0) == 1)
     state.counters["peak_fraction_paired"] = fusedsl_bench::paired_peak_fraction([&] { ex.run(); }, Model::flops(), g_peak,
                                                                                   Model::flops() < 1e9 ? 50 : 10);
+}
+
+// The seed transformer with bf16 weights (every matmul's B a bf16 param, widened by a cast) and
+// f32 activations, biases and norms: the same shapes and FLOPs as models::seed.
+template <fd::fixed_string W, fd::fixed_string B, std::int64_t In, std::int64_t Out, class X>
+constexpr auto linear_bf16(X x) {
+  return fd::matmul(x, fd::cast<float>(fd::param<W, fd::bf16, In, Out>())) + fd::param<B, float, Out>();
+}
+template <class X>
+constexpr auto heads(X x) {  // [128, 128] -> [4, 128, 32]
+  return fd::permute<1, 0, 2>(fd::reshape<128, 4, 32>(x));
+}
+constexpr auto seed_block_bf16_weights = fd::nn::block([](auto x) {
+  const auto q = heads(linear_bf16<"attn.q.w", "attn.q.b", 128, 128>(x));
+  const auto k = heads(linear_bf16<"attn.k.w", "attn.k.b", 128, 128>(x));
+  const auto v = heads(linear_bf16<"attn.v.w", "attn.v.b", 128, 128>(x));
+  const auto p = fd::softmax(fd::matmul<false, true>(q, k) * fd::lit<0.17677669529663687>);  // 1/sqrt(32)
+  const auto o = fd::reshape<128, 128>(fd::permute<1, 0, 2>(fd::matmul(p, v)));
+  const auto h = fd::layernorm(x + linear_bf16<"attn.o.w", "attn.o.b", 128, 128>(o), fd::param<"ln1.gamma", float, 128>(),
+                               fd::param<"ln1.beta", float, 128>());
+  const auto f = linear_bf16<"ffn.fc2.w", "ffn.fc2.b", 512, 128>(
+      fd::gelu_tanh(linear_bf16<"ffn.fc1.w", "ffn.fc1.b", 128, 512>(h)));
+  return fd::layernorm(h + f, fd::param<"ln2.gamma", float, 128>(), fd::param<"ln2.beta", float, 128>());
+});
+struct seed_bf16_weights {
+  static constexpr auto x = fd::input<"x", float, 128, 128>();
+  using program_type = decltype(fd::compile(fd::nn::stack<"layers", 2>(seed_block_bf16_weights, x)));
+  static constexpr double flops() { return fd::models::seed::flops(); }
+};
+
+// bf16 weights through AMX tiles (activations rounded to bf16 at each GEMM) against the same
+// program on the f32 kernels (weights widened at bind), one thread, calls alternated in thread CPU
+// time. Not the f32 model: a different arithmetic, reported apart from the f32 targets.
+void seed_bf16_weights_amx(benchmark::State& state) {
+  using P = seed_bf16_weights::program_type;
+  if (!fd::cpu::kernels::amx_available()) {
+    state.SkipWithError("AMX-BF16 is not available (build, CPU or kernel): nothing to measure");
+    return;
+  }
+  const weights w = random_weights<P>(1);
+  fd::cpu::executor<P> amx(P{}, fd::cpu::threads{1}, fd::cpu::amx_bf16{}), f32(P{});
+  fd::dynamic_tensor out(fd::dtype::f32, P::graph[P::graph.outputs[0]].shape);
+  for (auto* ex : {&amx, &f32}) {
+    for (std::size_t i = 0; i < w.names.size(); ++i) ex->bind(w.names[i], const_cast<fd::dynamic_tensor&>(w.tensors[i]).ref());
+    ex->bind_output(0, out.ref());
+  }
+  for (auto _ : state) {
+    amx.run();
+    benchmark::ClobberMemory();
+  }
+  const double flops = seed_bf16_weights::flops();
+  state.counters["peak_fraction"] = benchmark::Counter(flops / g_peak, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["peak_fraction_paired"] = fusedsl_bench::paired_peak_fraction([&] { amx.run(); }, flops, g_peak, 50);
+  state.counters["amx_matmuls"] = amx.stats().amx_matmuls;
+  state.counters["interpreted_groups"] = amx.stats().interpreted_groups;
+  double t_f32 = 0, t_amx = 0, best_f32 = 1e30, best_amx = 1e30;
+  for (int r = 0; r < 100; ++r) {
+    const double t0 = fusedsl_bench::thread_seconds();
+    f32.run();
+    const double t1 = fusedsl_bench::thread_seconds();
+    amx.run();
+    const double t2 = fusedsl_bench::thread_seconds();
+    t_f32 += t1 - t0, t_amx += t2 - t1;
+    best_f32 = std::min(best_f32, t1 - t0), best_amx = std::min(best_amx, t2 - t1);
+  }
+  state.counters["speedup_vs_f32_kernels_paired"] = t_f32 / t_amx;
+  state.counters["speedup_vs_f32_kernels_best"] = best_f32 / best_amx;
+  state.counters["f32_kernels_peak_fraction_best"] = flops / best_f32 / g_peak;
 }
 
 // Times of the reference cases, taken from their own runs (the mean over repetitions), for the
@@ -129,6 +200,7 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("seed_reference", reference<seed>, "seed")->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("seed_fused", fused<seed>)->Arg(1)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("seed_fused", fused<seed>)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("seedbf16weights_amx", seed_bf16_weights_amx)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("medium_reference", reference<medium>, "medium")->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("medium_fused", fused<medium>)->Arg(1)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("medium_fused", fused<medium>)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
