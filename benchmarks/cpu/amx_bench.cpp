@@ -10,7 +10,7 @@
 //                                     FLOP per 16 cycles) against 64 FLOP/cycle/core for two
 //                                     AVX-512 FMA ports, at the clock the FMA peak ran at
 //   speedup_vs_f32_best / _paired     the f32 kernel's time over gemm_amx's on the same shape:
-//                                     fastest calls of each, and the ratio of total times of the
+//                                     fastest calls of each, and the median over 41 rounds of the
 //                                     two called alternately (same conditions for both)
 // The C of both is f32, with no epilogue; B is packed once outside the timing, as in the executor.
 #include <benchmark/benchmark.h>
@@ -119,17 +119,19 @@ void BM_gemm_amx(benchmark::State& state) {
       fusedsl_bench::paired_peak_fraction([&] { g.amx(); }, g.flops(), g_peak);
   const auto f = g_f32_best.find(shape_key(state));
   if (f != g_f32_best.end()) state.counters["speedup_vs_f32_best"] = f->second / best;
-  // Alternate calls of both kernels, in thread CPU time; the ratio of the totals.
-  double t_f32 = 0, t_amx = 0;
-  for (int r = 0; r < 40; ++r) {
-    double t0 = fusedsl_bench::thread_seconds();
+  // Alternate calls of both kernels, in thread CPU time; the median of the per-round ratios (one
+  // disturbed call moves a ratio of sums far: it did, by up to 2x, in the first runs).
+  std::vector<double> ratios;
+  for (int r = 0; r < 41; ++r) {
+    const double t0 = fusedsl_bench::thread_seconds();
     g.f32();
     const double t1 = fusedsl_bench::thread_seconds();
     g.amx();
     const double t2 = fusedsl_bench::thread_seconds();
-    t_f32 += t1 - t0, t_amx += t2 - t1;
+    ratios.push_back((t1 - t0) / (t2 - t1));
   }
-  state.counters["speedup_vs_f32_paired"] = t_f32 / t_amx;
+  std::nth_element(ratios.begin(), ratios.begin() + 20, ratios.end());
+  state.counters["speedup_vs_f32_paired"] = ratios[20];
 }
 
 void shapes(benchmark::internal::Benchmark* b) {
