@@ -66,7 +66,9 @@
 #include "fusedsl/backend/cpu/kernels/threads.hpp"
 #include "fusedsl/backend/cpu/kernels/vmath.hpp"
 
-#if defined(__AMX_TILE__) && defined(__AMX_BF16__) && defined(__AVX512F__) && \
+// GCC spells the feature macros __AMX_TILE__ / __AMX_BF16__, clang 14 __AMXTILE__ / __AMXBF16__.
+#if (defined(__AMX_TILE__) || defined(__AMXTILE__)) &&                         \
+    (defined(__AMX_BF16__) || defined(__AMXBF16__)) && defined(__AVX512F__) && \
     defined(__AVX512BW__) && defined(__linux__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
 #define FUSEDSL_CPU_AMX 1
 #include <cpuid.h>
@@ -310,19 +312,24 @@ void block_amx(const bf16_bits* a, std::ptrdiff_t a_next_block, const bf16_bits*
   if constexpr (MT == 2) _tile_zero(2);
   if constexpr (MT == 2 && NT == 2) _tile_zero(3);
   for (std::ptrdiff_t s = 0; s < steps; ++s) {
-    _tile_loadd(4, a + s * 512, 64);
-    if constexpr (MT == 2) _tile_loadd(5, a + a_next_block + s * 512, 64);
+    // Each product right after the loads it needs (3% faster than all four loads first at k = 128).
     // B streams past (TILELOADDT1: keep it from evicting the A block, which is reused from L1).
+    _tile_loadd(4, a + s * 512, 64);
     _tile_stream_loadd(6, b + s * 1024, 128);
-    if constexpr (NT == 2) _tile_stream_loadd(7, b + s * 1024 + 32, 128);
     if (prefetch_b) {  // short k: A and a B panel both fit in L1; fetch B two steps ahead
       const char* next = reinterpret_cast<const char*>(b + (s + 2) * 1024);
       for (int line = 0; line < 32; ++line) _mm_prefetch(next + line * 64, _MM_HINT_T0);
     }
     _tile_dpbf16ps(0, 4, 6);
-    if constexpr (NT == 2) _tile_dpbf16ps(1, 4, 7);
-    if constexpr (MT == 2) _tile_dpbf16ps(2, 5, 6);
-    if constexpr (MT == 2 && NT == 2) _tile_dpbf16ps(3, 5, 7);
+    if constexpr (NT == 2) {
+      _tile_stream_loadd(7, b + s * 1024 + 32, 128);
+      _tile_dpbf16ps(1, 4, 7);
+    }
+    if constexpr (MT == 2) {
+      _tile_loadd(5, a + a_next_block + s * 512, 64);
+      _tile_dpbf16ps(2, 5, 6);
+      if constexpr (NT == 2) _tile_dpbf16ps(3, 5, 7);
+    }
   }
   between();
   _tile_stored(0, acc, 128);
