@@ -1,6 +1,8 @@
 #include "fusedsl/backend/cpu/kernels/threads.hpp"
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "test_util.hpp"
@@ -37,4 +39,28 @@ TEST_CASE("thread_pool runs every index once per run, repeatedly") {
 
 TEST_CASE("thread_pool rejects a thread count below one") {
   CHECK_THROWS_AS(k::thread_pool(0), std::invalid_argument);
+}
+
+TEST_CASE("thread_pool wakes polling and sleeping workers alike") {
+  using namespace std::chrono_literals;
+  // spin 0 (the default): every run wakes a sleeping worker; 200 us with 1 ms pauses: the
+  // worker polls, gives up, sleeps, and is woken; 20 ms: it is still polling.
+  for (auto spin : {0us, 200us, 20000us}) {
+    k::thread_pool pool(2, spin);
+    for (int rep = 0; rep < 20; ++rep) {
+      std::atomic<int> calls{0}, second{0};
+      pool.run([&](int t, int n) {
+        calls++;
+        second += t == 1;
+        CHECK(n == 2);
+      });
+      CHECK(calls.load() == 2);
+      CHECK(second.load() == 1);
+      if (rep % 5 == 4) std::this_thread::sleep_for(1ms);
+    }
+  }
+}
+
+TEST_CASE("thread_pool rejects a negative spin time") {
+  CHECK_THROWS_AS(k::thread_pool(2, std::chrono::microseconds(-1)), std::invalid_argument);
 }
