@@ -1,5 +1,8 @@
 // Run-time behaviour of the executor: no allocation per call, reproducible results, bindings
 // checked with errors that name the binding.
+// The seed's kernels are below the default parallel threshold; lower it so that two threads
+// really split them here (the no-allocation and bitwise-reproducibility checks need that).
+#define FUSEDSL_CPU_PARALLEL_MACS (1 << 20)
 #include <atomic>
 #include <cstdlib>
 #include <new>
