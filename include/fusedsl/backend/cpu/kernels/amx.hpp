@@ -266,10 +266,44 @@ void prefetch_block(std::ptrdiff_t rows, std::ptrdiff_t cols, std::ptrdiff_t i0,
   }
 }
 
-// The portable core: the same 32 x 32 block as the tiles compute, by f32 FMAs on the packed
-// operands (bf16 products are exact in f32, so this is the tiles' arithmetic up to sum order).
+// The portable core: the same 32 x 32 block as the tiles compute, on the packed operands. With
+// AVX512_BF16, VDPBF16PS does a row's pair products on 16 columns at once (the tiles' operation
+// on one row, also reading bf16 subnormals as zero); else f32 FMAs (bf16 products are exact in
+// f32, so either is the tiles' arithmetic up to sum order).
 inline void block_portable(const bf16_bits* a, std::ptrdiff_t a_next_block, const bf16_bits* b,
                            std::ptrdiff_t steps, std::ptrdiff_t rows, float* acc) {
+#if defined(__AVX512BF16__) && defined(__AVX512F__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
+  // R rows at a time: 2R independent accumulator chains hide VDPBF16PS's latency.
+  const auto rows_from = [&]<int R>(std::ptrdiff_t i0) {
+    const bf16_bits* arow[R];
+    __m512 lo[R], hi[R];
+    for (int q = 0; q < R; ++q) {
+      const std::ptrdiff_t i = i0 + q;
+      arow[q] = (i < 16 ? a : a + a_next_block) + (i % 16) * 32;
+      lo[q] = hi[q] = _mm512_setzero_ps();
+    }
+    for (std::ptrdiff_t s = 0; s < steps; ++s)
+      for (int r = 0; r < 16; ++r) {
+        const bf16_bits* brow = b + s * 1024 + r * 64;
+        const __m512bh b0 = std::bit_cast<__m512bh>(_mm512_loadu_si512(brow));
+        const __m512bh b1 = std::bit_cast<__m512bh>(_mm512_loadu_si512(brow + 32));
+        for (int q = 0; q < R; ++q) {
+          std::uint32_t pair;  // A(i, 2r), A(i, 2r + 1) of this step, broadcast to every column
+          std::memcpy(&pair, arow[q] + s * 512 + 2 * r, sizeof pair);
+          const __m512bh av = std::bit_cast<__m512bh>(_mm512_set1_epi32(int(pair)));
+          lo[q] = _mm512_dpbf16_ps(lo[q], av, b0);
+          hi[q] = _mm512_dpbf16_ps(hi[q], av, b1);
+        }
+      }
+    for (int q = 0; q < R; ++q) {
+      _mm512_storeu_ps(acc + (i0 + q) * 32, lo[q]);
+      _mm512_storeu_ps(acc + (i0 + q) * 32 + 16, hi[q]);
+    }
+  };
+  std::ptrdiff_t i = 0;
+  for (; i + 4 <= rows; i += 4) rows_from.template operator()<4>(i);
+  for (; i < rows; ++i) rows_from.template operator()<1>(i);
+#else
   for (std::ptrdiff_t i = 0; i < rows; ++i) {
     const bf16_bits* arow = (i < 16 ? a : a + a_next_block) + (i % 16) * 32;
     float sum[32] = {};
@@ -285,6 +319,7 @@ inline void block_portable(const bf16_bits* a, std::ptrdiff_t a_next_block, cons
       }
     std::memcpy(acc + i * 32, sum, sizeof sum);
   }
+#endif
 }
 
 #if FUSEDSL_CPU_AMX
