@@ -14,6 +14,7 @@
 #include "fusedsl/backend/cpu/kernels/amx.hpp"
 
 #include <Eigen/Core>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -162,7 +163,8 @@ TEST_CASE("gemm_amx equals the double product of the bf16-rounded operands on od
   double worst[2] = {0, 0};
   for (const shape s :
        {shape{1, 1, 1}, shape{17, 33, 65}, shape{128, 128, 128}, shape{128, 512, 128},
-        shape{130, 70, 300}, shape{16, 16, 32}, shape{33, 17, 31}, shape{48, 48, 512}})
+        shape{130, 70, 300}, shape{16, 16, 32}, shape{33, 17, 31}, shape{48, 48, 512},
+        shape{70, 1100, 600}})  // B over 1 MiB: two blocks of B panels
     for (bool ta : {false, true})
       for (bool tb : {false, true})
         for (const auto mode : both_modes) {
@@ -226,17 +228,19 @@ TEST_CASE("gemm_amx writes bf16 C as the f32 result rounded once") {
 
 TEST_CASE("gemm_amx results are bitwise identical for 1 and 2 threads") {
   k::thread_pool two(2);
-  for (const auto mode : both_modes) {
-    CAPTURE(mode_name(mode));
-    const problem pr(130, 70, 300);
-    k::gemm_epilogue ep;
-    ep.act = k::activation::silu;
-    ep.bias = pr.bias.data();
-    const auto one = run<float>(pr, ep, mode), pair = run<float>(pr, ep, mode, &two);
-    CHECK(std::memcmp(one.data(), pair.data(), one.size() * sizeof(float)) == 0);
-    const auto again = run<float>(pr, ep, mode);
-    CHECK(std::memcmp(one.data(), again.data(), one.size() * sizeof(float)) == 0);
-  }
+  for (const auto mode : both_modes)
+    for (const auto& [m, n, kk] : {std::array<std::ptrdiff_t, 3>{130, 70, 300}, {70, 1100, 600}}) {
+      CAPTURE(mode_name(mode));
+      CAPTURE(m);
+      const problem pr(m, n, kk);
+      k::gemm_epilogue ep;
+      ep.act = k::activation::silu;
+      ep.bias = pr.bias.data();
+      const auto one = run<float>(pr, ep, mode), pair = run<float>(pr, ep, mode, &two);
+      CHECK(std::memcmp(one.data(), pair.data(), one.size() * sizeof(float)) == 0);
+      const auto again = run<float>(pr, ep, mode);
+      CHECK(std::memcmp(one.data(), again.data(), one.size() * sizeof(float)) == 0);
+    }
 }
 
 TEST_CASE("gemm_amx on the tiles and on the portable loops agree within f32 summation order") {

@@ -45,9 +45,9 @@
 // and asks Linux for the tile data state once per process (arch_prctl(ARCH_REQ_XCOMP_PERM,
 // XFEATURE_XTILEDATA); without it the first tile instruction raises SIGILL: Linux,
 // Documentation/arch/x86/xstate.rst). When the build has no AMX (no -mamx-tile -mamx-bf16) or
-// the machine or kernel lacks it, `gemm_amx` computes the same product with plain loops on the
-// same packed operands (correct, not fast): callers that want speed check `amx_available()` and
-// otherwise run kernels::gemm on f32 panels.
+// the machine or kernel lacks it, `gemm_amx` computes the same product with portable loops on the
+// same packed operands (VDPBF16PS with AVX512_BF16, else f32 FMAs: correct, slower than the f32
+// kernel): callers that want speed check `amx_available()` and otherwise run kernels::gemm.
 #include <algorithm>
 #include <atomic>
 #include <bit>
