@@ -29,16 +29,16 @@
 //   for each block of B panels that fits in ~1 MiB of L2
 //     for each 32-row block of A                       (2 A tiles a k step, from L1/L2)
 //       for each 32-column panel of B in the block     (2 B tiles a k step, streamed)
-//         2 x 2 C tiles (tmm0-3) zeroed; per k step: load A0, A1 (tmm4-5), B0, B1 (tmm6-7),
-//         four TDPBF16PS; then the C tiles go to a 32 x 32 f32 buffer on the stack.
+//         2 x 2 C tiles (tmm0-3) zeroed; per k step: A0 (tmm4), B0 (tmm6) -> C00; B1 (tmm7)
+//         -> C01; A1 (tmm5) -> C10, C11 (4 TDPBF16PS, each right after the loads it needs);
+//         then the C tiles go to a 32 x 32 f32 buffer on the stack.
 // Blocks of 16 or fewer rows or columns use one A or one B tile (the 2x1, 1x2, 1x1 variants).
 // What keeps the tiles busy (each measured on this machine; see docs/performance.md):
 //   - B tiles load with TILELOADDT1 (a streaming hint), so the A block stays in L1 (k = 512:
 //     +25%); with k <= 256 the next B steps are also prefetched;
 //   - both buffers are 64-byte aligned inside the caller's memory (unaligned tile rows: 2x slower);
 //   - vector work runs while the tiles compute, placed after a block's products are issued and
-//     before its tile stores: the epilogue of the block two back (its buffer is long written;
-//     a vector load of data a tile store has not committed waits), a write prefetch of the next
+//     before its tile stores: the epilogue of the block two back, a write prefetch of the next
 //     block's C lines, and, in the first pass over B, the conversion of this thread's next A
 //     block, a slice per panel (only the first A block is converted up front).
 // Run time: `amx_available()` checks CPUID (leaf 7: AMX-BF16 = EDX bit 22, AMX-TILE = EDX bit 24)
@@ -398,8 +398,8 @@ void gemm_amx_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const fl
     (void)tiles;
 #endif
     // A ring of accumulator blocks: a block's epilogue runs `delay` blocks later, between the
-    // tile products and the tile stores of that later block, once its own tile stores have long
-    // reached L1 (a vector load of data a tile store has not yet committed waits for it).
+    // tile products and the tile stores of that later block, when its own tile stores are done
+    // (1, 2 and 3 blocks measured the same).
     constexpr int delay = 2, slots = delay + 1;
     alignas(64) float acc[slots][32 * 32];
     struct block_place {
