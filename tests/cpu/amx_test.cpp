@@ -229,10 +229,10 @@ TEST_CASE("gemm_amx writes bf16 C as the f32 result rounded once") {
 TEST_CASE("gemm_amx results are bitwise identical for 1 and 2 threads") {
   k::thread_pool two(2);
   for (const auto mode : both_modes)
-    for (const auto& [m, n, kk] : {std::array<std::ptrdiff_t, 3>{130, 70, 300}, {70, 1100, 600}}) {
+    for (const auto& size : {std::array<std::ptrdiff_t, 3>{130, 70, 300}, {70, 1100, 600}}) {
       CAPTURE(mode_name(mode));
-      CAPTURE(m);
-      const problem pr(m, n, kk);
+      CAPTURE(size[0]);  // no structured binding: clang 14 cannot capture one in CAPTURE
+      const problem pr(size[0], size[1], size[2]);
       k::gemm_epilogue ep;
       ep.act = k::activation::silu;
       ep.bias = pr.bias.data();
