@@ -28,6 +28,11 @@ constexpr auto ffn_stack = fd::compile(fd::nn::stack<"layers", 2>(
     }),
     x2));
 
+// Large enough (256 x 128 x 256 = 8 Mi multiply-adds) for the executor to use its pool.
+constexpr auto x3 = fd::input<"x", float, 256, 128>();
+constexpr auto w3 = fd::param<"w", fd::bf16, 128, 256>();
+constexpr auto wide = fd::compile(fd::silu(fd::matmul(x3, fd::cast<float>(w3))));
+
 // Norm-wise relative L2 difference of output 0 of two executors bound to the same values.
 template <class Program>
 double relative_l2(fd::cpu::executor<Program>& a, fd::cpu::executor<Program>& b) {
@@ -91,4 +96,21 @@ TEST_CASE("the AMX path allocates nothing per call and repeats its results bitwi
   CHECK(fd::test::allocations.load() - before == 0);
   CHECK(std::memcmp(first.data<float>(), again.data<float>(),
                     std::size_t(first.shape().size()) * sizeof(float)) == 0);
+}
+
+TEST_CASE("the AMX path gives the same bits on one and two threads (pool workers use the tiles)") {
+  using P = decltype(wide);
+  fd::cpu::executor<P> one(wide, fd::cpu::threads{1}, fd::cpu::amx_bf16{});
+  fd::cpu::executor<P> two(wide, fd::cpu::threads{2}, fd::cpu::amx_bf16{});
+  const auto b1 = fd::test::bind_random(one, 12), b2 = fd::test::bind_random(two, 12);
+  const auto& shape = P::graph[P::graph.outputs[0]].shape;
+  fd::dynamic_tensor o1(fd::dtype::f32, shape), o2(fd::dtype::f32, shape);
+  one.bind_output(0, o1.ref());
+  two.bind_output(0, o2.ref());
+  one.run();
+  two.run();
+  CHECK(two.stats().amx_matmuls == (fd::cpu::kernels::amx_available() ? 1 : 0));
+  CHECK(std::memcmp(o1.data<float>(), o2.data<float>(),
+                    std::size_t(shape.size()) * sizeof(float)) == 0);
+  CHECK(fd::test::max_relative_error(two, b2) < 2e-2);
 }
