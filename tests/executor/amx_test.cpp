@@ -28,9 +28,11 @@ constexpr auto ffn_stack = fd::compile(fd::nn::stack<"layers", 2>(
     }),
     x2));
 
-// Large enough (256 x 128 x 256 = 8 Mi multiply-adds) for the executor to use its pool.
-constexpr auto x3 = fd::input<"x", float, 256, 128>();
-constexpr auto w3 = fd::param<"w", fd::bf16, 128, 256>();
+// Large enough for the executor to use its pool (the threshold is in multiply-adds).
+constexpr auto x3 = fd::input<"x", float, 256, 384>();
+constexpr auto w3 = fd::param<"w", fd::bf16, 384, 384>();
+static_assert(256.0 * 384 * 384 >= FUSEDSL_CPU_PARALLEL_MACS,
+              "the two-thread case must reach the pool");
 constexpr auto wide = fd::compile(fd::silu(fd::matmul(x3, fd::cast<float>(w3))));
 
 // Norm-wise relative L2 difference of output 0 of two executors bound to the same values.
