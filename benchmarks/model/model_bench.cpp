@@ -17,6 +17,7 @@
 #include "fma_peak.hpp"
 #include "fusedsl/backend/cpu/executor.hpp"
 #include "fusedsl/backend/reference/evaluate.hpp"
+#include "fusedsl/models/bf16_weights.hpp"
 #include "fusedsl/models/transformer.hpp"
 
 namespace fd = fusedsl;
@@ -83,36 +84,6 @@ void fused(benchmark::State& state) {
     state.counters["peak_fraction_paired"] = fusedsl_bench::paired_peak_fraction([&] { ex.run(); }, Model::flops(), g_peak,
                                                                                   Model::flops() < 1e9 ? 50 : 10);
 }
-
-// A post-LN transformer with bf16 weights (every matmul's B a bf16 param, widened by a cast) and
-// f32 activations, biases and norms: the shapes and FLOPs of models::transformer<L, D, H, F, 2>.
-template <fd::fixed_string W, fd::fixed_string B, std::int64_t In, std::int64_t Out, class X>
-constexpr auto linear_bf16(X x) {
-  return fd::matmul(x, fd::cast<float>(fd::param<W, fd::bf16, In, Out>())) + fd::param<B, float, Out>();
-}
-template <std::int64_t L, std::int64_t D, int H, std::int64_t F, double Scale>  // Scale = 1/sqrt(D/H)
-struct bf16_weights_transformer {
-  template <class X>
-  static constexpr auto heads(X x) {  // [L, D] -> [H, L, D/H]
-    return fd::permute<1, 0, 2>(fd::reshape<L, H, D / H>(x));
-  }
-  static constexpr auto block = fd::nn::block([](auto x) {
-    const auto q = heads(linear_bf16<"attn.q.w", "attn.q.b", D, D>(x));
-    const auto k = heads(linear_bf16<"attn.k.w", "attn.k.b", D, D>(x));
-    const auto v = heads(linear_bf16<"attn.v.w", "attn.v.b", D, D>(x));
-    const auto p = fd::softmax(fd::matmul<false, true>(q, k) * fd::lit<Scale>);
-    const auto o = fd::reshape<L, D>(fd::permute<1, 0, 2>(fd::matmul(p, v)));
-    const auto h = fd::layernorm(x + linear_bf16<"attn.o.w", "attn.o.b", D, D>(o), fd::param<"ln1.gamma", float, D>(),
-                                 fd::param<"ln1.beta", float, D>());
-    const auto f = linear_bf16<"ffn.fc2.w", "ffn.fc2.b", F, D>(fd::gelu_tanh(linear_bf16<"ffn.fc1.w", "ffn.fc1.b", D, F>(h)));
-    return fd::layernorm(h + f, fd::param<"ln2.gamma", float, D>(), fd::param<"ln2.beta", float, D>());
-  });
-  static constexpr auto x = fd::input<"x", float, L, D>();
-  using program_type = decltype(fd::compile(fd::nn::stack<"layers", 2>(block, x)));
-  static constexpr double flops() { return fd::models::transformer<L, D, H, F, 2>::flops(); }
-};
-using seed_bf16_weights = bf16_weights_transformer<128, 128, 4, 512, 0.17677669529663687>;
-using medium_bf16_weights = bf16_weights_transformer<512, 512, 8, 2048, 0.125>;
 
 // bf16 weights through AMX tiles (activations rounded to bf16 at each GEMM) against the same
 // program on the f32 kernels (weights widened at bind), one thread, calls alternated in thread CPU
@@ -209,11 +180,11 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("seed_reference", reference<seed>, "seed")->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("seed_fused", fused<seed>)->Arg(1)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("seed_fused", fused<seed>)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark("seedbf16weights_amx", bf16_weights_amx<seed_bf16_weights>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("seedbf16weights_amx", bf16_weights_amx<fd::models::seed_bf16_weights>)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("medium_reference", reference<medium>, "medium")->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("medium_fused", fused<medium>)->Arg(1)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("medium_fused", fused<medium>)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("mediumbf16weights_amx", bf16_weights_amx<medium_bf16_weights>)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("mediumbf16weights_amx", bf16_weights_amx<fd::models::medium_bf16_weights>)->Unit(benchmark::kMillisecond);
   with_speedup<benchmark::ConsoleReporter> console;
   with_speedup<benchmark::JSONReporter> file;
   if (to_file) benchmark::RunSpecifiedBenchmarks(&console, &file);
