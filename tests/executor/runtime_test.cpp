@@ -3,35 +3,11 @@
 // The seed's kernels are below the default parallel threshold; lower it so that two threads
 // really split them here (the no-allocation and bitwise-reproducibility checks need that).
 #define FUSEDSL_CPU_PARALLEL_MACS (1 << 20)
-#include <atomic>
-#include <cstdlib>
-#include <new>
+#include <cstring>
 
+#include "allocation_counter.hpp"
 #include "check.hpp"
 #include "fusedsl/models/transformer.hpp"
-
-// Count every allocation; the replacements pair malloc with free, which GCC cannot see.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-namespace {
-std::atomic<long> allocations{0};
-}
-void* operator new(std::size_t n) {
-  allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new(std::size_t n, std::align_val_t a) {
-  allocations.fetch_add(1, std::memory_order_relaxed);
-  const std::size_t al = std::size_t(a);
-  if (void* p = std::aligned_alloc(al, (n + al - 1) / al * al)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 
 namespace fd = fusedsl;
 using M = fd::models::seed;
@@ -42,9 +18,9 @@ TEST_CASE("a call allocates nothing: the arena and workspaces come from construc
   fd::tensor<float, 128, 128> out;
   ex.bind_output(0, out);
   ex.run();  // warm-up
-  const long before = allocations.load();
+  const long before = fd::test::allocations.load();
   for (int i = 0; i < 5; ++i) ex.run();
-  CHECK(allocations.load() == before);
+  CHECK(fd::test::allocations.load() == before);
 }
 
 TEST_CASE("results are bitwise identical from run to run and across thread counts") {
