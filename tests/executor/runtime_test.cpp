@@ -3,6 +3,7 @@
 // The seed's kernels are below the default parallel threshold; lower it so that two threads
 // really split them here (the no-allocation and bitwise-reproducibility checks need that).
 #define FUSEDSL_CPU_PARALLEL_MACS (1 << 20)
+#include <chrono>
 #include <cstring>
 
 #include "allocation_counter.hpp"
@@ -26,17 +27,22 @@ TEST_CASE("a call allocates nothing: the arena and workspaces come from construc
 TEST_CASE("results are bitwise identical from run to run and across thread counts") {
   fd::cpu::executor one(M::program, fd::cpu::threads{1});
   fd::cpu::executor two(M::program, fd::cpu::threads{2});
+  fd::cpu::executor polling(M::program, fd::cpu::threads{2, std::chrono::microseconds(500)});
   auto b1 = fd::test::bind_random(one, 8);
   auto b2 = fd::test::bind_random(two, 8);
-  fd::tensor<float, 128, 128> a, a2, c;
+  auto b3 = fd::test::bind_random(polling, 8);
+  fd::tensor<float, 128, 128> a, a2, c, d;
   one.bind_output(0, a);
   one.run();
   one.bind_output(0, a2);
   one.run();
   two.bind_output(0, c);
   two.run();
+  polling.bind_output(0, d);
+  polling.run();
   CHECK(std::memcmp(a.data(), a2.data(), sizeof(float) * 128 * 128) == 0);
   CHECK(std::memcmp(a.data(), c.data(), sizeof(float) * 128 * 128) == 0);
+  CHECK(std::memcmp(a.data(), d.data(), sizeof(float) * 128 * 128) == 0);
 }
 
 TEST_CASE("bindings are checked by name, shape and dtype") {

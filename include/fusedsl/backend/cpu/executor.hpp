@@ -47,6 +47,9 @@ namespace fusedsl::cpu {
 
 struct threads {
   int count = 1;
+  // How long idle pool threads poll for work before they sleep (kernels::thread_pool): 0 by
+  // default, as polling made two-thread models slower on a shared VM (docs/performance.md).
+  std::chrono::microseconds spin{0};
 };
 
 // Run every group through the interpreter (a cross-check of the specialised kernels in tests).
@@ -96,7 +99,7 @@ class executor {
 
  public:
   explicit executor(Program = {}, threads t = threads{1}, interpreter_only io = {false}, amx_bf16 amx = {false})
-      : pool_(t.count), interpreter_only_(io.value), amx_(amx.value && kernels::amx_available()) {
+      : pool_(t.count, t.spin), interpreter_only_(io.value), amx_(amx.value && kernels::amx_available()) {
     build_bindings();
     analyse_groups();
     arena_ = aligned_buffer(std::size_t(mp.arena_bytes) + 64);
