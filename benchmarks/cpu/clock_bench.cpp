@@ -59,6 +59,9 @@ float fma_with_loads(long iters, const float* p) {  // no broadcasts
 float fma_with_broadcasts(long iters, const float* p) {  // the micro-kernel's A operand
   return fma_fed_by(iters, [p](long it, int j) { return _mm512_set1_ps(p[(it & 15) * 16 + j]); });
 }
+#else
+float fma_with_loads(long iters, const float*) { return fusedsl_bench::fma_chains(iters); }
+float fma_with_broadcasts(long iters, const float*) { return fusedsl_bench::fma_chains(iters); }
 #endif
 
 enum prelude { pure_fma, gemm_microkernel, fma_512bit_loads, spin, fma_broadcasts };
@@ -84,18 +87,10 @@ void BM_fma_bursts_after(benchmark::State& state) {
         run_microkernel(a, b, c);
         break;
       case fma_512bit_loads:
-#if defined(__AVX512F__)
         sink = sink + fma_with_loads(iters * 150, ones.data());
-#else
-        sink = sink + fusedsl_bench::fma_chains(iters * 150);
-#endif
         break;
       case fma_broadcasts:
-#if defined(__AVX512F__)
         sink = sink + fma_with_broadcasts(iters * 150, ones.data());
-#else
-        sink = sink + fusedsl_bench::fma_chains(iters * 150);
-#endif
         break;
       case spin: {
         const double t = fusedsl_bench::thread_seconds();

@@ -64,6 +64,13 @@ inline void exp_reduced(__m512 x, __m512& n, __m512& p) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
 }
+
+// p * 2^n for the lanes in `normal`, 0 in the others (no subnormal results).
+inline __m512 exp_masked(__m512 x, __mmask16 normal) {
+  __m512 n, p;
+  exp_reduced(x, n, p);
+  return _mm512_maskz_scalef_ps(normal, p, n);
+}
 }  // namespace detail
 
 // AVX-512 exp: the 2^n scaling by VSCALEFPS, which also gives +inf on overflow. Lanes below
@@ -76,9 +83,7 @@ inline xsimd::batch<float, xsimd::avx512f> vexp(const xsimd::batch<float, xsimd:
   // Clamp so n stays finite; VMAXPS/VMINPS return the second source for NaN, so NaN passes.
   x = _mm512_max_ps(lo, x);
   x = _mm512_min_ps(_mm512_set1_ps(89.0f), x);
-  __m512 n, p;
-  detail::exp_reduced(x, n, p);
-  return _mm512_maskz_scalef_ps(normal, p, n);
+  return detail::exp_masked(x, normal);
 }
 
 // No clamps: a non-positive argument cannot overflow, and lanes below ln(FLT_MIN) (-inf
@@ -86,10 +91,7 @@ inline xsimd::batch<float, xsimd::avx512f> vexp(const xsimd::batch<float, xsimd:
 inline xsimd::batch<float, xsimd::avx512f> vexp_nonpositive(
     const xsimd::batch<float, xsimd::avx512f>& xb) {
   const __m512 x = xb;
-  const __mmask16 normal = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.33654f), _CMP_NLT_UQ);
-  __m512 n, p;
-  detail::exp_reduced(x, n, p);
-  return _mm512_maskz_scalef_ps(normal, p, n);
+  return detail::exp_masked(x, _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.33654f), _CMP_NLT_UQ));
 }
 
 inline xsimd::batch<float, xsimd::avx512f> vexp_in_range(
