@@ -64,18 +64,6 @@ float exp_shifted(const float* x, float shift, float* y, std::ptrdiff_t n) {
   return r;
 }
 
-template <class Arch>
-float row_sum(const float* x, std::ptrdiff_t n) {
-  using V = vec_t<Arch>;
-  constexpr int W = simd<Arch>::width;
-  V s(0.0f);
-  std::ptrdiff_t j = 0;
-  for (; j + W <= n; j += W) s = s + simd<Arch>::load(x + j);
-  float r = simd<Arch>::reduce_add(s);
-  for (; j < n; ++j) r += x[j];
-  return r;
-}
-
 // sum of (x - c)^2
 template <class Arch>
 float row_sum_sq(const float* x, float c, std::ptrdiff_t n) {
@@ -91,6 +79,61 @@ float row_sum_sq(const float* x, float c, std::ptrdiff_t n) {
   float r = simd<Arch>::reduce_add(s);
   for (; j < n; ++j) r = std::fma(x[j] - c, x[j] - c, r);
   return r;
+}
+
+// layernorm reduces `norm_rows` rows side by side: one short row is two chains of dependent adds,
+// lane reductions and divisions, which leave the vector unit idle; eight rows' independent chains
+// fill it (8 measured best on AVX-512 and AVX2; rmsnorm, one pass, gained nothing from it; see
+// docs/performance.md). Each row is summed in the same order whatever the group size, so a row's
+// result does not depend on the rows reduced with it. The unroll pragmas keep the per-row
+// accumulators in registers (without them GCC 12 spills them to the stack).
+inline constexpr int norm_rows = 8;
+
+// mean[r] = mean of x[r, :n] for R rows x[r] = x + r * ldx.
+template <class Arch, int R>
+void rows_mean(const float* x, std::ptrdiff_t ldx, std::ptrdiff_t n, float* mean) {
+  using V = vec_t<Arch>;
+  constexpr int W = simd<Arch>::width;
+  V s[R];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) s[r] = V(0.0f);
+  std::ptrdiff_t j = 0;
+  for (; j + W <= n; j += W)
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) s[r] = s[r] + simd<Arch>::load(x + r * ldx + j);
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    float t = simd<Arch>::reduce_add(s[r]);
+    for (std::ptrdiff_t i = j; i < n; ++i) t += x[r * ldx + i];
+    mean[r] = t / float(n);
+  }
+}
+
+// inv[r] = 1 / sqrt(mean of (x[r, :n] - c[r])^2 + eps).
+template <class Arch, int R>
+void rows_inv_rms(const float* x, std::ptrdiff_t ldx, std::ptrdiff_t n, const float* c, float eps,
+                  float* inv) {
+  using V = vec_t<Arch>;
+  constexpr int W = simd<Arch>::width;
+  V s[R], cv[R];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) s[r] = V(0.0f), cv[r] = V(c[r]);
+  std::ptrdiff_t j = 0;
+  for (; j + W <= n; j += W)
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const V d = simd<Arch>::load(x + r * ldx + j) - cv[r];
+      s[r] = fmadd(d, d, s[r]);
+    }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    float t = simd<Arch>::reduce_add(s[r]);
+    for (std::ptrdiff_t i = j; i < n; ++i) {
+      const float d = x[r * ldx + i] - c[r];
+      t = std::fma(d, d, t);
+    }
+    inv[r] = 1.0f / std::sqrt(t / float(n) + eps);
+  }
 }
 
 // y = (x - c) * s * gamma + beta (gamma, beta nullable).
@@ -113,6 +156,27 @@ void normalise(const float* x, float c, float s, const float* gamma, const float
     if (beta) v += beta[j];
     y[j] = v;
   }
+}
+
+// y[r] = (x[r] - c[r]) * s[r] * gamma + beta for R rows (gamma, beta nullable), sharing the
+// gamma and beta loads. The multiply-add is written out: left to GCC (-ffp-contract=fast), the
+// scalar path fused it in some code paths of a loop and not in others, chosen by address, so a
+// row's result depended on where it lay (row_test's bitwise test caught it).
+template <class Arch, int R>
+void rows_normalise(const float* x, std::ptrdiff_t ldx, const float* c, const float* s,
+                    const float* gamma, const float* beta, float* y, std::ptrdiff_t ldy,
+                    std::ptrdiff_t n) {
+  auto rows = [&]<class S>(S, std::ptrdiff_t j) {
+    using V = typename S::vec;
+    const V g = gamma ? S::load(gamma + j) : V(1.0f), b = beta ? S::load(beta + j) : V(0.0f);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+      S::store(y + r * ldy + j, fmadd((S::load(x + r * ldx + j) - V(c[r])) * V(s[r]), g, b));
+  };
+  constexpr int W = simd<Arch>::width;
+  std::ptrdiff_t j = 0;
+  for (; j + W <= n; j += W) rows(simd<Arch>{}, j);
+  for (; j < n; ++j) rows(simd<scalar_arch>{}, j);
 }
 
 }  // namespace detail
@@ -160,12 +224,17 @@ void layernorm_rows(std::ptrdiff_t rows, std::ptrdiff_t cols, const float* x, st
                     std::ptrdiff_t ldy) {
   detail::check_rows("layernorm", rows, cols, ldx, ldy);
   if (cols == 0) return;
-  for (std::ptrdiff_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * ldx;
-    const float mean = detail::row_sum<Arch>(xr, cols) / float(cols);
-    const float var = detail::row_sum_sq<Arch>(xr, mean, cols) / float(cols);
-    detail::normalise<Arch>(xr, mean, 1.0f / std::sqrt(var + eps), gamma, beta, y + r * ldy, cols);
-  }
+  auto group = [&]<int R>(std::ptrdiff_t r0) {
+    const float* xr = x + r0 * ldx;
+    float mean[R], inv[R];
+    detail::rows_mean<Arch, R>(xr, ldx, cols, mean);
+    detail::rows_inv_rms<Arch, R>(xr, ldx, cols, mean, eps, inv);
+    detail::rows_normalise<Arch, R>(xr, ldx, mean, inv, gamma, beta, y + r0 * ldy, ldy, cols);
+  };
+  std::ptrdiff_t r = 0;
+  for (; r + detail::norm_rows <= rows; r += detail::norm_rows)
+    group.template operator()<detail::norm_rows>(r);
+  for (; r < rows; ++r) group.template operator()<1>(r);
 }
 
 // y = x / sqrt(mean(x^2) + eps) * gamma (Zhang & Sennrich 2019, eq. 4).
