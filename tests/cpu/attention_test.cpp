@@ -1,6 +1,7 @@
 #include "fusedsl/backend/cpu/kernels/attention.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -138,6 +139,22 @@ TEST_CASE_TEMPLATE("flash attention adds the mask; a fully masked query row give
     for (const k::attention_path path : paths_for(c)) {
       const auto o = run<Arch>(c, nullptr, path);
       for (std::ptrdiff_t x = 0; x < 2 * 16; ++x) CHECK(o[std::size_t(1 * 2 * 16 + x)] == 0.0f);
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("a NaN in a query gives that query a NaN row, on both paths", Arch,
+                   FUSEDSL_CPU_ARCHS) {
+  for (bool with_mask : {false, true}) {
+    case_data c(24, 40, 2, 2, 32, false, with_mask);
+    c.q[std::size_t(3 * c.a.q_row_stride + 5)] = std::numeric_limits<float>::quiet_NaN();
+    for (const k::attention_path path : paths_for(c)) {
+      const auto o = run<Arch>(c, nullptr, path);
+      for (std::ptrdiff_t x = 0; x < 32; ++x) {
+        CHECK(std::isnan(o[std::size_t(3 * c.a.o_row_stride + x)]));       // head 0 of query 3
+        CHECK(std::isfinite(o[std::size_t(3 * c.a.o_row_stride + 32 + x)]));  // head 1
+        CHECK(std::isfinite(o[std::size_t(4 * c.a.o_row_stride + x)]));
+      }
     }
   }
 }

@@ -278,6 +278,66 @@ void pack_whole_rows_kv(const attention_shape& s, const attention_args& a, std::
   }
 }
 
+// Exact softmax of `rows` score rows (ld apart, rows <= 32) in place, for the whole_rows paths:
+// row i adds its mask row (mask + i * mask_ld, if any) over the visible(i) keys it sees, then
+// P = exp(S - row max) there and 0 up to kend (a multiple of the vector width); inv[i] = 1 / sum
+// of P, or 0 for a row whose keys are all masked (its P is all 0, so its output is 0). A NaN
+// score makes the row's P and inv NaN (the one-op vector max may drop a NaN, so a row whose max
+// looks like -inf is checked for one). The row maxima come first, then the exp passes:
+// independent chains that overlap.
+template <class Arch, class Visible>
+void softmax_whole_rows(float* sc, std::ptrdiff_t ld, std::ptrdiff_t rows, std::ptrdiff_t kend,
+                        const Visible& visible, const float* mask, std::ptrdiff_t mask_ld,
+                        float* inv) {
+  using V = vec_t<Arch>;
+  constexpr int W = simd<Arch>::width;
+  constexpr float neg_inf = -std::numeric_limits<float>::infinity();
+  alignas(64) float mx[32];
+  for (std::ptrdiff_t i = 0; i < rows; ++i) {
+    float* row = sc + i * ld;
+    const std::ptrdiff_t vis = visible(i);
+    if (mask) {
+      const float* mrow = mask + i * mask_ld;
+      for (std::ptrdiff_t j = 0; j < vis; ++j) row[j] += mrow[j];
+    }
+    for (std::ptrdiff_t j = vis; j < kend; ++j) row[j] = neg_inf;
+    V m0(neg_inf), m1(neg_inf);
+    std::ptrdiff_t j = 0;
+    for (; j + 2 * W <= kend; j += 2 * W) {
+      m0 = maximum(m0, simd<Arch>::load(row + j));
+      m1 = maximum(m1, simd<Arch>::load(row + j + W));
+    }
+    for (; j < kend; j += W) m0 = maximum(m0, simd<Arch>::load(row + j));
+    mx[i] = simd<Arch>::reduce_max(maximum(m0, m1));
+  }
+  for (std::ptrdiff_t i = 0; i < rows; ++i) {
+    float* row = sc + i * ld;
+    if (mx[i] == neg_inf) {  // every key masked: P = 0, so O = 0 (unless a score is NaN)
+      float fill = 0.0f;
+      for (std::ptrdiff_t j = 0; j < kend; ++j) fill = std::isnan(row[j]) ? row[j] : fill;
+      for (std::ptrdiff_t j = 0; j < kend; ++j) row[j] = fill;
+      inv[i] = fill;
+      continue;
+    }
+    const V shift(mx[i]);
+    V s0(0.0f), s1(0.0f);
+    std::ptrdiff_t j = 0;
+    for (; j + 2 * W <= kend; j += 2 * W) {
+      const V p0 = vexp_nonpositive(simd<Arch>::load(row + j) - shift);
+      const V p1 = vexp_nonpositive(simd<Arch>::load(row + j + W) - shift);
+      simd<Arch>::store(row + j, p0);
+      simd<Arch>::store(row + j + W, p1);
+      s0 = s0 + p0, s1 = s1 + p1;
+    }
+    for (; j < kend; j += W) {
+      const V p = vexp_nonpositive(simd<Arch>::load(row + j) - shift);
+      simd<Arch>::store(row + j, p);
+      s0 = s0 + p;
+    }
+    inv[i] = 1.0f / simd<Arch>::reduce_add(s0 + s1);
+  }
+}
+
 // whole_rows path for queries [q0, q0 + rows) (rows <= mr) of head h, K^T and V already packed.
 template <class Arch>
 void attention_whole_rows(const attention_shape& s, const attention_args& a, std::ptrdiff_t h,
@@ -286,7 +346,6 @@ void attention_whole_rows(const attention_shape& s, const attention_args& a, std
   using mk = micro_kernel<Arch>;
   using V = vec_t<Arch>;
   constexpr int MR = mk::MR, NR = mk::NR, W = simd<Arch>::width;
-  constexpr float neg_inf = -std::numeric_limits<float>::infinity();
   const std::ptrdiff_t d = s.head_dim, dp = round_up(d, NR),
                        kvh = h / (s.num_heads / s.num_kv_heads);
   const std::ptrdiff_t ld = round_up(s.seq_kv, NR);  // row stride of the score rows
@@ -314,50 +373,8 @@ void attention_whole_rows(const attention_shape& s, const attention_args& a, std
       for (int v = 0; v < mk::NV; ++v) simd<Arch>::store(sc + i * ld + jp * NR + v * W, acc[i][v]);
     }
   }
-  // Exact softmax per row: mask, hide the keys it does not see, then the row maxima of all rows
-  // (independent chains) before the exp passes that need them.
-  alignas(64) float mx[MR];
-  for (std::ptrdiff_t i = 0; i < rows; ++i) {
-    float* row = sc + i * ld;
-    const std::ptrdiff_t vis = visible(i);
-    if (a.mask) {
-      const float* mrow = a.mask + (q0 + i) * a.mask_row_stride;
-      for (std::ptrdiff_t j = 0; j < vis; ++j) row[j] += mrow[j];
-    }
-    for (std::ptrdiff_t j = vis; j < kend; ++j) row[j] = neg_inf;
-    V m0(neg_inf), m1(neg_inf);
-    std::ptrdiff_t j = 0;
-    for (; j + 2 * W <= kend; j += 2 * W) {
-      m0 = maximum(m0, simd<Arch>::load(row + j));
-      m1 = maximum(m1, simd<Arch>::load(row + j + W));
-    }
-    for (; j < kend; j += W) m0 = maximum(m0, simd<Arch>::load(row + j));
-    mx[i] = simd<Arch>::reduce_max(maximum(m0, m1));
-  }
-  for (std::ptrdiff_t i = 0; i < rows; ++i) {
-    float* row = sc + i * ld;
-    if (mx[i] == neg_inf) {  // every key masked: P = 0, so O = 0
-      for (std::ptrdiff_t j = 0; j < kend; ++j) row[j] = 0.0f;
-      inv[i] = 0.0f;
-      continue;
-    }
-    const V shift(mx[i]);
-    V s0(0.0f), s1(0.0f);
-    std::ptrdiff_t j = 0;
-    for (; j + 2 * W <= kend; j += 2 * W) {
-      const V p0 = vexp_nonpositive(simd<Arch>::load(row + j) - shift);
-      const V p1 = vexp_nonpositive(simd<Arch>::load(row + j + W) - shift);
-      simd<Arch>::store(row + j, p0);
-      simd<Arch>::store(row + j + W, p1);
-      s0 = s0 + p0, s1 = s1 + p1;
-    }
-    for (; j < kend; j += W) {
-      const V p = vexp_nonpositive(simd<Arch>::load(row + j) - shift);
-      simd<Arch>::store(row + j, p);
-      s0 = s0 + p;
-    }
-    inv[i] = 1.0f / simd<Arch>::reduce_add(s0 + s1);
-  }
+  const float* mask = a.mask ? a.mask + q0 * a.mask_row_stride : nullptr;
+  softmax_whole_rows<Arch>(sc, ld, rows, kend, visible, mask, a.mask_row_stride, inv);
   // O = diag(inv) P V, V read in place when its rows hold whole nr-column panels.
   const float* vb = vpack;
   std::ptrdiff_t vstride = dp;
