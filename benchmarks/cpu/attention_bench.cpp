@@ -2,6 +2,7 @@
 // seq 2048, head dim 64. Reports each case's fraction of the FMA peak and the fused kernel's
 // speedup over the unfused one, both measured in this run.
 #include "fusedsl/backend/cpu/kernels/attention.hpp"
+#include "fusedsl/backend/cpu/kernels/attention_amx.hpp"
 #include "fma_peak.hpp"
 
 #include <benchmark/benchmark.h>
@@ -128,6 +129,60 @@ void BM_attention_fusedsl(benchmark::State& state) {
   }
 }
 
+// The same on AMX-BF16 tiles (Q, K, V, P rounded to bf16; opt-in arithmetic): fractions of the
+// f32 FMA peak, and the speedup over the f32 kernel as the median over rounds of one f32 call then
+// one AMX call (thread CPU time).
+void BM_attention_amx(benchmark::State& state) {
+  if (!k::amx_available()) {
+    state.SkipWithError("AMX-BF16 is not available in this build or on this machine");
+    return;
+  }
+  const std::ptrdiff_t l = state.range(0), d = state.range(1), heads = state.range(2);
+  const bool causal = state.range(3) != 0;
+  auto q = random_vector(std::size_t(l * heads * d), 1), kk = random_vector(q.size(), 2),
+       v = random_vector(q.size(), 3);
+  std::vector<float> o(q.size()), ws(k::attention_workspace_floats(d));
+  std::vector<k::bf16_bits> ws_amx(k::attention_amx_workspace_elements(d, l));
+  k::attention_args a;
+  a.q = q.data(), a.q_row_stride = heads * d, a.q_head_stride = d;
+  a.k = kk.data(), a.k_row_stride = heads * d, a.k_head_stride = d;
+  a.v = v.data(), a.v_row_stride = heads * d, a.v_head_stride = d;
+  a.o = o.data(), a.o_row_stride = heads * d, a.o_head_stride = d;
+  a.scale = 1.0f / std::sqrt(float(d));
+  a.causal = causal;
+  const k::attention_shape s{l, l, heads, heads, d};
+  double seconds = 0, best = 1e30;
+  for (auto _ : state) {
+    const double t0 = fusedsl_bench::thread_seconds();
+    k::flash_attention_amx(s, a, ws_amx.data());
+    benchmark::DoNotOptimize(o.data());
+    benchmark::ClobberMemory();
+    const double dt = fusedsl_bench::thread_seconds() - t0;
+    seconds += dt, best = std::min(best, dt);
+  }
+  const double flops = attention_flops(l, d, heads, causal);
+  state.counters["peak_fraction_best"] = flops / best / g_peak;
+  const double f = flops * double(state.iterations());
+  state.counters["GFLOPs"] = benchmark::Counter(f * 1e-9, benchmark::Counter::kIsRate);
+  state.counters["peak_fraction"] = benchmark::Counter(f / g_peak, benchmark::Counter::kIsRate);
+  state.counters["workspace_KiB"] = double(ws_amx.size() * 2) / 1024;
+  std::vector<double> ratio;
+  for (int r = 0; r < 41; ++r) {
+    double t0 = fusedsl_bench::thread_seconds();
+    k::flash_attention(s, a, ws.data());
+    const double t1 = fusedsl_bench::thread_seconds();
+    k::flash_attention_amx(s, a, ws_amx.data());
+    const double t2 = fusedsl_bench::thread_seconds();
+    benchmark::DoNotOptimize(o.data());
+    ratio.push_back((t1 - t0) / (t2 - t1));
+  }
+  std::sort(ratio.begin(), ratio.end());
+  state.counters["speedup_vs_f32_kernel_paired"] = ratio[ratio.size() / 2];
+  const auto ref = g_unfused_seconds.find(case_name(l, causal));
+  if (ref != g_unfused_seconds.end())
+    state.counters["speedup_vs_unfused"] = ref->second / (seconds / double(state.iterations()));
+}
+
 // seq 2048 (the case), the seed model's attention (seq 128, 4 heads of 32) and the
 // medium model's (seq 512, 8 heads of 64).
 void shapes(benchmark::internal::Benchmark* b) {
@@ -148,6 +203,7 @@ void fused_shapes(benchmark::internal::Benchmark* b) {
 // can report its speedup.
 BENCHMARK(BM_attention_unfused_eigen)->Apply(shapes);
 BENCHMARK(BM_attention_fusedsl)->Apply(fused_shapes);
+BENCHMARK(BM_attention_amx)->Apply(shapes);
 
 }  // namespace
 

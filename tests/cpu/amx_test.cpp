@@ -9,8 +9,9 @@
 //   with an activation        + 4e-7 * (|want| + 1): the epilogue's functions (vmath.hpp, <= 3 ulp)
 //   bf16 C                    + 2^-8 * |want|: one more rounding, to 8 significant bits
 //   against the exact f32 product (operands not rounded): <= 2^-7 * mag, the bf16 rounding of
-//                            both operands (2^-9 relative each, so each product is off by at most
-//                            ~2^-8); the measured figure is printed (MESSAGE).
+//                            both operands (8 significant bits: up to 2^-8 relative each, so each
+//                            product is off by at most ~2^-7); the measured figure is printed
+//                            (MESSAGE).
 #include "fusedsl/backend/cpu/kernels/amx.hpp"
 
 #include <Eigen/Core>

@@ -1,5 +1,6 @@
 // The executor's AMX opt-in (cpu::amx_bf16): matmuls whose weights are bf16 params run on AMX
-// tiles, activations rounded to bf16 at each call. Compared with the reference backend on the same
+// tiles, activations rounded to bf16 at each call; attention runs on the tiles too (bf16 Q, K, V
+// and probabilities) unless amx_bf16{.attention = false}. Compared with the reference backend on the same
 // bf16 weights (the reference computes in f32 from them, so the difference is the activations'
 // bf16 rounding) and with the executor's own f32 path.
 #include <cstring>
@@ -56,9 +57,9 @@ double relative_l2(fd::cpu::executor<Program>& a, fd::cpu::executor<Program>& b)
 }
 
 template <class Program>
-void check_program(const Program& p, int matmuls, unsigned seed, const char* what,
-                   double max_error = 2e-2) {
-  fd::cpu::executor<Program> amx(p, fd::cpu::threads{1}, fd::cpu::amx_bf16{});
+void check_program(const Program& p, int matmuls, int attention, unsigned seed, const char* what,
+                   double max_error = 2e-2, fd::cpu::amx_bf16 opt = {}) {
+  fd::cpu::executor<Program> amx(p, fd::cpu::threads{1}, opt);
   fd::cpu::executor<Program> f32(p);
   const auto bound = fd::test::bind_random(amx, seed);
   const auto bound_f32 = fd::test::bind_random(f32, seed);  // the same values (same seed)
@@ -70,7 +71,9 @@ void check_program(const Program& p, int matmuls, unsigned seed, const char* wha
                             << "; largest error against the reference " << err
                             << ", norm-wise relative L2 difference from the f32 path " << l2);
   CHECK(amx.stats().amx_matmuls == (fd::cpu::kernels::amx_available() ? matmuls : 0));
+  CHECK(amx.stats().amx_attention == (fd::cpu::kernels::amx_available() ? attention : 0));
   CHECK(f32.stats().amx_matmuls == 0);
+  CHECK(f32.stats().amx_attention == 0);
   CHECK(amx.stats().interpreted_groups == 0);
   // bf16 activations: 8 significant bits, so ~2^-9 per product before cancellation.
   CHECK(err < max_error);
@@ -82,8 +85,8 @@ void check_program(const Program& p, int matmuls, unsigned seed, const char* wha
 TEST_CASE("bf16 weights opted into AMX match the reference within the activations' bf16 rounding") {
   if (!fd::cpu::kernels::amx_available())
     MESSAGE("AMX-BF16 is NOT available: the opt-in is checked to change nothing (f32 path)");
-  check_program(one_matmul, 1, 3, "gelu(x W + b), 33x40x17");
-  check_program(ffn_stack, 4, 4, "2 FFN layers, 70x48 -> 96 -> 48");
+  check_program(one_matmul, 1, 0, 3, "gelu(x W + b), 33x40x17");
+  check_program(ffn_stack, 4, 0, 4, "2 FFN layers, 70x48 -> 96 -> 48");
 }
 
 TEST_CASE("the AMX path allocates nothing per call and repeats its results bitwise") {
@@ -124,6 +127,31 @@ TEST_CASE(
   using M = fd::models::seed_bf16_weights;
   // Layernormed outputs of size ~3 after 12 GEMMs on bf16 activations: the largest error is 0.017
   // of max(1, |ref|); the norm-wise L2 difference (bound 1e-2, as for bf16 on the GPU) is 3.3e-3.
-  check_program(M::program, 12, 13, "seed transformer, bf16 weights (2 layers, 6 matmuls each)",
+  // Attention on the tiles as well (one attention group per layer) adds its bf16 rounding of Q,
+  // K, V and the probabilities.
+  check_program(M::program, 12, 1, 13,
+                "seed transformer, bf16 weights and attention on AMX (2 layers, 6 matmuls each)",
                 5e-2);
+  check_program(M::program, 12, 0, 13,
+                "seed transformer, bf16 weights on AMX, attention in f32 (amx_bf16{.attention = "
+                "false})",
+                5e-2, fd::cpu::amx_bf16{.attention = false});
+}
+
+TEST_CASE("attention on AMX allocates nothing per call and repeats its results bitwise") {
+  using M = fd::models::seed_bf16_weights;
+  using P = M::program_type;
+  fd::cpu::executor<P> ex(M::program, fd::cpu::threads{1}, fd::cpu::amx_bf16{});
+  const auto bound = fd::test::bind_random(ex, 21);
+  const auto& shape = P::graph[P::graph.outputs[0]].shape;
+  fd::dynamic_tensor first(fd::dtype::f32, shape), again(fd::dtype::f32, shape);
+  ex.bind_output(0, first.ref());
+  ex.run();
+  ex.bind_output(0, again.ref());
+  const long before = fd::test::allocations.load();
+  ex.run();
+  CHECK(fd::test::allocations.load() - before == 0);
+  CHECK(ex.stats().amx_attention == (fd::cpu::kernels::amx_available() ? 1 : 0));
+  CHECK(std::memcmp(first.data<float>(), again.data<float>(),
+                    std::size_t(shape.size()) * sizeof(float)) == 0);
 }

@@ -18,7 +18,9 @@
 //
 // Opt-in (`amx_bf16{}`): matmuls whose B is a bf16 param run on AMX-BF16 tiles (kernels/amx.hpp)
 // where the CPU and OS allow it: the weights are packed as bf16 once, the activations rounded to
-// bf16 at each call, products accumulated in f32. Elsewhere the option changes nothing.
+// bf16 at each call, products accumulated in f32. Attention groups run on the tiles too
+// (kernels/attention_amx.hpp: Q, K, V and the probabilities rounded to bf16, softmax in f32)
+// unless `amx_bf16{.attention = false}`. Elsewhere the option changes nothing.
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -30,6 +32,7 @@
 #include "fusedsl/backend/cpu/interpret.hpp"
 #include "fusedsl/backend/cpu/kernels/amx.hpp"
 #include "fusedsl/backend/cpu/kernels/attention.hpp"
+#include "fusedsl/backend/cpu/kernels/attention_amx.hpp"
 #include "fusedsl/backend/cpu/kernels/gemm.hpp"
 #include "fusedsl/backend/cpu/kernels/threads.hpp"
 #include "fusedsl/backend/cpu/view.hpp"
@@ -57,9 +60,11 @@ struct interpreter_only {
   bool value = true;
 };
 
-// Run matmuls with bf16 weights on AMX tiles, activations rounded to bf16 (see the top comment).
+// Run matmuls with bf16 weights on AMX tiles, activations rounded to bf16, and (`attention`)
+// attention on the tiles with bf16 Q, K, V and probabilities (see the top comment).
 struct amx_bf16 {
   bool value = true;
+  bool attention = true;
 };
 
 // Time spent in each fusion group, when profiling is on (executor::profile(true)).
@@ -76,6 +81,7 @@ struct executor_stats {
   int fast_groups = 0;         // groups run by one specialised kernel call (per layer)
   int interpreted_groups = 0;  // groups run (at least partly) by the interpreter (per layer)
   int amx_matmuls = 0;         // matmuls with bf16 weights bound and packed for AMX tiles (all layers)
+  int amx_attention = 0;       // attention groups run on AMX tiles (per layer)
 };
 
 template <class Program>
@@ -99,7 +105,10 @@ class executor {
 
  public:
   explicit executor(Program = {}, threads t = threads{1}, interpreter_only io = {false}, amx_bf16 amx = {false})
-      : pool_(t.count, t.spin), interpreter_only_(io.value), amx_(amx.value && kernels::amx_available()) {
+      : pool_(t.count, t.spin),
+        interpreter_only_(io.value),
+        amx_(amx.value && kernels::amx_available()),
+        amx_attention_(amx_ && amx.attention) {
     build_bindings();
     analyse_groups();
     arena_ = aligned_buffer(std::size_t(mp.arena_bytes) + 64);
@@ -296,6 +305,8 @@ class executor {
         std::size_t w = kernels::gemm_workspace_floats<arch>(k, pool_.size()) + kernels::packed_b_floats<arch>(k, n) + 64;
         if (gr.kind == plan::group_kind::attention)  // head_dim: Q Kᵀ's k, P V's n
           w += kernels::attention_workspace_floats<arch>(mm.trans_b ? k : n, pool_.size());
+        if (amx_attention_ && gr.kind == plan::group_kind::attention && mm.trans_b)  // Q Kᵀ: n = seq_kv
+          w = std::max(w, kernels::attention_amx_workspace_elements(k, n, pool_.size()) / 2 + 64);
         if (w > need) need = w;
         const bool amx = amx_ && gr.kind == plan::group_kind::matmul && b_is_param(gi, i) &&
                          g[read_view(g, fp, gi, mm.in[1]).base].type == dtype::bf16;
@@ -413,6 +424,7 @@ class executor {
       if (!seen) {
         counted_.push_back(gi);
         (fast ? stats_.fast_groups : stats_.interpreted_groups) += 1;
+        if (fast && gr.kind == plan::group_kind::attention && amx_attention_) stats_.amx_attention += 1;
       }
     }
   }
@@ -647,8 +659,11 @@ class executor {
       a.mask = val_[std::size_t(mask)];
       a.mask_row_stride = g[mask].shape[1];
     }
-    kernels::flash_attention<arch>(
-        sh, a, scratch(), pool_for(double(sh.num_heads) * double(sh.seq_q) * double(sh.seq_kv) * double(sh.head_dim) * 2));
+    kernels::thread_pool* pool = pool_for(double(sh.num_heads) * double(sh.seq_q) * double(sh.seq_kv) * double(sh.head_dim) * 2);
+    if (amx_attention_)
+      kernels::flash_attention_amx<arch>(sh, a, reinterpret_cast<kernels::bf16_bits*>(scratch()), pool);
+    else
+      kernels::flash_attention<arch>(sh, a, scratch(), pool);
     return true;
   }
 
@@ -718,7 +733,8 @@ class executor {
 
   kernels::thread_pool pool_;
   bool interpreter_only_ = false;
-  bool amx_ = false;  // amx_bf16 asked for and available
+  bool amx_ = false;            // amx_bf16 asked for and available
+  bool amx_attention_ = false;  // and attention on the tiles too
   bool profiling_ = false;
   std::array<group_profile, N> profile_{};
   std::vector<slot> slots_;

@@ -270,8 +270,10 @@ void prefetch_block(std::ptrdiff_t rows, std::ptrdiff_t cols, std::ptrdiff_t i0,
 // AVX512_BF16, VDPBF16PS does a row's pair products on 16 columns at once (the tiles' operation
 // on one row, also reading bf16 subnormals as zero); else f32 FMAs (bf16 products are exact in
 // f32, so either is the tiles' arithmetic up to sum order).
+// `acc` has row stride acc_ld floats.
 inline void block_portable(const bf16_bits* a, std::ptrdiff_t a_next_block, const bf16_bits* b,
-                           std::ptrdiff_t steps, std::ptrdiff_t rows, float* acc) {
+                           std::ptrdiff_t steps, std::ptrdiff_t rows, float* acc,
+                           std::ptrdiff_t acc_ld = 32) {
 #if defined(__AVX512BF16__) && defined(__AVX512F__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
   // R rows at a time: 2R independent accumulator chains hide VDPBF16PS's latency.
   const auto rows_from = [&]<int R>(std::ptrdiff_t i0) {
@@ -296,8 +298,8 @@ inline void block_portable(const bf16_bits* a, std::ptrdiff_t a_next_block, cons
         }
       }
     for (int q = 0; q < R; ++q) {
-      _mm512_storeu_ps(acc + (i0 + q) * 32, lo[q]);
-      _mm512_storeu_ps(acc + (i0 + q) * 32 + 16, hi[q]);
+      _mm512_storeu_ps(acc + (i0 + q) * acc_ld, lo[q]);
+      _mm512_storeu_ps(acc + (i0 + q) * acc_ld + 16, hi[q]);
     }
   };
   std::ptrdiff_t i = 0;
@@ -317,7 +319,7 @@ inline void block_portable(const bf16_bits* a, std::ptrdiff_t a_next_block, cons
           sum[j] = std::fma(a1, from_bf16(brow[2 * j + 1]), sum[j]);
         }
       }
-    std::memcpy(acc + i * 32, sum, sizeof sum);
+    std::memcpy(acc + i * acc_ld, sum, sizeof sum);
   }
 #endif
 }
@@ -331,14 +333,15 @@ struct alignas(64) tile_config {
   std::uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
 };
 
-// MT x NT C tiles (1 or 2 each) over `steps` k steps; the result goes to acc (32 x 32 f32).
+// MT x NT C tiles (1 or 2 each) over `steps` k steps; the result goes to acc (32 x 32 f32, row
+// stride acc_ld floats).
 // Tiles: C in tmm0-3, A in tmm4-5, B in tmm6-7 (tile numbers are immediates: one body each).
 // `between` runs after the tile products are issued and before the C tiles are stored: the
 // previous block's epilogue goes there, so its stores to C do not queue behind the tile stores
 // (which wait for the products) and the vector units work while the tiles compute.
 template <int MT, int NT, class F>
 void block_amx(const bf16_bits* a, std::ptrdiff_t a_next_block, const bf16_bits* b,
-               std::ptrdiff_t steps, float* acc, const F& between) {
+               std::ptrdiff_t steps, float* acc, const F& between, std::ptrdiff_t acc_ld = 32) {
   const bool prefetch_b = steps <= 8;
   // GCC's TILELOADD asm does not say it reads memory: the A tiles just written must be stored.
   std::atomic_signal_fence(std::memory_order_seq_cst);
@@ -367,10 +370,11 @@ void block_amx(const bf16_bits* a, std::ptrdiff_t a_next_block, const bf16_bits*
     }
   }
   between();
-  _tile_stored(0, acc, 128);
-  if constexpr (NT == 2) _tile_stored(1, acc + 16, 128);
-  if constexpr (MT == 2) _tile_stored(2, acc + 16 * 32, 128);
-  if constexpr (MT == 2 && NT == 2) _tile_stored(3, acc + 16 * 32 + 16, 128);
+  const std::ptrdiff_t stride = acc_ld * std::ptrdiff_t(sizeof(float));
+  _tile_stored(0, acc, stride);
+  if constexpr (NT == 2) _tile_stored(1, acc + 16, stride);
+  if constexpr (MT == 2) _tile_stored(2, acc + 16 * acc_ld, stride);
+  if constexpr (MT == 2 && NT == 2) _tile_stored(3, acc + 16 * acc_ld + 16, stride);
 }
 #endif
 
