@@ -30,6 +30,12 @@ constexpr auto ffn_stack = fd::compile(fd::nn::stack<"layers", 2>(
     }),
     x2));
 
+// Tall and narrow: A (1024 x 64) rounded to bf16 needs more workspace than the group's own values
+// and B's packing, which is what the executor's scratch is otherwise sized by.
+constexpr auto x4 = fd::input<"x", float, 1024, 64>();
+constexpr auto w4 = fd::param<"w", fd::bf16, 64, 16>();
+constexpr auto tall = fd::compile(fd::matmul(x4, fd::cast<float>(w4)));
+
 // Large enough for the executor to use its pool (the threshold is in multiply-adds).
 constexpr auto x3 = fd::input<"x", float, 256, 384>();
 constexpr auto w3 = fd::param<"w", fd::bf16, 384, 384>();
@@ -87,6 +93,7 @@ TEST_CASE("bf16 weights opted into AMX match the reference within the activation
     MESSAGE("AMX-BF16 is NOT available: the opt-in is checked to change nothing (f32 path)");
   check_program(one_matmul, 1, 0, 3, "gelu(x W + b), 33x40x17");
   check_program(ffn_stack, 4, 0, 4, "2 FFN layers, 70x48 -> 96 -> 48");
+  check_program(tall, 1, 0, 5, "x W, 1024x64x16 (A's bf16 copy outgrows the rest of the scratch)");
 }
 
 TEST_CASE("the AMX path allocates nothing per call and repeats its results bitwise") {

@@ -307,10 +307,10 @@ class executor {
           w += kernels::attention_workspace_floats<arch>(mm.trans_b ? k : n, pool_.size());
         if (amx_attention_ && gr.kind == plan::group_kind::attention && mm.trans_b)  // Q Kᵀ: n = seq_kv
           w = std::max(w, kernels::attention_amx_workspace_elements(k, n, pool_.size()) / 2 + 64);
-        if (w > need) need = w;
         const bool amx = amx_ && gr.kind == plan::group_kind::matmul && b_is_param(gi, i) &&
                          g[read_view(g, fp, gi, mm.in[1]).base].type == dtype::bf16;
         if (amx) w = std::max(w, kernels::gemm_amx_workspace_elements(mm.shape.size() / n, k) / 2 + 64);
+        if (w > need) need = w;
         if (gr.kind == plan::group_kind::matmul && b_is_param(gi, i)) {
           const int iters = iterations_of_region(mm.region);
           for (int it = 0; it < iters; ++it) {
