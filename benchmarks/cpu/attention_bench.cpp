@@ -87,20 +87,36 @@ void BM_attention_unfused_eigen(benchmark::State& state) {
   state.counters["score_buffer_MiB"] = double(l * l * 4) / (1 << 20);
 }
 
-void BM_attention_fusedsl(benchmark::State& state) {
-  const std::ptrdiff_t l = state.range(0), d = state.range(1), heads = state.range(2);
-  const bool causal = state.range(3) != 0;
-  auto q = random_vector(std::size_t(l * heads * d), 1), kk = random_vector(q.size(), 2),
-       v = random_vector(q.size(), 3);
-  std::vector<float> o(q.size()), ws(k::attention_workspace_floats(d));
+// Random Q, K, V and O of `heads` heads in [seq][heads][head_dim] layout, from the case's args
+// (seq, head_dim, heads, causal), with the arguments the fused kernels take.
+struct attention_case {
+  std::ptrdiff_t l, d, heads;
+  bool causal;
+  std::vector<float> q, kk, v, o;
   k::attention_args a;
-  a.q = q.data(), a.q_row_stride = heads * d, a.q_head_stride = d;
-  a.k = kk.data(), a.k_row_stride = heads * d, a.k_head_stride = d;
-  a.v = v.data(), a.v_row_stride = heads * d, a.v_head_stride = d;
-  a.o = o.data(), a.o_row_stride = heads * d, a.o_head_stride = d;
-  a.scale = 1.0f / std::sqrt(float(d));
-  a.causal = causal;
-  const k::attention_shape s{l, l, heads, heads, d};
+  k::attention_shape s;
+
+  explicit attention_case(const benchmark::State& state)
+      : l(state.range(0)), d(state.range(1)), heads(state.range(2)), causal(state.range(3) != 0),
+        q(random_vector(std::size_t(l * heads * d), 1)), kk(random_vector(q.size(), 2)),
+        v(random_vector(q.size(), 3)), o(q.size()), s{l, l, heads, heads, d} {
+    a.q = q.data(), a.q_row_stride = heads * d, a.q_head_stride = d;
+    a.k = kk.data(), a.k_row_stride = heads * d, a.k_head_stride = d;
+    a.v = v.data(), a.v_row_stride = heads * d, a.v_head_stride = d;
+    a.o = o.data(), a.o_row_stride = heads * d, a.o_head_stride = d;
+    a.scale = 1.0f / std::sqrt(float(d));
+    a.causal = causal;
+  }
+};
+
+void BM_attention_fusedsl(benchmark::State& state) {
+  attention_case c(state);
+  const std::ptrdiff_t l = c.l, d = c.d, heads = c.heads;
+  const bool causal = c.causal;
+  const k::attention_args& a = c.a;
+  const k::attention_shape& s = c.s;
+  std::vector<float>& o = c.o;
+  std::vector<float> ws(k::attention_workspace_floats(d));
   const auto path = k::attention_path(state.range(4));
   double seconds = 0, best = 1e30;
   for (auto _ : state) {
@@ -137,20 +153,14 @@ void BM_attention_amx(benchmark::State& state) {
     state.SkipWithError("AMX-BF16 is not available in this build or on this machine");
     return;
   }
-  const std::ptrdiff_t l = state.range(0), d = state.range(1), heads = state.range(2);
-  const bool causal = state.range(3) != 0;
-  auto q = random_vector(std::size_t(l * heads * d), 1), kk = random_vector(q.size(), 2),
-       v = random_vector(q.size(), 3);
-  std::vector<float> o(q.size()), ws(k::attention_workspace_floats(d));
+  attention_case c(state);
+  const std::ptrdiff_t l = c.l, d = c.d, heads = c.heads;
+  const bool causal = c.causal;
+  const k::attention_args& a = c.a;
+  const k::attention_shape& s = c.s;
+  std::vector<float>& o = c.o;
+  std::vector<float> ws(k::attention_workspace_floats(d));
   std::vector<k::bf16_bits> ws_amx(k::attention_amx_workspace_elements(d, l));
-  k::attention_args a;
-  a.q = q.data(), a.q_row_stride = heads * d, a.q_head_stride = d;
-  a.k = kk.data(), a.k_row_stride = heads * d, a.k_head_stride = d;
-  a.v = v.data(), a.v_row_stride = heads * d, a.v_head_stride = d;
-  a.o = o.data(), a.o_row_stride = heads * d, a.o_head_stride = d;
-  a.scale = 1.0f / std::sqrt(float(d));
-  a.causal = causal;
-  const k::attention_shape s{l, l, heads, heads, d};
   double seconds = 0, best = 1e30;
   for (auto _ : state) {
     const double t0 = fusedsl_bench::thread_seconds();

@@ -96,11 +96,13 @@ TEST_CASE("bf16 weights opted into AMX match the reference within the activation
   check_program(tall, 1, 0, 5, "x W, 1024x64x16 (A's bf16 copy outgrows the rest of the scratch)");
 }
 
-TEST_CASE("the AMX path allocates nothing per call and repeats its results bitwise") {
-  using P = decltype(ffn_stack);
-  fd::cpu::executor<P> ex(ffn_stack, fd::cpu::threads{1}, fd::cpu::amx_bf16{});
-  const auto bound = fd::test::bind_random(ex, 9);
-  const auto& shape = P::graph[P::graph.outputs[0]].shape;
+// Runs `p` twice with the AMX opt-in: the second call must allocate nothing and give the same
+// bits as the first. Returns the executor's stats.
+template <class Program>
+fd::cpu::executor_stats check_repeats_without_allocating(const Program& p, unsigned seed) {
+  fd::cpu::executor<Program> ex(p, fd::cpu::threads{1}, fd::cpu::amx_bf16{});
+  const auto bound = fd::test::bind_random(ex, seed);
+  const auto& shape = Program::graph[Program::graph.outputs[0]].shape;
   fd::dynamic_tensor first(fd::dtype::f32, shape), again(fd::dtype::f32, shape);
   ex.bind_output(0, first.ref());
   ex.run();
@@ -109,7 +111,12 @@ TEST_CASE("the AMX path allocates nothing per call and repeats its results bitwi
   ex.run();
   CHECK(fd::test::allocations.load() - before == 0);
   CHECK(std::memcmp(first.data<float>(), again.data<float>(),
-                    std::size_t(first.shape().size()) * sizeof(float)) == 0);
+                    std::size_t(shape.size()) * sizeof(float)) == 0);
+  return ex.stats();
+}
+
+TEST_CASE("the AMX path allocates nothing per call and repeats its results bitwise") {
+  check_repeats_without_allocating(ffn_stack, 9);
 }
 
 TEST_CASE("the AMX path gives the same bits on one and two threads (pool workers use the tiles)") {
@@ -146,19 +153,6 @@ TEST_CASE(
 }
 
 TEST_CASE("attention on AMX allocates nothing per call and repeats its results bitwise") {
-  using M = fd::models::seed_bf16_weights;
-  using P = M::program_type;
-  fd::cpu::executor<P> ex(M::program, fd::cpu::threads{1}, fd::cpu::amx_bf16{});
-  const auto bound = fd::test::bind_random(ex, 21);
-  const auto& shape = P::graph[P::graph.outputs[0]].shape;
-  fd::dynamic_tensor first(fd::dtype::f32, shape), again(fd::dtype::f32, shape);
-  ex.bind_output(0, first.ref());
-  ex.run();
-  ex.bind_output(0, again.ref());
-  const long before = fd::test::allocations.load();
-  ex.run();
-  CHECK(fd::test::allocations.load() - before == 0);
-  CHECK(ex.stats().amx_attention == (fd::cpu::kernels::amx_available() ? 1 : 0));
-  CHECK(std::memcmp(first.data<float>(), again.data<float>(),
-                    std::size_t(shape.size()) * sizeof(float)) == 0);
+  const auto stats = check_repeats_without_allocating(fd::models::seed_bf16_weights::program, 21);
+  CHECK(stats.amx_attention == (fd::cpu::kernels::amx_available() ? 1 : 0));
 }
