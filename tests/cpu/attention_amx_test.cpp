@@ -201,6 +201,19 @@ TEST_CASE("AMX attention: a NaN in a query gives a NaN row, an infinite mask val
   }
 }
 
+TEST_CASE("AMX attention over no keys gives zeros") {
+  for (const auto mode : modes) {
+    std::vector<float> q(3 * 32, 1.0f), kv(32, 1.0f), o(3 * 32, 99.0f);
+    const k::attention_shape s{3, 0, 1, 1, 32};
+    k::attention_args a;
+    a.q = q.data(), a.q_row_stride = 32, a.k = kv.data(), a.k_row_stride = 32;
+    a.v = kv.data(), a.v_row_stride = 32, a.o = o.data(), a.o_row_stride = 32;
+    std::vector<k::bf16_bits> ws(k::attention_amx_workspace_elements(32, 0));
+    k::flash_attention_amx(s, a, ws.data(), nullptr, mode);
+    CHECK(std::all_of(o.begin(), o.end(), [](float x) { return x == 0.0f; }));
+  }
+}
+
 TEST_CASE("AMX attention results are bitwise identical for 1, 2 and 3 threads") {
   for (const auto mode : modes) {
     case_data c(100, 90, 4, 2, 64, true, true);
