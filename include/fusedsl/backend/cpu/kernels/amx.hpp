@@ -157,13 +157,15 @@ bf16_bits as_bf16(const T* p) {
     return to_bf16(*p);
 }
 
-// Rows [r0, r1) of A as bf16 tiles in `ws` (layout in the header comment); rows >= m are zeros.
-// `for_tiles`: the tiles read bf16 subnormals as zero, so one VCVTNE2PS2BF16 per 32 values (which
-// flushes f32 subnormals, and gives NaN some quiet NaN) yields the same products as to_bf16.
+// Rows [r0, r1) of A (times `scale`) as bf16 tiles in `ws` (layout in the header comment); rows
+// >= m are zeros. `for_tiles`: the tiles read bf16 subnormals as zero, so one VCVTNE2PS2BF16 per
+// 32 values (which flushes f32 subnormals, and gives NaN some quiet NaN) yields the same products
+// as to_bf16.
 inline void convert_a_rows(std::ptrdiff_t r0, std::ptrdiff_t r1, std::ptrdiff_t m, std::ptrdiff_t k,
                            const float* a, std::ptrdiff_t lda, bool trans_a, bf16_bits* ws,
-                           [[maybe_unused]] bool for_tiles) {
+                           [[maybe_unused]] bool for_tiles, float scale = 1.0f) {
   const std::ptrdiff_t kp = round_up(k, packed_b_bf16::kr), steps = kp / packed_b_bf16::kr;
+  const bool scaled = scale != 1.0f;
   for (std::ptrdiff_t i = r0; i < r1; ++i) {
     bf16_bits* base = ws + (i / 16) * 16 * kp + (i % 16) * 32;
     for (std::ptrdiff_t s = 0; s < steps; ++s) {
@@ -177,15 +179,22 @@ inline void convert_a_rows(std::ptrdiff_t r0, std::ptrdiff_t r1, std::ptrdiff_t 
           const __mmask16 hi = __mmask16(count >= 32  ? 0xffff
                                          : count > 16 ? (1u << (count - 16)) - 1u
                                                       : 0u);
-          const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, src + 16),
-                                                 _mm512_maskz_loadu_ps(lo, src));
+          __m512 vlo = _mm512_maskz_loadu_ps(lo, src), vhi = _mm512_maskz_loadu_ps(hi, src + 16);
+          if (scaled)
+            vlo = _mm512_mul_ps(vlo, _mm512_set1_ps(scale)),
+            vhi = _mm512_mul_ps(vhi, _mm512_set1_ps(scale));
+          const __m512bh v = _mm512_cvtne2ps_pbh(vhi, vlo);
           _mm512_store_si512(dst, std::bit_cast<__m512i>(v));  // dst is 64-byte aligned
           continue;
         }
 #endif
-        to_bf16(src, dst, std::size_t(count));
+        if (scaled)
+          for (std::ptrdiff_t q = 0; q < count; ++q) dst[q] = to_bf16(scale * src[q]);
+        else
+          to_bf16(src, dst, std::size_t(count));
       } else {
-        for (std::ptrdiff_t q = 0; q < count; ++q) dst[q] = to_bf16(a[(p0 + q) * lda + i]);
+        for (std::ptrdiff_t q = 0; q < count; ++q)
+          dst[q] = to_bf16(scale * a[(p0 + q) * lda + i]);
       }
       std::fill(dst + std::max<std::ptrdiff_t>(count, 0), dst + 32, bf16_bits(0));
     }

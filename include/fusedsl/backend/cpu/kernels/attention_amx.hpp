@@ -58,37 +58,6 @@ namespace detail {
 #define FUSEDSL_CPU_AMX_ATTENTION_VECTOR 0
 #endif
 
-// Rows [0, 32) x columns [0, kp) of `src` (rows ld apart) times `scale`, rounded to bf16, as two
-// 16-row blocks of A tiles at dst (block stride 16 * kp); rows >= rows and columns >= cols are
-// zeros. `for_tiles`: one VCVTNE2PS2BF16 per 32 values (flushes subnormals, which the tiles read
-// as zero anyway); otherwise to_bf16 per value.
-inline void rows_to_a_tiles(const float* src, std::ptrdiff_t ld, std::ptrdiff_t rows,
-                            std::ptrdiff_t cols, std::ptrdiff_t kp, float scale, bf16_bits* dst,
-                            [[maybe_unused]] bool for_tiles) {
-  for (std::ptrdiff_t i = 0; i < 32; ++i) {
-    bf16_bits* base = dst + (i / 16) * 16 * kp + (i % 16) * 32;
-    const float* row = src + i * ld;
-    for (std::ptrdiff_t p0 = 0; p0 < kp; p0 += 32) {
-      bf16_bits* out = base + (p0 / 32) * 512;
-      const std::ptrdiff_t count = i < rows ? std::clamp<std::ptrdiff_t>(cols - p0, 0, 32) : 0;
-#if FUSEDSL_CPU_AMX_ATTENTION_VECTOR
-      if (for_tiles) {
-        const __mmask16 lo = __mmask16(count >= 16 ? 0xffff : (1u << count) - 1u);
-        const __mmask16 hi =
-            __mmask16(count >= 32 ? 0xffff : count > 16 ? (1u << (count - 16)) - 1u : 0u);
-        const __m512 sc = _mm512_set1_ps(scale);
-        const __m512bh v =
-            _mm512_cvtne2ps_pbh(_mm512_mul_ps(_mm512_maskz_loadu_ps(hi, row + p0 + 16), sc),
-                                _mm512_mul_ps(_mm512_maskz_loadu_ps(lo, row + p0), sc));
-        _mm512_store_si512(out, std::bit_cast<__m512i>(v));  // 64-byte aligned tile rows
-        continue;
-      }
-#endif
-      for (std::ptrdiff_t q = 0; q < 32; ++q) out[q] = q < count ? to_bf16(scale * row[p0 + q]) : 0;
-    }
-  }
-}
-
 #if FUSEDSL_CPU_AMX_ATTENTION_VECTOR
 // K^T of one kv head (keys rows ld apart, d dims each) packed as pack_b_bf16(d, seq_kv, k, ld,
 // trans_b = true) does, for the tiles: a panel row holds one dim pair of 32 keys, so 16 keys'
@@ -216,8 +185,8 @@ void attention_amx_block(const attention_shape& s, const attention_args& a, std:
   }
   const auto nothing = [] {};
   // S = bf16(scale Q) . K^T over the key panels the block sees.
-  rows_to_a_tiles(a.q + h * a.q_head_stride + q0 * a.q_row_stride, a.q_row_stride, rows, d, dp,
-                  a.scale, qt, tiles);
+  convert_a_rows(0, 32, rows, d, a.q + h * a.q_head_stride + q0 * a.q_row_stride, a.q_row_stride,
+                 false, qt, tiles, a.scale);
   for (std::ptrdiff_t jp = 0; jp < kend / 32; ++jp)
     amx_block(tiles, rows, std::min<std::ptrdiff_t>(32, s.seq_kv - jp * 32), qt, 16 * dp,
               kt + jp * dp * 32, dp / 32, sc + jp * 32, ld, nothing);
@@ -227,7 +196,7 @@ void attention_amx_block(const attention_shape& s, const attention_args& a, std:
                            a.mask ? a.mask + q0 * a.mask_row_stride : nullptr, a.mask_row_stride,
                            inv);
   // O = bf16(P) . V / l, one 32-dim panel at a time.
-  rows_to_a_tiles(sc, ld, rows, kend, kend, 1.0f, pt, tiles);
+  convert_a_rows(0, 32, rows, kend, sc, ld, false, pt, tiles);
   alignas(64) float acc[32 * 32];
   for (std::ptrdiff_t x0 = 0; x0 < dp; x0 += 32) {
     const std::ptrdiff_t cols = std::min<std::ptrdiff_t>(32, d - x0);
