@@ -107,41 +107,38 @@ struct attention_case {
     a.scale = 1.0f / std::sqrt(float(d));
     a.causal = causal;
   }
+  double flops() const { return attention_flops(l, d, heads, causal); }
+  std::string name() const { return case_name(l, causal); }
 };
 
 void BM_attention_fusedsl(benchmark::State& state) {
   attention_case c(state);
-  const std::ptrdiff_t l = c.l, d = c.d, heads = c.heads;
-  const bool causal = c.causal;
-  const k::attention_args& a = c.a;
-  const k::attention_shape& s = c.s;
-  std::vector<float>& o = c.o;
-  std::vector<float> ws(k::attention_workspace_floats(d));
+  std::vector<float> ws(k::attention_workspace_floats(c.d));
   const auto path = k::attention_path(state.range(4));
   double seconds = 0, best = 1e30;
   for (auto _ : state) {
     const double t0 = fusedsl_bench::thread_seconds();
-    k::flash_attention(s, a, ws.data(), nullptr, path);
-    benchmark::DoNotOptimize(o.data());
+    k::flash_attention(c.s, c.a, ws.data(), nullptr, path);
+    benchmark::DoNotOptimize(c.o.data());
     benchmark::ClobberMemory();
     const double dt = fusedsl_bench::thread_seconds() - t0;
     seconds += dt, best = std::min(best, dt);
   }
-  state.counters["peak_fraction_best"] = attention_flops(l, d, heads, causal) / best / g_peak;
-  const double f = attention_flops(l, d, heads, causal) * double(state.iterations());
+  state.counters["peak_fraction_best"] = c.flops() / best / g_peak;
+  const double f = c.flops() * double(state.iterations());
   state.counters["GFLOPs"] = benchmark::Counter(f * 1e-9, benchmark::Counter::kIsRate);
   state.counters["peak_fraction"] = benchmark::Counter(f / g_peak, benchmark::Counter::kIsRate);
   state.counters["workspace_KiB"] = double(ws.size() * 4) / 1024;
   state.counters["peak_fraction_paired"] = fusedsl_bench::paired_peak_fraction(
       [&] {
-        k::flash_attention(s, a, ws.data(), nullptr, path);
-        benchmark::DoNotOptimize(o.data());
+        k::flash_attention(c.s, c.a, ws.data(), nullptr, path);
+        benchmark::DoNotOptimize(c.o.data());
       },
-      attention_flops(l, d, heads, causal), g_peak, 10);
-  const auto ref = g_unfused_seconds.find(case_name(l, causal));
+      c.flops(), g_peak, 10);
+  const auto ref = g_unfused_seconds.find(c.name());
   if (ref != g_unfused_seconds.end()) {
     state.counters["speedup_vs_unfused"] = ref->second / (seconds / double(state.iterations()));
-    state.counters["speedup_vs_unfused_best"] = g_unfused_best[case_name(l, causal)] / best;
+    state.counters["speedup_vs_unfused_best"] = g_unfused_best[c.name()] / best;
   }
 }
 
@@ -154,23 +151,18 @@ void BM_attention_amx(benchmark::State& state) {
     return;
   }
   attention_case c(state);
-  const std::ptrdiff_t l = c.l, d = c.d, heads = c.heads;
-  const bool causal = c.causal;
-  const k::attention_args& a = c.a;
-  const k::attention_shape& s = c.s;
-  std::vector<float>& o = c.o;
-  std::vector<float> ws(k::attention_workspace_floats(d));
-  std::vector<k::bf16_bits> ws_amx(k::attention_amx_workspace_elements(d, l));
+  std::vector<float> ws(k::attention_workspace_floats(c.d));
+  std::vector<k::bf16_bits> ws_amx(k::attention_amx_workspace_elements(c.d, c.l));
   double seconds = 0, best = 1e30;
   for (auto _ : state) {
     const double t0 = fusedsl_bench::thread_seconds();
-    k::flash_attention_amx(s, a, ws_amx.data());
-    benchmark::DoNotOptimize(o.data());
+    k::flash_attention_amx(c.s, c.a, ws_amx.data());
+    benchmark::DoNotOptimize(c.o.data());
     benchmark::ClobberMemory();
     const double dt = fusedsl_bench::thread_seconds() - t0;
     seconds += dt, best = std::min(best, dt);
   }
-  const double flops = attention_flops(l, d, heads, causal);
+  const double flops = c.flops();
   state.counters["peak_fraction_best"] = flops / best / g_peak;
   const double f = flops * double(state.iterations());
   state.counters["GFLOPs"] = benchmark::Counter(f * 1e-9, benchmark::Counter::kIsRate);
@@ -179,16 +171,16 @@ void BM_attention_amx(benchmark::State& state) {
   std::vector<double> ratio;
   for (int r = 0; r < 41; ++r) {
     double t0 = fusedsl_bench::thread_seconds();
-    k::flash_attention(s, a, ws.data());
+    k::flash_attention(c.s, c.a, ws.data());
     const double t1 = fusedsl_bench::thread_seconds();
-    k::flash_attention_amx(s, a, ws_amx.data());
+    k::flash_attention_amx(c.s, c.a, ws_amx.data());
     const double t2 = fusedsl_bench::thread_seconds();
-    benchmark::DoNotOptimize(o.data());
+    benchmark::DoNotOptimize(c.o.data());
     ratio.push_back((t1 - t0) / (t2 - t1));
   }
   std::sort(ratio.begin(), ratio.end());
   state.counters["speedup_vs_f32_kernel_paired"] = ratio[ratio.size() / 2];
-  const auto ref = g_unfused_seconds.find(case_name(l, causal));
+  const auto ref = g_unfused_seconds.find(c.name());
   if (ref != g_unfused_seconds.end())
     state.counters["speedup_vs_unfused"] = ref->second / (seconds / double(state.iterations()));
 }
