@@ -278,6 +278,11 @@ void pack_whole_rows_kv(const attention_shape& s, const attention_args& a, std::
   }
 }
 
+// How many keys query q sees: all, or (causal) those up to q + seq_kv - seq_q.
+inline std::ptrdiff_t keys_seen(const attention_shape& s, const attention_args& a, std::ptrdiff_t q) {
+  return a.causal ? std::clamp<std::ptrdiff_t>(q + 1 + s.seq_kv - s.seq_q, 0, s.seq_kv) : s.seq_kv;
+}
+
 // Exact softmax of `rows` score rows (ld apart, rows <= 32) in place, for the whole_rows paths:
 // row i adds its mask row (mask + i * mask_ld, if any) over the visible(i) keys it sees, then
 // P = exp(S - row max) there and 0 up to kend (a multiple of the vector width); inv[i] = 1 / sum
@@ -350,10 +355,7 @@ void attention_whole_rows(const attention_shape& s, const attention_args& a, std
                        kvh = h / (s.num_heads / s.num_kv_heads);
   const std::ptrdiff_t ld = round_up(s.seq_kv, NR);  // row stride of the score rows
   // Keys row i sees: all, or (causal) those up to i + seq_kv - seq_q.
-  auto visible = [&](std::ptrdiff_t i) {
-    return a.causal ? std::clamp<std::ptrdiff_t>(q0 + i + 1 + s.seq_kv - s.seq_q, 0, s.seq_kv)
-                    : s.seq_kv;
-  };
+  auto visible = [&](std::ptrdiff_t i) { return keys_seen(s, a, q0 + i); };
   const std::ptrdiff_t kend = round_up(visible(rows - 1), NR);  // causal: the last row sees most
   float* oh = a.o + h * a.o_head_stride;
   if (kend == 0) {  // no query of these rows sees a key

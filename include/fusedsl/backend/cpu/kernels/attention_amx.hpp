@@ -172,10 +172,7 @@ void attention_amx_block(const attention_shape& s, const attention_args& a, std:
                          const bf16_bits* vt, bf16_bits* qt, float* sc, bf16_bits* pt,
                          bool tiles) {
   const std::ptrdiff_t d = s.head_dim, dp = round_up(d, 32), ld = round_up(s.seq_kv, 32);
-  auto visible = [&](std::ptrdiff_t i) {
-    return a.causal ? std::clamp<std::ptrdiff_t>(q0 + i + 1 + s.seq_kv - s.seq_q, 0, s.seq_kv)
-                    : s.seq_kv;
-  };
+  auto visible = [&](std::ptrdiff_t i) { return keys_seen(s, a, q0 + i); };
   const std::ptrdiff_t kend = round_up(visible(rows - 1), 32);  // causal: the last row sees most
   float* oh = a.o + h * a.o_head_stride;
   if (kend == 0) {  // no query of these rows sees a key
