@@ -1,9 +1,15 @@
-// The seed and medium transformers, fused (cpu::executor) against unfused (the Eigen reference
-// backend, every node materialised), as ratios measured in one run:
+// The seed and medium transformers, fused (cpu::executor) against two unfused baselines, as
+// ratios measured in one run:
+//   <model>_reference       the reference backend: an op-by-op interpreter (Eigen GEMMs, every
+//                           node materialised), the ground truth of the tests
+//   <model>_eigen           a plain Eigen implementation written by hand (eigen_transformer.hpp):
+//                           Eigen GEMMs and vectorised exp/tanh, preallocated buffers, one thread
+// Counters:
 //   peak_fraction           model FLOPs / time / the FMA peak measured at start-up (same process)
 //   peak_fraction_paired    one thread: rounds of one call then an FMA-chain run of the same
 //                           length, both in thread CPU time (fma_peak.hpp); steadiest under load
 //   speedup_vs_reference    reference time / this case's time (the reference case runs first)
+//   speedup_vs_eigen        plain-Eigen time / this case's time (the Eigen case runs second)
 // One-thread cases are timed in thread CPU time (other tenants' time slices left out), two-thread
 // cases in wall time.
 // Run: build/release/benchmarks/model/model_bench --benchmark_out=model.json --benchmark_out_format=json
@@ -12,12 +18,15 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <stdexcept>
 #include <string>
 
 #include "fma_peak.hpp"
 #include "fusedsl/backend/cpu/executor.hpp"
 #include "fusedsl/backend/reference/evaluate.hpp"
 #include "fusedsl/models/bf16_weights.hpp"
+// After fusedsl's headers: they include <immintrin.h> and Eigen under GCC 12's warning fixes.
+#include "eigen_transformer.hpp"
 #include "fusedsl/models/transformer.hpp"
 
 namespace fd = fusedsl;
@@ -61,6 +70,30 @@ void reference(benchmark::State& state, const char* name) {
   state.counters["peak_fraction_paired"] =
       fusedsl_bench::paired_peak_fraction([&] { benchmark::DoNotOptimize(ev.run()); }, Model::flops(), g_peak, 5);
   (void)name;
+}
+
+// The plain Eigen implementation on the same weights, one thread.
+template <class Model>
+void plain_eigen(benchmark::State& state) {
+  using P = typename Model::program_type;
+  const weights w = random_weights<P>(1);
+  auto param = [&](const std::string& name) -> const float* {
+    for (std::size_t i = 0; i < w.names.size(); ++i)
+      if (w.names[i] == name) return w.tensors[i].template data<float>();
+    throw std::invalid_argument("model_bench: no weight named " + name);
+  };
+  fusedsl_bench::eigen_transformer<Model> eigen(param);
+  std::vector<float> y(std::size_t(Model::seq * Model::d_model));
+  const float* x = param("x");
+  for (auto _ : state) {
+    eigen.run(x, y.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["flops"] = benchmark::Counter(Model::flops(), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["peak_fraction"] =
+      benchmark::Counter(Model::flops() / g_peak, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["peak_fraction_paired"] = fusedsl_bench::paired_peak_fraction(
+      [&] { eigen.run(x, y.data()); }, Model::flops(), g_peak, Model::flops() < 1e9 ? 50 : 10);
 }
 
 template <class Model>
@@ -131,30 +164,36 @@ void bf16_weights_amx(benchmark::State& state) {
   state.counters["amx_peak_fraction_best_of_f32_fma"] = flops / best_amx / g_peak;
 }
 
-// Times of the reference cases, taken from their own runs (the mean over repetitions), for the
-// speedup counters: thread CPU time against one-thread cases, wall time against those named
-// real_time (two threads).
+// Times of the baseline cases (<model>_reference, <model>_eigen), taken from their own runs (the
+// mean over repetitions), for the speedup counters: thread CPU time against one-thread cases, wall
+// time against those named real_time (two threads).
 inline void add_speedup(std::vector<benchmark::BenchmarkReporter::Run>& copy) {
   struct sums {
     double cpu = 0, wall = 0;
     int count = 0;
   };
-  static std::map<std::string, sums> reference_runs;
+  static std::map<std::string, sums> baseline_runs;  // key: "<model>_<baseline>"
+  static const char* const baselines[] = {"reference", "eigen"};
   for (auto& r : copy) {
     const std::string name = r.benchmark_name();
     const std::string model = name.substr(0, name.find('_'));
+    const std::string kind = name.substr(name.find('_') + 1);
     const bool aggregate = r.run_type == benchmark::BenchmarkReporter::Run::RT_Aggregate;
-    if (name.find("reference") != std::string::npos) {
+    if (kind == "reference" || kind == "eigen") {
       if (aggregate) continue;
-      sums& s = reference_runs[model];
+      sums& s = baseline_runs[model + "_" + kind];
       s.cpu += r.GetAdjustedCPUTime(), s.wall += r.GetAdjustedRealTime(), s.count += 1;
-      continue;
+      if (kind == "reference") continue;  // the Eigen case also gets its speedup over the reference
     }
-    const auto ref = reference_runs.find(model);
-    if (ref == reference_runs.end() || (aggregate && r.aggregate_name != "mean" && r.aggregate_name != "median")) continue;
+    if (aggregate && r.aggregate_name != "mean" && r.aggregate_name != "median") continue;
     const bool wall = name.find("real_time") != std::string::npos;
-    const double ref_sec = (wall ? ref->second.wall : ref->second.cpu) / ref->second.count;
-    r.counters["speedup_vs_reference"] = ref_sec / (wall ? r.GetAdjustedRealTime() : r.GetAdjustedCPUTime());
+    for (const char* b : baselines) {
+      const auto base = baseline_runs.find(model + "_" + b);
+      if (base == baseline_runs.end() || kind == b) continue;
+      const double base_sec = (wall ? base->second.wall : base->second.cpu) / base->second.count;
+      r.counters[std::string("speedup_vs_") + b] =
+          base_sec / (wall ? r.GetAdjustedRealTime() : r.GetAdjustedCPUTime());
+    }
   }
 }
 
@@ -178,10 +217,12 @@ int main(int argc, char** argv) {
   using seed = fd::models::seed;
   using medium = fd::models::medium;
   benchmark::RegisterBenchmark("seed_reference", reference<seed>, "seed")->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("seed_eigen", plain_eigen<seed>)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("seed_fused", fused<seed>)->Arg(1)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("seed_fused", fused<seed>)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("seedbf16weights_amx", bf16_weights_amx<fd::models::seed_bf16_weights>)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("medium_reference", reference<medium>, "medium")->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("medium_eigen", plain_eigen<medium>)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("medium_fused", fused<medium>)->Arg(1)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("medium_fused", fused<medium>)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("mediumbf16weights_amx", bf16_weights_amx<fd::models::medium_bf16_weights>)->Unit(benchmark::kMillisecond);

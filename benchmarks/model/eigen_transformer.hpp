@@ -1,0 +1,128 @@
+#pragma once
+// A plain Eigen implementation of fusedsl::models::transformer (post-LN blocks, GELU-tanh FFN,
+// non-causal multi-head attention, f32): what an Eigen user writes by hand. One Eigen statement
+// per step, nothing fused across steps, buffers allocated once at construction, Eigen's own GEMM
+// and vectorised exp/tanh, one thread. It is the "plain unfused Eigen implementation" of issue 4:
+// model_bench reports the fused executor's speedup over it next to the one over the reference
+// backend (an op-by-op interpreter, much slower), and tests/executor checks it against the
+// reference backend.
+#include <Eigen/Core>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "fusedsl/models/transformer.hpp"
+
+namespace fusedsl_bench {
+
+// The transformers this implementation covers: post-LN, non-causal, f32 (seed and medium).
+template <class Model>
+struct is_post_ln_f32_transformer : std::false_type {};
+template <std::int64_t S, std::int64_t D, int H, std::int64_t F, int L>
+struct is_post_ln_f32_transformer<fusedsl::models::transformer<S, D, H, F, L, fusedsl::nn::post_ln, false, float>>
+    : std::true_type {};
+
+template <class Model>
+class eigen_transformer {
+  static_assert(is_post_ln_f32_transformer<Model>::value,
+                "eigen_transformer: only post-LN, non-causal f32 transformers (seed, medium)");
+
+ public:
+  using mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using row = Eigen::RowVectorXf;
+  using col = Eigen::VectorXf;
+  static constexpr Eigen::Index seq = Model::seq, d = Model::d_model, hidden = Model::hidden;
+  static constexpr int heads = Model::heads, layers = Model::layers;
+  static constexpr Eigen::Index dh = d / heads;
+
+  // `param(name)` returns a pointer to the f32 values of the binding `name`, row-major as the
+  // executor takes them (a linear's weight is [in, out]).
+  template <class Lookup>
+  explicit eigen_transformer(Lookup&& param) {
+    for (int l = 0; l < layers; ++l) {
+      const std::string p = "layers." + std::to_string(l) + ".";
+      layer w;
+      w.wq = weight(param, p + "attn.q.w", d, d), w.bq = bias(param, p + "attn.q.b", d);
+      w.wk = weight(param, p + "attn.k.w", d, d), w.bk = bias(param, p + "attn.k.b", d);
+      w.wv = weight(param, p + "attn.v.w", d, d), w.bv = bias(param, p + "attn.v.b", d);
+      w.wo = weight(param, p + "attn.o.w", d, d), w.bo = bias(param, p + "attn.o.b", d);
+      w.w1 = weight(param, p + "ffn.fc1.w", d, hidden), w.b1 = bias(param, p + "ffn.fc1.b", hidden);
+      w.w2 = weight(param, p + "ffn.fc2.w", hidden, d), w.b2 = bias(param, p + "ffn.fc2.b", d);
+      w.g1 = bias(param, p + "ln1.gamma", d), w.beta1 = bias(param, p + "ln1.beta", d);
+      w.g2 = bias(param, p + "ln2.gamma", d), w.beta2 = bias(param, p + "ln2.beta", d);
+      w_.push_back(std::move(w));
+    }
+  }
+
+  // y = the model applied to x (both seq x d_model, row-major).
+  void run(const float* x, float* y) {
+    x_ = Eigen::Map<const mat>(x, seq, d);
+    const float scale = 1.0f / std::sqrt(float(dh));
+    for (const layer& w : w_) {
+      q_.noalias() = x_ * w.wq;
+      q_.rowwise() += w.bq;
+      k_.noalias() = x_ * w.wk;
+      k_.rowwise() += w.bk;
+      v_.noalias() = x_ * w.wv;
+      v_.rowwise() += w.bv;
+      for (int h = 0; h < heads; ++h) {
+        s_.noalias() = q_.middleCols(h * dh, dh) * k_.middleCols(h * dh, dh).transpose();
+        s_ *= scale;
+        rmax_ = s_.rowwise().maxCoeff();
+        s_.colwise() -= rmax_;
+        s_ = s_.array().exp().matrix();
+        rsum_ = s_.rowwise().sum();
+        s_.array().colwise() /= rsum_.array();
+        o_.middleCols(h * dh, dh).noalias() = s_ * v_.middleCols(h * dh, dh);
+      }
+      a_.noalias() = o_ * w.wo;
+      a_.rowwise() += w.bo;
+      a_ += x_;
+      layernorm(a_, w.g1, w.beta1, h_);
+      f_.noalias() = h_ * w.w1;
+      f_.rowwise() += w.b1;
+      constexpr float c = 0.7978845608028654f;  // sqrt(2 / pi)
+      f_.array() = 0.5f * f_.array() * (1.0f + (c * (f_.array() + 0.044715f * f_.array().cube())).tanh());
+      a_.noalias() = f_ * w.w2;
+      a_.rowwise() += w.b2;
+      a_ += h_;
+      layernorm(a_, w.g2, w.beta2, x_);
+    }
+    Eigen::Map<mat>(y, seq, d) = x_;
+  }
+
+ private:
+  struct layer {
+    mat wq, wk, wv, wo, w1, w2;
+    row bq, bk, bv, bo, b1, b2, g1, beta1, g2, beta2;
+  };
+
+  template <class Lookup>
+  static mat weight(Lookup& param, const std::string& name, Eigen::Index r, Eigen::Index c) {
+    return Eigen::Map<const mat>(param(name), r, c);
+  }
+  template <class Lookup>
+  static row bias(Lookup& param, const std::string& name, Eigen::Index n) {
+    return Eigen::Map<const row>(param(name), n);
+  }
+
+  // out = gamma * (in - mean) / sqrt(var + 1e-5) + beta, per row (biased variance).
+  void layernorm(const mat& in, const row& gamma, const row& beta, mat& out) {
+    rmax_ = in.rowwise().mean();
+    out = in.colwise() - rmax_;
+    rsum_ = out.array().square().rowwise().mean().matrix();
+    rsum_ = (rsum_.array() + 1e-5f).rsqrt().matrix();
+    out.array().colwise() *= rsum_.array();
+    out.array().rowwise() *= gamma.array();
+    out.rowwise() += beta;
+  }
+
+  std::vector<layer> w_;
+  mat x_ = mat(seq, d), q_ = mat(seq, d), k_ = mat(seq, d), v_ = mat(seq, d), o_ = mat(seq, d),
+      s_ = mat(seq, seq), a_ = mat(seq, d), h_ = mat(seq, d), f_ = mat(seq, hidden);
+  col rmax_ = col(seq), rsum_ = col(seq);
+};
+
+}  // namespace fusedsl_bench

@@ -1,0 +1,52 @@
+// The plain Eigen transformer that model_bench measures the fused executor against
+// (benchmarks/model/eigen_transformer.hpp) computes the same function as the reference backend.
+#include "check.hpp"
+#include "eigen_transformer.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <map>
+
+namespace fd = fusedsl;
+
+TEST_CASE("the plain Eigen seed transformer matches the reference backend") {
+  using M = fd::models::seed;
+  using P = M::program_type;
+  fd::cpu::executor<P> probe(P{});  // only for its binding list
+  const auto bound = fd::test::bind_random(probe, 7);
+  std::map<std::string, const float*> by_name;
+  const float* x = nullptr;
+  for (std::size_t i = 0; i < bound.names.size(); ++i) {
+    const float* data = bound.storage[i].data<float>();
+    if (bound.names[i] == "x") x = data;
+    else by_name[bound.names[i]] = data;
+  }
+  REQUIRE(x != nullptr);
+  fusedsl_bench::eigen_transformer<M> eigen([&](const std::string& name) {
+    const auto it = by_name.find(name);
+    REQUIRE_MESSAGE(it != by_name.end(), "no binding named ", name);
+    return it->second;
+  });
+  std::vector<float> y(std::size_t(M::seq * M::d_model), std::nanf(""));
+  eigen.run(x, y.data());
+
+  const auto expected = fd::reference::run(fd::graph::graph_view(P::graph),
+                                           std::span<const fd::reference::binding>(bound.refs));
+  REQUIRE(expected.size() == 1);
+  REQUIRE(expected[0].shape().size() == std::int64_t(y.size()));
+  double worst = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    const double want = expected[0].data<float>()[i];
+    const double err = std::fabs(double(y[i]) - want) / std::max(1.0, std::fabs(want));
+    if (!(err <= worst)) worst = err;  // a NaN counts as the worst error
+  }
+  // Different summation orders and Eigen's tanh/exp approximations: a few f32 ulps per step.
+  CHECK(worst < 1e-4);
+  MESSAGE("max relative error against the reference: ", worst);
+
+  // A second call on the same buffers gives the same result (no state carried over).
+  std::vector<float> again(y.size());
+  eigen.run(x, again.data());
+  CHECK(again == y);
+}
