@@ -1,13 +1,15 @@
 // Does the FMA rate depend on what ran just before? The same FMA-chain bursts (fma_peak.hpp's
-// fma_chains, 1000 iterations each) are timed after ~1 ms of one of five preludes: pure FMA
+// fma_chains, 1000 iterations each) are timed after ~1 ms of one of six preludes: pure FMA
 // chains, the GEMM micro-kernel on L1-resident panels, FMAs fed by 512-bit loads, a spin on the
-// thread clock, and FMAs fed by broadcast loads (the micro-kernel's A operand). If the core runs
+// thread clock, FMAs fed by broadcast loads (the micro-kernel's A operand), and the micro-kernel's
+// tile with A stored pre-broadcast (full loads instead of broadcasts). If the core runs
 // some mix at a lower clock, the bursts after it are slower, and every "fraction of the FMA peak"
 // taken against the start-up peak carries that factor (docs/performance.md, "Machine and
 // method"). Without AVX-512 the preludes with loads run plain FMA chains.
 //
 // Counter `peak_fraction`: the bursts' FLOP rate over the FMA peak measured at start-up (best of
-// 25 runs of pure FMA chains), both in thread CPU time.
+// 25 runs of pure FMA chains), both in thread CPU time; `prelude_peak_fraction`: the prelude's
+// own rate (not for the spin).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -59,26 +61,65 @@ float fma_with_loads(long iters, const float* p) {  // no broadcasts
 float fma_with_broadcasts(long iters, const float* p) {  // the micro-kernel's A operand
   return fma_fed_by(iters, [p](long it, int j) { return _mm512_set1_ps(p[(it & 15) * 16 + j]); });
 }
+
+// ~1 ms of the micro-kernel's 12 x 32 tile (k = 48, everything in L1) with its A operand stored
+// pre-broadcast (16 copies of each value) and read by full 512-bit loads: the same arithmetic with
+// no broadcast instruction at all.
+constexpr int expanded_k = 48, expanded_reps = 5000;
+void run_tile_expanded_a(const float* ax, const float* b, float* c) {
+  for (int rep = 0; rep < expanded_reps; ++rep) {
+    __m512 acc[12][2];
+    for (auto& r : acc) r[0] = r[1] = _mm512_setzero_ps();
+    for (int p = 0; p < expanded_k; ++p) {
+      const __m512 b0 = _mm512_loadu_ps(b + p * 32), b1 = _mm512_loadu_ps(b + p * 32 + 16);
+#pragma GCC unroll 12
+      for (int i = 0; i < 12; ++i) {
+        const __m512 ai = _mm512_loadu_ps(ax + (p * 12 + i) * 16);
+        acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+        acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+      }
+    }
+    for (int i = 0; i < 12; ++i) {
+      _mm512_storeu_ps(c + i * 32, acc[i][0]);
+      _mm512_storeu_ps(c + i * 32 + 16, acc[i][1]);
+    }
+    benchmark::DoNotOptimize(c);
+  }
+}
 #else
 float fma_with_loads(long iters, const float*) { return fusedsl_bench::fma_chains(iters); }
 float fma_with_broadcasts(long iters, const float*) { return fusedsl_bench::fma_chains(iters); }
+constexpr int expanded_k = 48, expanded_reps = 5000;
+void run_tile_expanded_a(const float*, const float*, float*) { fusedsl_bench::fma_chains(1000 * 150); }
 #endif
 
-enum prelude { pure_fma, gemm_microkernel, fma_512bit_loads, spin, fma_broadcasts };
+enum prelude { pure_fma, gemm_microkernel, fma_512bit_loads, spin, fma_broadcasts, tile_expanded_a };
 
 void BM_fma_bursts_after(benchmark::State& state) {
   const auto what = prelude(state.range(0));
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   std::vector<float> a(std::size_t(mk::MR * 128)), b(std::size_t(128 * mk::NR)),
-      c(std::size_t(mk::MR * mk::NR)), ones(256, 0.9999f);
+      c(std::size_t(mk::MR * mk::NR)), ones(256, 0.9999f),
+      a_expanded(std::size_t(12 * expanded_k * 16));
   for (auto& x : a) x = u(rng);
   for (auto& x : b) x = u(rng);
+  for (std::size_t i = 0; i < a_expanded.size(); i += 16)
+    std::fill_n(a_expanded.begin() + std::ptrdiff_t(i), 16, u(rng));
   volatile float sink = 0;
   constexpr int bursts = 100;
   constexpr long iters = 1000;
-  std::vector<double> times;
+  // FLOPs of one prelude (0 for the spin), for its own rate.
+  const double chain_flops = double(iters * 150) * fusedsl_bench::fma_chain_flops_per_iter();
+  const double prelude_flops[] = {chain_flops,
+                                  2000.0 * 2 * mk::MR * mk::NR * 128,
+                                  chain_flops,
+                                  0.0,
+                                  chain_flops,
+                                  double(expanded_reps) * 2 * 12 * 32 * expanded_k};
+  std::vector<double> times, prelude_times;
   for (auto _ : state) {
+    const double p0 = fusedsl_bench::thread_seconds();
     switch (what) {
       case pure_fma:
         sink = sink + fusedsl_bench::fma_chains(iters * 150);
@@ -98,8 +139,12 @@ void BM_fma_bursts_after(benchmark::State& state) {
         }
         break;
       }
+      case tile_expanded_a:
+        run_tile_expanded_a(a_expanded.data(), b.data(), c.data());
+        break;
     }
     const double t0 = fusedsl_bench::thread_seconds();
+    prelude_times.push_back(t0 - p0);
     for (int i = 0; i < bursts; ++i) sink = sink + fusedsl_bench::fma_chains(iters);
     const double sec = fusedsl_bench::thread_seconds() - t0;
     times.push_back(sec);
@@ -109,10 +154,15 @@ void BM_fma_bursts_after(benchmark::State& state) {
   const double flops = bursts * double(iters) * fusedsl_bench::fma_chain_flops_per_iter();
   state.counters["peak_fraction"] = flops / times[times.size() / 2] / g_peak;  // median
   state.counters["peak_fraction_best"] = flops / times.front() / g_peak;
+  if (prelude_flops[what] > 0) {  // the prelude's own rate (median)
+    std::sort(prelude_times.begin(), prelude_times.end());
+    state.counters["prelude_peak_fraction"] =
+        prelude_flops[what] / prelude_times[prelude_times.size() / 2] / g_peak;
+  }
 }
 BENCHMARK(BM_fma_bursts_after)
     ->ArgName("prelude")
-    ->DenseRange(0, 4)
+    ->DenseRange(0, 5)
     ->UseManualTime()
     ->Iterations(200)
     ->Unit(benchmark::kMicrosecond);
@@ -123,7 +173,7 @@ int main(int argc, char** argv) {
   g_peak = fusedsl_bench::measure_fma_peak();
   benchmark::Initialize(&argc, argv);
   benchmark::AddCustomContext("fma_peak_gflops", std::to_string(g_peak * 1e-9));
-  benchmark::AddCustomContext("preludes", "0 pure FMA, 1 GEMM micro-kernel, 2 FMA + 512-bit loads, 3 spin, 4 FMA + broadcast loads");
+  benchmark::AddCustomContext("preludes", "0 pure FMA, 1 GEMM micro-kernel, 2 FMA + 512-bit loads, 3 spin, 4 FMA + broadcast loads, 5 the micro-kernel tile with A pre-broadcast (full loads, no broadcasts)");
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
