@@ -90,10 +90,19 @@ void run_tile_expanded_a(const float* ax, const float* b, float* c) {
 float fma_with_loads(long iters, const float*) { return fusedsl_bench::fma_chains(iters); }
 float fma_with_broadcasts(long iters, const float*) { return fusedsl_bench::fma_chains(iters); }
 constexpr int expanded_k = 48, expanded_reps = 5000;
-void run_tile_expanded_a(const float*, const float*, float*) { fusedsl_bench::fma_chains(1000 * 150); }
+void run_tile_expanded_a(const float*, const float*, float*) {
+  fusedsl_bench::fma_chains(1000 * 150);
+}
 #endif
 
-enum prelude { pure_fma, gemm_microkernel, fma_512bit_loads, spin, fma_broadcasts, tile_expanded_a };
+enum prelude {
+  pure_fma,
+  gemm_microkernel,
+  fma_512bit_loads,
+  spin,
+  fma_broadcasts,
+  tile_expanded_a
+};
 
 void BM_fma_bursts_after(benchmark::State& state) {
   const auto what = prelude(state.range(0));
@@ -111,12 +120,13 @@ void BM_fma_bursts_after(benchmark::State& state) {
   constexpr long iters = 1000;
   // FLOPs of one prelude (0 for the spin), for its own rate.
   const double chain_flops = double(iters * 150) * fusedsl_bench::fma_chain_flops_per_iter();
-  const double prelude_flops[] = {chain_flops,
-                                  2000.0 * 2 * mk::MR * mk::NR * 128,
-                                  chain_flops,
-                                  0.0,
-                                  chain_flops,
-                                  double(expanded_reps) * 2 * 12 * 32 * expanded_k};
+  const double prelude_flops[] = {
+      chain_flops,                                        // pure_fma
+      2000.0 * 2 * mk::MR * mk::NR * 128,                 // gemm_microkernel
+      chain_flops,                                        // fma_512bit_loads
+      0.0,                                                // spin
+      chain_flops,                                        // fma_broadcasts
+      double(expanded_reps) * 2 * 12 * 32 * expanded_k};  // tile_expanded_a
   std::vector<double> times, prelude_times;
   for (auto _ : state) {
     const double p0 = fusedsl_bench::thread_seconds();
@@ -173,7 +183,10 @@ int main(int argc, char** argv) {
   g_peak = fusedsl_bench::measure_fma_peak();
   benchmark::Initialize(&argc, argv);
   benchmark::AddCustomContext("fma_peak_gflops", std::to_string(g_peak * 1e-9));
-  benchmark::AddCustomContext("preludes", "0 pure FMA, 1 GEMM micro-kernel, 2 FMA + 512-bit loads, 3 spin, 4 FMA + broadcast loads, 5 the micro-kernel tile with A pre-broadcast (full loads, no broadcasts)");
+  benchmark::AddCustomContext(
+      "preludes",
+      "0 pure FMA, 1 GEMM micro-kernel, 2 FMA + 512-bit loads, 3 spin, 4 FMA + broadcast loads, 5 "
+      "the micro-kernel tile with A pre-broadcast (full loads, no broadcasts)");
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

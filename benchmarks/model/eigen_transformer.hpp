@@ -21,7 +21,8 @@ namespace fusedsl_bench {
 template <class Model>
 struct is_post_ln_f32_transformer : std::false_type {};
 template <std::int64_t S, std::int64_t D, int H, std::int64_t F, int L>
-struct is_post_ln_f32_transformer<fusedsl::models::transformer<S, D, H, F, L, fusedsl::nn::post_ln, false, float>>
+struct is_post_ln_f32_transformer<
+    fusedsl::models::transformer<S, D, H, F, L, fusedsl::nn::post_ln, false, float>>
     : std::true_type {};
 
 template <class Model>
@@ -84,7 +85,8 @@ class eigen_transformer {
       f_.noalias() = h_ * w.w1;
       f_.rowwise() += w.b1;
       constexpr float c = 0.7978845608028654f;  // sqrt(2 / pi)
-      f_.array() = 0.5f * f_.array() * (1.0f + (c * (f_.array() + 0.044715f * f_.array().cube())).tanh());
+      f_.array() =
+          0.5f * f_.array() * (1.0f + (c * (f_.array() + 0.044715f * f_.array().cube())).tanh());
       a_.noalias() = f_ * w.w2;
       a_.rowwise() += w.b2;
       a_ += h_;

@@ -12,7 +12,8 @@
 //   speedup_vs_eigen        plain-Eigen time / this case's time (the Eigen case runs second)
 // One-thread cases are timed in thread CPU time (other tenants' time slices left out), two-thread
 // cases in wall time.
-// Run: build/release/benchmarks/model/model_bench --benchmark_out=model.json --benchmark_out_format=json
+// Run: build/release/benchmarks/model/model_bench --benchmark_out=model.json
+// --benchmark_out_format=json
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -89,7 +90,8 @@ void plain_eigen(benchmark::State& state) {
     eigen.run(x, y.data());
     benchmark::ClobberMemory();
   }
-  state.counters["flops"] = benchmark::Counter(Model::flops(), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["flops"] =
+      benchmark::Counter(Model::flops(), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["peak_fraction"] =
       benchmark::Counter(Model::flops() / g_peak, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["peak_fraction_paired"] = fusedsl_bench::paired_peak_fraction(

@@ -1,12 +1,12 @@
 // The plain Eigen transformer that model_bench measures the fused executor against
 // (benchmarks/model/eigen_transformer.hpp) computes the same function as the reference backend.
-#include "check.hpp"
-#include "eigen_transformer.hpp"
-
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <map>
+
+#include "check.hpp"
+#include "eigen_transformer.hpp"
 
 namespace fd = fusedsl;
 
@@ -19,8 +19,10 @@ TEST_CASE("the plain Eigen seed transformer matches the reference backend") {
   const float* x = nullptr;
   for (std::size_t i = 0; i < bound.names.size(); ++i) {
     const float* data = bound.storage[i].data<float>();
-    if (bound.names[i] == "x") x = data;
-    else by_name[bound.names[i]] = data;
+    if (bound.names[i] == "x")
+      x = data;
+    else
+      by_name[bound.names[i]] = data;
   }
   REQUIRE(x != nullptr);
   fusedsl_bench::eigen_transformer<M> eigen([&](const std::string& name) {
