@@ -112,11 +112,11 @@ class eigen_transformer {
 
   // out = gamma * (in - mean) / sqrt(var + 1e-5) + beta, per row (biased variance).
   void layernorm(const mat& in, const row& gamma, const row& beta, mat& out) {
-    rmax_ = in.rowwise().mean();
-    out = in.colwise() - rmax_;
-    rsum_ = out.array().square().rowwise().mean().matrix();
-    rsum_ = (rsum_.array() + 1e-5f).rsqrt().matrix();
-    out.array().colwise() *= rsum_.array();
+    mean_ = in.rowwise().mean();
+    out = in.colwise() - mean_;
+    inv_std_ = out.array().square().rowwise().mean().matrix();
+    inv_std_ = (inv_std_.array() + 1e-5f).rsqrt().matrix();
+    out.array().colwise() *= inv_std_.array();
     out.array().rowwise() *= gamma.array();
     out.rowwise() += beta;
   }
@@ -124,7 +124,7 @@ class eigen_transformer {
   std::vector<layer> w_;
   mat x_ = mat(seq, d), q_ = mat(seq, d), k_ = mat(seq, d), v_ = mat(seq, d), o_ = mat(seq, d),
       s_ = mat(seq, seq), a_ = mat(seq, d), h_ = mat(seq, d), f_ = mat(seq, hidden);
-  col rmax_ = col(seq), rsum_ = col(seq);
+  col rmax_ = col(seq), rsum_ = col(seq), mean_ = col(seq), inv_std_ = col(seq);
 };
 
 }  // namespace fusedsl_bench
