@@ -45,14 +45,22 @@ class eigen_transformer {
     for (int l = 0; l < layers; ++l) {
       const std::string p = "layers." + std::to_string(l) + ".";
       layer w;
-      w.wq = weight(param, p + "attn.q.w", d, d), w.bq = bias(param, p + "attn.q.b", d);
-      w.wk = weight(param, p + "attn.k.w", d, d), w.bk = bias(param, p + "attn.k.b", d);
-      w.wv = weight(param, p + "attn.v.w", d, d), w.bv = bias(param, p + "attn.v.b", d);
-      w.wo = weight(param, p + "attn.o.w", d, d), w.bo = bias(param, p + "attn.o.b", d);
-      w.w1 = weight(param, p + "ffn.fc1.w", d, hidden), w.b1 = bias(param, p + "ffn.fc1.b", hidden);
-      w.w2 = weight(param, p + "ffn.fc2.w", hidden, d), w.b2 = bias(param, p + "ffn.fc2.b", d);
-      w.g1 = bias(param, p + "ln1.gamma", d), w.beta1 = bias(param, p + "ln1.beta", d);
-      w.g2 = bias(param, p + "ln2.gamma", d), w.beta2 = bias(param, p + "ln2.beta", d);
+      w.wq = matrix_param(param, p + "attn.q.w", d, d);
+      w.wk = matrix_param(param, p + "attn.k.w", d, d);
+      w.wv = matrix_param(param, p + "attn.v.w", d, d);
+      w.wo = matrix_param(param, p + "attn.o.w", d, d);
+      w.w1 = matrix_param(param, p + "ffn.fc1.w", d, hidden);
+      w.w2 = matrix_param(param, p + "ffn.fc2.w", hidden, d);
+      w.bq = row_param(param, p + "attn.q.b", d);
+      w.bk = row_param(param, p + "attn.k.b", d);
+      w.bv = row_param(param, p + "attn.v.b", d);
+      w.bo = row_param(param, p + "attn.o.b", d);
+      w.b1 = row_param(param, p + "ffn.fc1.b", hidden);
+      w.b2 = row_param(param, p + "ffn.fc2.b", d);
+      w.g1 = row_param(param, p + "ln1.gamma", d);
+      w.beta1 = row_param(param, p + "ln1.beta", d);
+      w.g2 = row_param(param, p + "ln2.gamma", d);
+      w.beta2 = row_param(param, p + "ln2.beta", d);
       w_.push_back(std::move(w));
     }
   }
@@ -102,11 +110,11 @@ class eigen_transformer {
   };
 
   template <class Lookup>
-  static mat weight(Lookup& param, const std::string& name, Eigen::Index r, Eigen::Index c) {
+  static mat matrix_param(Lookup& param, const std::string& name, Eigen::Index r, Eigen::Index c) {
     return Eigen::Map<const mat>(param(name), r, c);
   }
   template <class Lookup>
-  static row bias(Lookup& param, const std::string& name, Eigen::Index n) {
+  static row row_param(Lookup& param, const std::string& name, Eigen::Index n) {
     return Eigen::Map<const row>(param(name), n);
   }
 

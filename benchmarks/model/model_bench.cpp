@@ -13,8 +13,8 @@
 //   speedup_vs_eigen        plain-Eigen time / this case's time (the Eigen case runs second)
 // One-thread cases are timed in thread CPU time (other tenants' time slices left out), two-thread
 // cases in wall time.
-// Run: build/release/benchmarks/model/model_bench --benchmark_out=model.json
-// --benchmark_out_format=json
+// Run (one command): build/release/benchmarks/model/model_bench
+//                      --benchmark_out=model.json --benchmark_out_format=json
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -27,9 +27,10 @@
 #include "fusedsl/backend/cpu/executor.hpp"
 #include "fusedsl/backend/reference/evaluate.hpp"
 #include "fusedsl/models/bf16_weights.hpp"
+#include "fusedsl/models/transformer.hpp"
+
 // After fusedsl's headers: they include <immintrin.h> and Eigen under GCC 12's warning fixes.
 #include "eigen_transformer.hpp"
-#include "fusedsl/models/transformer.hpp"
 
 namespace fd = fusedsl;
 
