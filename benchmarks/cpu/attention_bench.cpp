@@ -100,11 +100,7 @@ struct attention_case {
       : l(state.range(0)), d(state.range(1)), heads(state.range(2)), causal(state.range(3) != 0),
         q(random_vector(std::size_t(l * heads * d), 1)), kk(random_vector(q.size(), 2)),
         v(random_vector(q.size(), 3)), o(q.size()), s{l, l, heads, heads, d} {
-    a.q = q.data(), a.q_row_stride = heads * d, a.q_head_stride = d;
-    a.k = kk.data(), a.k_row_stride = heads * d, a.k_head_stride = d;
-    a.v = v.data(), a.v_row_stride = heads * d, a.v_head_stride = d;
-    a.o = o.data(), a.o_row_stride = heads * d, a.o_head_stride = d;
-    a.scale = 1.0f / std::sqrt(float(d));
+    a = k::attention_args_by_rows(s, q.data(), kk.data(), v.data(), o.data(), heads * d, heads * d);
     a.causal = causal;
   }
   double flops() const { return attention_flops(l, d, heads, causal); }

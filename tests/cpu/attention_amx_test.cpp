@@ -43,11 +43,7 @@ struct case_data {
     kk = random_floats(std::size_t(skv * ks), seed + 1, -2, 2);
     v = random_floats(std::size_t(skv * ks), seed + 2);
     o.assign(std::size_t(sq * qs), 99.0f);
-    a.q = q.data(), a.q_row_stride = qs, a.q_head_stride = d;
-    a.k = kk.data(), a.k_row_stride = ks, a.k_head_stride = d;
-    a.v = v.data(), a.v_row_stride = ks, a.v_head_stride = d;
-    a.o = o.data(), a.o_row_stride = qs, a.o_head_stride = d;
-    a.scale = 1.0f / std::sqrt(float(d));
+    a = k::attention_args_by_rows(s, q.data(), kk.data(), v.data(), o.data(), qs, ks);
     a.causal = causal;
     if (with_mask) {
       mask = random_floats(std::size_t(sq * skv), seed + 3, -3, 1);

@@ -28,11 +28,7 @@ struct case_data {
     kk = random_floats(std::size_t(skv * hkv * d), 22, -2, 2);
     v = random_floats(std::size_t(skv * hkv * d), 23);
     o.assign(std::size_t(sq * h * d), 99.0f);
-    a.q = q.data(), a.q_row_stride = h * d, a.q_head_stride = d;
-    a.k = kk.data(), a.k_row_stride = hkv * d, a.k_head_stride = d;
-    a.v = v.data(), a.v_row_stride = hkv * d, a.v_head_stride = d;
-    a.o = o.data(), a.o_row_stride = h * d, a.o_head_stride = d;
-    a.scale = 1.0f / std::sqrt(float(d));
+    a = k::attention_args_by_rows(s, q.data(), kk.data(), v.data(), o.data(), h * d, hkv * d);
     a.causal = causal;
     if (with_mask) {
       mask = random_floats(std::size_t(sq * skv), 24, -3, 1);

@@ -53,6 +53,22 @@ struct attention_args {
   std::ptrdiff_t mask_row_stride = 0;
 };
 
+// Arguments for the usual layout: one row per position holding every head's head_dim values side
+// by side (a linear's output before the head split). Q and O rows are q_ld floats apart, K and V
+// rows kv_ld apart; the scale is 1 / sqrt(head_dim), no mask, not causal.
+inline attention_args attention_args_by_rows(const attention_shape& s, const float* q,
+                                             const float* k, const float* v, float* o,
+                                             std::ptrdiff_t q_ld, std::ptrdiff_t kv_ld) {
+  const std::ptrdiff_t d = s.head_dim;
+  attention_args a;
+  a.q = q, a.q_row_stride = q_ld, a.q_head_stride = d;
+  a.k = k, a.k_row_stride = kv_ld, a.k_head_stride = d;
+  a.v = v, a.v_row_stride = kv_ld, a.v_head_stride = d;
+  a.o = o, a.o_row_stride = q_ld, a.o_head_stride = d;
+  a.scale = 1.0f / std::sqrt(float(d));
+  return a;
+}
+
 // Block sizes: BQ queries x BK keys; both multiples of the GEMM tile (mr and nr).
 template <class Arch>
 struct attention_blocking {
