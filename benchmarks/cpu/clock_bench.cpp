@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <new>
 #include <random>
 #include <vector>
 
@@ -38,7 +39,8 @@ using mk = k::detail::micro_kernel<k::native_arch>;
 // n floats, 64-byte aligned (like the executor's arena and packed weights), zero-filled.
 struct aligned_floats {
   explicit aligned_floats(std::size_t n)
-      : p_(static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64)), &std::free),
+      : p_(static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64)),
+           &std::free),
         n_(n) {
     if (!p_) throw std::bad_alloc();
     std::fill_n(p_.get(), n, 0.0f);
@@ -131,8 +133,12 @@ void run_tile_expanded_a(const float* ax, const float* b, float* c) {
   }
 }
 #else
-float fma_with_loads(long iters, const float*) { return fusedsl_bench::fma_chains(iters); }
-float fma_with_broadcasts(long iters, const float*) { return fusedsl_bench::fma_chains(iters); }
+float fma_with_loads(long iters, const float*) {
+  return fusedsl_bench::fma_chains(iters);
+}
+float fma_with_broadcasts(long iters, const float*) {
+  return fusedsl_bench::fma_chains(iters);
+}
 constexpr int expanded_k = 48, expanded_reps = 5000;
 void run_tile_expanded_a(const float*, const float*, float*) {
   fusedsl_bench::fma_chains(1000 * 150);
@@ -252,7 +258,8 @@ void BM_microkernel_windows(benchmark::State& state) {
   state.counters["p10"] = at(0.1);
   state.counters["p90"] = at(0.9);
   state.counters["fast_share"] =
-      double(rates.end() - std::lower_bound(rates.begin(), rates.end(), 0.93)) / double(rates.size());
+      double(rates.end() - std::lower_bound(rates.begin(), rates.end(), 0.93)) /
+      double(rates.size());
 }
 BENCHMARK(BM_microkernel_windows)->UseManualTime()->Iterations(2)->Unit(benchmark::kMillisecond);
 
