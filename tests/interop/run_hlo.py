@@ -65,15 +65,22 @@ def entry_parameter_types(text, is_mlir):
         if not m:
             raise ValueError("no func.func @main in the MLIR text")
         return [MLIR_TYPES[t] for t in re.findall(r"tensor<(?:[0-9]+x)*([a-z0-9]+)>", m.group(1))]
+    return [dtype for _, dtype, _ in entry_parameters(text)]
+
+
+def entry_parameters(text):
+    """(name, element type, shape) of each entry parameter of HLO text, in parameter order."""
     lines = text.splitlines()
     start = next(i for i, l in enumerate(lines) if l.lstrip().startswith("ENTRY"))
     params = {}
     for line in lines[start + 1:]:
         if line.strip() == "}":
             break
-        p = re.match(r"\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*([a-z0-9]+)\[.*?\s+parameter\((\d+)\)", line)
+        p = re.match(r"\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*([a-z0-9]+)\[([0-9,]*)\].*?\s+parameter\((\d+)\)",
+                     line)
         if p:
-            params[int(p.group(2))] = HLO_TYPES[p.group(1)]
+            shape = tuple(int(d) for d in p.group(3).split(",") if d)
+            params[int(p.group(4))] = (p.group(1), HLO_TYPES[p.group(2)], shape)
     return [params[i] for i in range(len(params))]
 
 

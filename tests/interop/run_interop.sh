@@ -1,5 +1,6 @@
 #!/bin/sh
-# Runs tests/interop/run_hlo.py with the interop venv's Python (scripts/setup-venv makes it at
+# Runs tests/interop/run_hlo.py (or, with `--script FILE` first, another Python script that needs
+# jax) with the interop venv's Python (scripts/setup-venv makes it at
 # ${FUSEDSL_VENV:-<repo>/.venv}). Exits 77 (CTest: skipped) when no Python with jax is found.
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -12,4 +13,9 @@ else
   echo "SKIP: no Python with jax (looked for $venv/bin/python and python3); run scripts/setup-venv"
   exit 77
 fi
-exec "$py" "$here/run_hlo.py" "$@"
+script="$here/run_hlo.py"
+if [ "${1:-}" = "--script" ]; then
+  script="$2"
+  shift 2
+fi
+exec "$py" "$script" "$@"
