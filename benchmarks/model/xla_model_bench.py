@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""The seed transformer on XLA:CPU (jaxlib 0.10.2) beside fusedsl's fused CPU executor, one core.
+"""A transformer on XLA:CPU (jaxlib 0.10.2) beside fusedsl's fused CPU executor, one core.
 
-  xla_seed_bench.py SEED.hlo MODEL_BENCH [--calls N] [--rounds R] [--bench-min-time S]
-                    [--cpu C] [--json OUT]
+  xla_model_bench.py MODEL.hlo MODEL_BENCH [--model seed|medium] [--calls N] [--rounds R]
+                     [--bench-min-time S] [--cpu C] [--json OUT]
 
-SEED.hlo is fusedsl's export of the seed graph (the demo writes demo-out/seed_unfused.hlo): the
-same graph the executor runs, which XLA then fuses and compiles with its own passes. MODEL_BENCH
-is the model_bench binary; its `seed_fused/1` case runs in the same invocation, after XLA's
-rounds, and the script prints the ratio of the two times.
+MODEL.hlo is fusedsl's export of the model's graph (`examples/export_hlo DIR [seed|medium]` writes
+DIR/<model>.unfused.hlo; the demo writes demo-out/seed_unfused.hlo): the same graph the executor
+runs, which XLA then fuses and compiles with its own passes. MODEL_BENCH is the model_bench
+binary; its `<model>_fused/1` case runs in the same invocation, after XLA's rounds, and the
+script prints the ratio of the two times.
 
 One core for both: the process (and so model_bench, its child) is pinned to one CPU with
 os.sched_setaffinity, and XLA's intra-op Eigen thread pool is off (--xla_cpu_multi_thread_eigen=
@@ -80,15 +81,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("hlo")
     ap.add_argument("model_bench")
-    ap.add_argument("--calls", type=int, default=200, help="calls per round (default 200)")
+    ap.add_argument("--model", choices=["seed", "medium"], default="seed",
+                    help="which model_bench case to compare with (default seed)")
+    ap.add_argument("--calls", type=int, help="calls per round (default 200, medium 10)")
     ap.add_argument("--rounds", type=int, default=7, help="rounds (default 7)")
     ap.add_argument("--bench-min-time", type=float, default=1.0,
                     help="model_bench's --benchmark_min_time per repetition (default 1)")
     ap.add_argument("--cpu", type=int, default=0, help="the one CPU to run on (default 0)")
     ap.add_argument("--json", help="write the figures here")
     a = ap.parse_args()
+    calls = a.calls or (200 if a.model == "seed" else 10)
     if not os.path.isfile(a.hlo) or not os.access(a.model_bench, os.X_OK):
-        print(f"xla_seed_bench: need an HLO file and an executable model_bench "
+        print(f"xla_model_bench: need an HLO file and an executable model_bench "
               f"(got {a.hlo!r}, {a.model_bench!r})", file=sys.stderr)
         return 2
     os.sched_setaffinity(0, {a.cpu})
@@ -100,10 +104,10 @@ def main():
               for name, dtype, shape in params]
     exe, device = compile_text(text)
     args = [jax.device_put(x, device) for x in inputs]
-    xla = time_calls(exe, args, a.calls, a.rounds)
+    xla = time_calls(exe, args, calls, a.rounds)
     y = np.asarray(exe.execute_sharded(args).disassemble_into_single_device_arrays()[0][0])
     if y.shape != params[0][2] or not np.isfinite(y).all():
-        print(f"xla_seed_bench: XLA's output is {y.shape}, finite: {bool(np.isfinite(y).all())}; "
+        print(f"xla_model_bench: XLA's output is {y.shape}, finite: {bool(np.isfinite(y).all())}; "
               f"expected a finite {params[0][2]}", file=sys.stderr)
         return 1
 
@@ -112,13 +116,13 @@ def main():
 
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "model.json")
-        run = subprocess.run([a.model_bench, "--benchmark_filter=seed_fused/1$",
+        run = subprocess.run([a.model_bench, f"--benchmark_filter={a.model}_fused/1$",
                               f"--benchmark_min_time={a.bench_min_time}",
                               "--benchmark_repetitions=3", "--benchmark_report_aggregates_only=true",
                               f"--benchmark_out={out}", "--benchmark_out_format=json"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if run.returncode != 0:
-            print(f"xla_seed_bench: {a.model_bench} failed ({run.returncode}):\n{run.stderr}",
+            print(f"xla_model_bench: {a.model_bench} failed ({run.returncode}):\n{run.stderr}",
                   file=sys.stderr)
             return 1
         bench = json.load(open(out))
@@ -132,16 +136,17 @@ def main():
         "xla_dispatch_us": statistics.median(dispatch) * 1e6,
         "fusedsl_wall_us": fused_wall * 1e6,
         "fma_peak_gflops": float(bench["context"].get("fma_peak_gflops_one_core", "nan")),
+        "model": a.model,
         "jax_version": jax.__version__,
     }
     r["xla_minus_dispatch_us"] = r["xla_median_round_us"] - r["xla_dispatch_us"]
     r["speedup_vs_xla"] = r["xla_median_round_us"] / r["fusedsl_wall_us"]
     r["speedup_vs_xla_minus_dispatch"] = r["xla_minus_dispatch_us"] / r["fusedsl_wall_us"]
-    print(f"seed on one core (CPU {a.cpu}), jax {jax.__version__}:")
+    print(f"{a.model} on one core (CPU {a.cpu}), jax {jax.__version__}:")
     print(f"  XLA:CPU        {r['xla_median_round_us']:8.1f} us per call (median of {a.rounds} rounds "
-          f"of {a.calls}; best round {r['xla_best_round_us']:.1f}); dispatch of a one-element "
+          f"of {calls}; best round {r['xla_best_round_us']:.1f}); dispatch of a one-element "
           f"module {r['xla_dispatch_us']:.1f} us")
-    print(f"  fusedsl fused  {r['fusedsl_wall_us']:8.1f} us per call (model_bench seed_fused/1, "
+    print(f"  fusedsl fused  {r['fusedsl_wall_us']:8.1f} us per call (model_bench {a.model}_fused/1, "
           f"mean wall time of 3 repetitions)")
     print(f"  fusedsl is {r['speedup_vs_xla']:.2f}x faster ({r['speedup_vs_xla_minus_dispatch']:.2f}x "
           f"with XLA's dispatch taken out)")
