@@ -4,6 +4,9 @@
 //                           node materialised), the ground truth of the tests
 //   <model>_eigen           a plain Eigen implementation written by hand (eigen_transformer.hpp):
 //                           Eigen GEMMs and vectorised exp/tanh, preallocated buffers, one thread
+// and the fused executor: <model>_fused/1 and /2 (the default sleeping pool), and
+// <model>_fused_polling/2 (the pool polls 50 us between runs, so small kernels are split too).
+// Counter parallel_groups: groups per layer whose kernels were split across the pool.
 // Counters:
 //   peak_fraction           model FLOPs / time / the FMA peak measured at start-up (same process)
 //   peak_fraction_best      one thread: the fastest call (thread CPU time) over the same peak
@@ -18,6 +21,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <random>
 #include <stdexcept>
@@ -104,11 +108,12 @@ void plain_eigen(benchmark::State& state) {
       [&] { eigen.run(x, y.data()); }, Model::flops(), g_peak, Model::flops() < 1e9 ? 50 : 10);
 }
 
+// `spin_us`: how long the pool's idle threads poll before they sleep (fd::cpu::threads::spin).
 template <class Model>
-void fused(benchmark::State& state) {
+void fused(benchmark::State& state, long spin_us) {
   using P = typename Model::program_type;
   const weights w = random_weights<P>(1);
-  fd::cpu::executor<P> ex(P{}, fd::cpu::threads{int(state.range(0))});
+  fd::cpu::executor<P> ex(P{}, fd::cpu::threads{int(state.range(0)), std::chrono::microseconds(spin_us)});
   for (std::size_t i = 0; i < w.names.size(); ++i) ex.bind(w.names[i], const_cast<fd::dynamic_tensor&>(w.tensors[i]).ref());
   fd::dynamic_tensor out(fd::dtype::f32, P::graph[P::graph.outputs[0]].shape);
   ex.bind_output(0, out.ref());
@@ -125,6 +130,7 @@ void fused(benchmark::State& state) {
   state.counters["peak_fraction"] = benchmark::Counter(Model::flops() / (g_peak * double(state.range(0))),
                                                        benchmark::Counter::kIsIterationInvariantRate);
   state.counters["interpreted_groups"] = ex.stats().interpreted_groups;
+  state.counters["parallel_groups"] = ex.stats().parallel_groups;
   if (state.range(0) == 1)
     state.counters["peak_fraction_paired"] = fusedsl_bench::paired_peak_fraction([&] { ex.run(); }, Model::flops(), g_peak,
                                                                                   Model::flops() < 1e9 ? 50 : 10);
@@ -230,13 +236,16 @@ int main(int argc, char** argv) {
   using medium = fd::models::medium;
   benchmark::RegisterBenchmark("seed_reference", reference<seed>, "seed")->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("seed_eigen", plain_eigen<seed>)->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark("seed_fused", fused<seed>)->Arg(1)->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark("seed_fused", fused<seed>)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("seed_fused", fused<seed>, 0)->Arg(1)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("seed_fused", fused<seed>, 0)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
+  // Two threads whose pool polls for 50 us before sleeping: the seed's kernels are split too.
+  benchmark::RegisterBenchmark("seed_fused_polling", fused<seed>, 50)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("seedbf16weights_amx", bf16_weights_amx<fd::models::seed_bf16_weights>)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("medium_reference", reference<medium>, "medium")->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("medium_eigen", plain_eigen<medium>)->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("medium_fused", fused<medium>)->Arg(1)->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("medium_fused", fused<medium>)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("medium_fused", fused<medium>, 0)->Arg(1)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("medium_fused", fused<medium>, 0)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("medium_fused_polling", fused<medium>, 50)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("mediumbf16weights_amx", bf16_weights_amx<fd::models::medium_bf16_weights>)->Unit(benchmark::kMillisecond);
   with_speedup<benchmark::ConsoleReporter> console;
   with_speedup<benchmark::JSONReporter> file;

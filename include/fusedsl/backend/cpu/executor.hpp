@@ -45,13 +45,20 @@
 #ifndef FUSEDSL_CPU_PARALLEL_MACS
 #define FUSEDSL_CPU_PARALLEL_MACS (1 << 24)
 #endif
+// The same when the pool polls (threads::spin > 0): a fork/join then costs ~1-20 us, so kernels
+// from 2^20 multiply-adds (~5 us of work) are split; on the seed model two polling threads ran
+// 1.5-1.8x one thread on an otherwise idle 2-core machine (docs/performance.md, "Threads").
+#ifndef FUSEDSL_CPU_PARALLEL_MACS_POLLING
+#define FUSEDSL_CPU_PARALLEL_MACS_POLLING (1 << 20)
+#endif
 
 namespace fusedsl::cpu {
 
 struct threads {
   int count = 1;
   // How long idle pool threads poll for work before they sleep (kernels::thread_pool): 0 by
-  // default, as polling made two-thread models slower on a shared VM (docs/performance.md).
+  // default, as polling made two-thread models slower on a shared VM (docs/performance.md); on
+  // cores of its own, 50 us lets two threads split even the seed model's kernels (1.5-1.8x).
   std::chrono::microseconds spin{0};
 };
 
@@ -82,6 +89,7 @@ struct executor_stats {
   int interpreted_groups = 0;  // groups run (at least partly) by the interpreter (per layer)
   int amx_matmuls = 0;         // matmuls with bf16 weights bound and packed for AMX tiles (all layers)
   int amx_attention = 0;       // attention groups run on AMX tiles (per layer)
+  int parallel_groups = 0;     // groups whose kernels were split across the pool (per layer)
 };
 
 template <class Program>
@@ -405,6 +413,7 @@ class executor {
     }
     const auto t0 = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     const double c0 = profiling_ ? thread_cpu_seconds() : 0.0;
+    split_ = false;
     if (!interpreter_only_) switch (gr.kind) {
       case plan::group_kind::matmul: fast = run_matmul_group(gi, it); break;
       case plan::group_kind::attention: fast = run_attention(gi); break;
@@ -424,6 +433,7 @@ class executor {
       if (!seen) {
         counted_.push_back(gi);
         (fast ? stats_.fast_groups : stats_.interpreted_groups) += 1;
+        stats_.parallel_groups += split_;
         if (fast && gr.kind == plan::group_kind::attention && amx_attention_) stats_.amx_attention += 1;
       }
     }
@@ -456,9 +466,15 @@ class executor {
   const float* ptr(const strided_view& v) const { return val_[std::size_t(v.base)] + v.offset; }
 
   // Below this many multiply-adds a kernel runs on the calling thread: waking the pool costs more
-  // than the work it would share (measured on the seed model: 2 threads were slower than 1).
-  static constexpr double parallel_threshold = FUSEDSL_CPU_PARALLEL_MACS;
-  kernels::thread_pool* pool_for(double macs) { return macs >= parallel_threshold ? &pool_ : nullptr; }
+  // than the work it would share (measured on the seed model: 2 sleeping threads were slower than
+  // 1). A polling pool is cheap to start, so its threshold is lower.
+  kernels::thread_pool* pool_for(double macs) {
+    const double threshold = pool_.spin().count() > 0 ? double(FUSEDSL_CPU_PARALLEL_MACS_POLLING)
+                                                      : double(FUSEDSL_CPU_PARALLEL_MACS);
+    if (pool_.size() == 1 || macs < threshold) return nullptr;
+    split_ = true;
+    return &pool_;
+  }
 
   // matmul groups: each matmul of the group (siblings too) with its epilogue chain. Every matmul
   // must take the fast path before any runs; each is planned once.
@@ -746,6 +762,7 @@ class executor {
   std::array<matmul_group_plan, N> matmul_plans_{};
   std::array<float*, graph::max_outputs> outputs_{};
   executor_stats stats_{};
+  bool split_ = false;  // the current group's kernels used the pool
   std::vector<int> counted_;
 };
 

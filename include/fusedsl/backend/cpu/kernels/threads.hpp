@@ -23,10 +23,11 @@ class thread_pool {
  public:
   // How long an idle thread polls for the next run (and the caller for the workers' end) before
   // it sleeps on a condition variable. Waking a sleeping worker costs ~75 us on this project's
-  // VM, polling costs ~1-20 us per run; but a polling thread holds its CPU, and on this shared
-  // 2-vCPU VM any poll of 50 us or more made the medium model slower on two threads, 200 us or
-  // more the seed model up to 20x slower (docs/performance.md, "Threads"). So the default is
-  // not to poll; OpenMP's KMP_BLOCKTIME is the same trade-off.
+  // VM, polling costs ~1-20 us per run; but a polling thread holds its CPU: on this 2-vCPU VM
+  // shared with other processes any poll of 50 us or more made the medium model slower on two
+  // threads, 200 us or more the seed model up to 20x slower, while on the same VM when quiet a
+  // 50 us poll ran the seed 1.5-1.8x faster than one thread (docs/performance.md, "Threads").
+  // So the default is not to poll; OpenMP's KMP_BLOCKTIME is the same trade-off.
   static constexpr std::chrono::microseconds default_spin{0};
 
   // `threads` >= 1 threads in all: the caller plus threads - 1 workers started here.
@@ -54,6 +55,7 @@ class thread_pool {
   }
 
   int size() const { return size_; }
+  std::chrono::microseconds spin() const { return spin_; }
 
   // Calls f(thread_index, thread_count) once on each thread (index 0 on the caller) and
   // returns when all have finished. Not reentrant: one run at a time per pool.
