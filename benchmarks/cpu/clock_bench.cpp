@@ -19,14 +19,13 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <memory>
-#include <new>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "fma_peak.hpp"
 #include "fusedsl/backend/cpu/kernels/gemm.hpp"
+#include "fusedsl/core/tensor.hpp"
 
 namespace k = fusedsl::cpu::kernels;
 
@@ -36,28 +35,18 @@ double g_peak = 0;
 
 using mk = k::detail::micro_kernel<k::native_arch>;
 
-// n floats, 64-byte aligned (like the executor's arena and packed weights), zero-filled.
+// n floats in a 64-byte aligned, zero-filled fusedsl::aligned_buffer, as the executor's arena and
+// packed weights are.
 struct aligned_floats {
-  explicit aligned_floats(std::size_t n)
-      : p_(static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64)),
-           &std::free),
-        n_(n) {
-    if (!p_) throw std::bad_alloc();
-    std::fill_n(p_.get(), n, 0.0f);
-  }
-  float* data() const { return p_.get(); }
-  std::size_t size() const { return n_; }
-  float* begin() const { return p_.get(); }
-  float* end() const { return p_.get() + n_; }
-
- private:
-  std::unique_ptr<float, decltype(&std::free)> p_;
-  std::size_t n_;
+  explicit aligned_floats(std::size_t n) : storage(n * sizeof(float)), count(n) {}
+  float* data() { return reinterpret_cast<float*>(storage.data()); }
+  std::span<float> span() { return {data(), count}; }
+  fusedsl::aligned_buffer storage;
+  std::size_t count;
 };
 
 // ~1 ms of the micro-kernel: 12 x 32 tiles, k = 128, A read in place, everything in L1.
-void run_microkernel(const aligned_floats& a, const aligned_floats& b, const aligned_floats& c,
-                     int tiles = 2000) {
+void run_microkernel(aligned_floats& a, aligned_floats& b, aligned_floats& c, int tiles = 2000) {
   for (int rep = 0; rep < tiles; ++rep) {
     typename mk::tile acc;
     mk::compute_rows<mk::MR>(128, a.data(), 128, 1, b.data(), mk::NR, acc);
@@ -158,13 +147,13 @@ void BM_fma_bursts_after(benchmark::State& state) {
   const auto what = prelude(state.range(0));
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  const aligned_floats a(std::size_t(mk::MR * 128)), b(std::size_t(128 * mk::NR)),
+  aligned_floats a(std::size_t(mk::MR * 128)), b(std::size_t(128 * mk::NR)),
       c(std::size_t(mk::MR * mk::NR)), ones(256), a_expanded(std::size_t(12 * expanded_k * 16));
-  for (auto& x : a) x = u(rng);
-  for (auto& x : b) x = u(rng);
-  std::fill(ones.begin(), ones.end(), 0.9999f);
-  for (std::size_t i = 0; i < a_expanded.size(); i += 16)
-    std::fill_n(a_expanded.begin() + i, 16, u(rng));
+  for (auto& x : a.span()) x = u(rng);
+  for (auto& x : b.span()) x = u(rng);
+  std::ranges::fill(ones.span(), 0.9999f);
+  for (std::size_t i = 0; i < a_expanded.count; i += 16)
+    std::fill_n(a_expanded.data() + i, 16, u(rng));
   volatile float sink = 0;
   constexpr int bursts = 100;
   constexpr long iters = 1000;
@@ -233,10 +222,10 @@ void BM_microkernel_windows(benchmark::State& state) {
   constexpr int windows = 2500, tiles = 400;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  const aligned_floats a(std::size_t(mk::MR * 128)), b(std::size_t(128 * mk::NR)),
+  aligned_floats a(std::size_t(mk::MR * 128)), b(std::size_t(128 * mk::NR)),
       c(std::size_t(mk::MR * mk::NR));
-  for (auto& x : a) x = u(rng);
-  for (auto& x : b) x = u(rng);
+  for (auto& x : a.span()) x = u(rng);
+  for (auto& x : b.span()) x = u(rng);
   const double window_flops = double(tiles) * 2 * mk::MR * mk::NR * 128;
   std::vector<double> rates;
   volatile float sink = 0;
