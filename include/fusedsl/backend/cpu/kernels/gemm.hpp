@@ -381,7 +381,7 @@ void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float*
               std::ptrdiff_t ldc, const gemm_epilogue& ep, float* workspace, thread_pool* pool) {
   using mk = micro_kernel<Arch>;
   constexpr int MR = mk::MR, NR = mk::NR;
-  const std::ptrdiff_t m_panels = (m + MR - 1) / MR, n_panels = b.panels();
+  const std::ptrdiff_t n_panels = b.panels();
   // Keep the B panels one A panel meets within ~1 MiB so they stay in L2 across A panels.
   constexpr std::ptrdiff_t l2_budget = std::ptrdiff_t(1) << 20;
   const std::ptrdiff_t panel_bytes = std::max<std::ptrdiff_t>(k, 1) * NR * 4;
@@ -400,9 +400,9 @@ void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float*
   // When one B panel fits in L1, hold it there and stream the A panels (12 floats per rank-1
   // update) from L2, instead of streaming B (32 floats per update).
   const bool b_outer = !pack_a && std::ptrdiff_t(k) * NR * 4 <= (32 << 10);
-  auto tile_at = [&](std::ptrdiff_t ip, std::ptrdiff_t jp, const float* ap, std::ptrdiff_t a_is,
-                     std::ptrdiff_t a_ks) {
-    const std::ptrdiff_t i0 = ip * MR, rows = std::min<std::ptrdiff_t>(MR, m - i0);
+  // The tile of rows [i0, i0 + rows) (rows <= MR) and column panel jp.
+  auto tile_at = [&](std::ptrdiff_t i0, std::ptrdiff_t rows, std::ptrdiff_t jp, const float* ap,
+                     std::ptrdiff_t a_is, std::ptrdiff_t a_ks) {
     const std::ptrdiff_t j0 = jp * NR, cols = std::min<std::ptrdiff_t>(NR, n - j0);
     if (rows == MR) {
       typename mk::tile acc;
@@ -414,35 +414,40 @@ void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float*
       store_tile<Arch, Act>(acc, rows, cols, i0, j0, c, ldc, ep);
     }
   };
-  auto a_in_place = [&](std::ptrdiff_t ip, const float*& ap, std::ptrdiff_t& a_is,
+  auto a_in_place = [&](std::ptrdiff_t i0, const float*& ap, std::ptrdiff_t& a_is,
                         std::ptrdiff_t& a_ks) {
     if (trans_a)
-      ap = a + ip * MR, a_is = 1, a_ks = lda;
+      ap = a + i0, a_is = 1, a_ks = lda;
     else
-      ap = a + ip * MR * lda, a_is = lda, a_ks = 1;
+      ap = a + i0 * lda, a_is = lda, a_ks = 1;
   };
-  parallel_for(pool, m_panels, [&](std::ptrdiff_t pb, std::ptrdiff_t pe, int t) {
+  // Threads take equal ranges of rows (not of whole panels: 128 rows on two threads are 64 each,
+  // five panels and a 4-row tail, where whole panels would be 6 against 5), each cut into MR-row
+  // panels from its first row. A thread keeps the same rows from one product to the next, so
+  // it reads the rows of A it wrote itself.
+  parallel_for(pool, m, [&](std::ptrdiff_t r0, std::ptrdiff_t r1, int t) {
     const float* ap;
     std::ptrdiff_t a_is, a_ks;
     if (b_outer) {
       for (std::ptrdiff_t jp = 0; jp < n_panels; ++jp)
-        for (std::ptrdiff_t ip = pb; ip < pe; ++ip) {
-          a_in_place(ip, ap, a_is, a_ks);
-          tile_at(ip, jp, ap, a_is, a_ks);
+        for (std::ptrdiff_t i0 = r0; i0 < r1; i0 += MR) {
+          a_in_place(i0, ap, a_is, a_ks);
+          tile_at(i0, std::min<std::ptrdiff_t>(MR, r1 - i0), jp, ap, a_is, a_ks);
         }
       return;
     }
     float* a_panel = workspace + std::ptrdiff_t(t) * MR * a_copy_stride(k);
     for (std::ptrdiff_t jb = 0; jb < n_panels; jb += block) {
       const std::ptrdiff_t je = std::min(n_panels, jb + block);
-      for (std::ptrdiff_t ip = pb; ip < pe; ++ip) {
+      for (std::ptrdiff_t i0 = r0; i0 < r1; i0 += MR) {
+        const std::ptrdiff_t rows = std::min<std::ptrdiff_t>(MR, r1 - i0);
         if (pack_a) {
-          copy_a_rows(std::min<std::ptrdiff_t>(MR, m - ip * MR), k, a, lda, ip * MR, a_panel);
+          copy_a_rows(rows, k, a, lda, i0, a_panel);
           ap = a_panel, a_is = a_copy_stride(k), a_ks = 1;
         } else {
-          a_in_place(ip, ap, a_is, a_ks);
+          a_in_place(i0, ap, a_is, a_ks);
         }
-        for (std::ptrdiff_t jp = jb; jp < je; ++jp) tile_at(ip, jp, ap, a_is, a_ks);
+        for (std::ptrdiff_t jp = jb; jp < je; ++jp) tile_at(i0, rows, jp, ap, a_is, a_ks);
       }
     }
   });
