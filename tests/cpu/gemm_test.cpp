@@ -196,16 +196,23 @@ TEST_CASE_TEMPLATE("gemm propagates NaN and infinity", Arch, FUSEDSL_CPU_ARCHS) 
 
 TEST_CASE_TEMPLATE("gemm results are bitwise identical for 1, 2 and 3 threads", Arch,
                    FUSEDSL_CPU_ARCHS) {
-  const problem pr(100, 90, 50, false, false);
-  k::gemm_epilogue ep;
-  ep.act = k::activation::silu, ep.bias = pr.bias.data();
-  const auto one = run<Arch, float>(pr, ep);
-  for (int t : {2, 3}) {
-    k::thread_pool pool(t);
-    const auto many = run<Arch, float>(pr, ep, &pool);
-    CHECK(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)) == 0);
-    CHECK(std::memcmp(one.data(), run<Arch, float>(pr, ep, &pool).data(),
-                      one.size() * sizeof(float)) == 0);
+  // Threads take equal ranges of rows, so their panels are cut differently from one thread's
+  // (100 rows: 50 + 50 on two threads). k = 50: the B panel stays in L1 (b-outer sweep);
+  // k = 300: B panels stream from L2 blocks.
+  for (std::ptrdiff_t kk : {std::ptrdiff_t(50), std::ptrdiff_t(300)}) {
+    const problem pr(100, 90, kk, false, false);
+    k::gemm_epilogue ep;
+    ep.act = k::activation::silu, ep.bias = pr.bias.data();
+    const auto one = run<Arch, float>(pr, ep);
+    for (int t : {2, 3}) {
+      k::thread_pool pool(t);
+      CAPTURE(kk);
+      CAPTURE(t);
+      const auto many = run<Arch, float>(pr, ep, &pool);
+      CHECK(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)) == 0);
+      CHECK(std::memcmp(one.data(), run<Arch, float>(pr, ep, &pool).data(),
+                        one.size() * sizeof(float)) == 0);
+    }
   }
 }
 
