@@ -333,7 +333,7 @@ void gemm_run_k_blocked(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, co
                         thread_pool* pool) {
   using mk = micro_kernel<Arch>;
   constexpr int MR = mk::MR, NR = mk::NR;
-  const std::ptrdiff_t m_panels = (m + MR - 1) / MR, n_panels = b.panels();
+  const std::ptrdiff_t n_panels = b.panels();
   const std::ptrdiff_t k_blocks = (k + k_block - 1) / k_block, kc = (k + k_blocks - 1) / k_blocks;
   constexpr std::ptrdiff_t l2_budget = std::ptrdiff_t(1) << 20;
   const std::ptrdiff_t max_block = std::max<std::ptrdiff_t>(1, l2_budget / (kc * NR * 4));
@@ -344,12 +344,13 @@ void gemm_run_k_blocked(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, co
     const std::ptrdiff_t kb = std::min(kc, k - pc);
     const bool first = pc == 0, last = pc + kb == k;
     const float* a_block = trans_a ? a + pc * lda : a + pc;
-    parallel_for(pool, m_panels, [&](std::ptrdiff_t pb, std::ptrdiff_t pe, int t) {
+    // Equal ranges of rows per thread, as in gemm_run.
+    parallel_for(pool, m, [&](std::ptrdiff_t r0, std::ptrdiff_t r1, int t) {
       float* a_panel = workspace + std::ptrdiff_t(t) * MR * a_copy_stride(k);
       for (std::ptrdiff_t jb = 0; jb < n_panels; jb += block) {
         const std::ptrdiff_t je = std::min(n_panels, jb + block);
-        for (std::ptrdiff_t ip = pb; ip < pe; ++ip) {
-          const std::ptrdiff_t i0 = ip * MR, rows = std::min<std::ptrdiff_t>(MR, m - i0);
+        for (std::ptrdiff_t i0 = r0; i0 < r1; i0 += MR) {
+          const std::ptrdiff_t rows = std::min<std::ptrdiff_t>(MR, r1 - i0);
           // A^T is read in place (MR contiguous floats per update); A's rows are copied so they
           // sit in L1 without set conflicts.
           const float* ap = a_block + i0;
