@@ -21,10 +21,13 @@
 #include <string>
 #include <vector>
 
+#include "fastest_call.hpp"
 #include "fma_peak.hpp"
 #include "fusedsl/backend/cpu/kernels/amx.hpp"  // first: <immintrin.h> under the GCC 12 warning fix
 
 namespace {
+
+using fusedsl_bench::fastest_call;
 
 namespace k = fusedsl::cpu::kernels;
 double g_peak = 0;  // f32 FMA FLOP/s, measured in main before the benchmarks run
@@ -73,19 +76,6 @@ std::string shape_key(const benchmark::State& s) {
          std::to_string(s.range(2));
 }
 std::map<std::string, double> g_f32_best;  // fastest f32 call per shape, from BM_gemm_f32
-
-// Runs the benchmark loop over `call`; returns its fastest call in thread CPU time (the one least
-// disturbed by other tenants of a shared machine).
-template <class F>
-double fastest_call(benchmark::State& state, F&& call) {
-  double best = 1e30;
-  for (auto _ : state) {
-    const double t0 = fusedsl_bench::thread_seconds();
-    call();
-    best = std::min(best, fusedsl_bench::thread_seconds() - t0);
-  }
-  return best;
-}
 
 void BM_fma_peak(benchmark::State& state) {
   constexpr long iters = 1 << 16;

@@ -6,7 +6,6 @@
 //                           Eigen GEMMs and vectorised exp/tanh, preallocated buffers, one thread
 // and the fused executor: <model>_fused/1 and /2 (the default sleeping pool), and
 // <model>_fused_polling/2 (the pool polls 50 us between runs, so small kernels are split too).
-// Counter parallel_groups: groups per layer whose kernels were split across the pool.
 // Counters:
 //   peak_fraction           model FLOPs / time / the FMA peak measured at start-up (same process)
 //   peak_fraction_best      one thread: the fastest call (thread CPU time) over the same peak
@@ -14,6 +13,7 @@
 //                           length, both in thread CPU time (fma_peak.hpp); steadiest under load
 //   speedup_vs_reference    reference time / this case's time (the reference case runs first)
 //   speedup_vs_eigen        plain-Eigen time / this case's time (the Eigen case runs second)
+//   parallel_groups         fused cases: groups per layer whose kernels were split across the pool
 // One-thread cases are timed in thread CPU time (other tenants' time slices left out), two-thread
 // cases in wall time.
 // Run (one command): build/release/benchmarks/model/model_bench
@@ -27,6 +27,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "fastest_call.hpp"
 #include "fma_peak.hpp"
 #include "fusedsl/backend/cpu/executor.hpp"
 #include "fusedsl/backend/reference/evaluate.hpp"
@@ -39,6 +40,8 @@
 namespace fd = fusedsl;
 
 namespace {
+
+using fusedsl_bench::fastest_call;
 double g_peak = 0;
 
 struct weights {
@@ -92,13 +95,7 @@ void plain_eigen(benchmark::State& state) {
   fusedsl_bench::eigen_transformer<Model> eigen(param);
   std::vector<float> y(std::size_t(Model::seq * Model::d_model));
   const float* x = param("x");
-  double best = 1e30;  // the fastest call, in thread CPU time
-  for (auto _ : state) {
-    const double t0 = fusedsl_bench::thread_seconds();
-    eigen.run(x, y.data());
-    benchmark::ClobberMemory();
-    best = std::min(best, fusedsl_bench::thread_seconds() - t0);
-  }
+  const double best = fastest_call(state, [&] { eigen.run(x, y.data()); });
   state.counters["peak_fraction_best"] = Model::flops() / best / g_peak;
   state.counters["flops"] =
       benchmark::Counter(Model::flops(), benchmark::Counter::kIsIterationInvariantRate);
@@ -117,13 +114,8 @@ void fused(benchmark::State& state, long spin_us) {
   for (std::size_t i = 0; i < w.names.size(); ++i) ex.bind(w.names[i], const_cast<fd::dynamic_tensor&>(w.tensors[i]).ref());
   fd::dynamic_tensor out(fd::dtype::f32, P::graph[P::graph.outputs[0]].shape);
   ex.bind_output(0, out.ref());
-  double best = 1e30;  // the fastest call, in the calling thread's CPU time (one thread only)
-  for (auto _ : state) {
-    const double t0 = fusedsl_bench::thread_seconds();
-    ex.run();
-    benchmark::ClobberMemory();
-    best = std::min(best, fusedsl_bench::thread_seconds() - t0);
-  }
+  // The fastest call in the calling thread's CPU time: a fraction of peak for one thread only.
+  const double best = fastest_call(state, [&] { ex.run(); });
   if (state.range(0) == 1) state.counters["peak_fraction_best"] = Model::flops() / best / g_peak;
   state.counters["flops"] = benchmark::Counter(Model::flops(), benchmark::Counter::kIsIterationInvariantRate);
   // Against the peak of the cores in use (the peak is measured on one core).
