@@ -175,11 +175,15 @@ void attention_block(const attention_shape& s, const attention_args& a, std::ptr
       const std::ptrdiff_t rows = std::min<std::ptrdiff_t>(MR, bk - r0);
       const float* ka = kh + (kb + r0) * a.k_row_stride;
       for (std::ptrdiff_t pnl = 0; pnl < BQ / NR; ++pnl) {
-        typename mk::tile acc;
-        mk::compute(rows, d, ka, a.k_row_stride, 1, qt + pnl * d * NR, NR, acc);
-        for (std::ptrdiff_t i = 0; i < rows; ++i)
-          for (int v = 0; v < mk::NV; ++v)
-            simd<Arch>::store(st + (r0 + i) * BQ + pnl * NR + v * W, acc[i][v]);
+        mk::compute(rows, d, ka, a.k_row_stride, 1, qt + pnl * d * NR, NR, [&](typename mk::tile& acc) {
+#pragma GCC unroll 16
+          for (int i = 0; i < MR; ++i) {
+            if (i >= rows) break;
+#pragma GCC unroll 4
+            for (int v = 0; v < mk::NV; ++v)
+              simd<Arch>::store(st + (r0 + i) * BQ + pnl * NR + v * W, acc[i][v]);
+          }
+        });
       }
     }
     // Mask: additive mask, then causal on blocks that cross the diagonal.
@@ -225,13 +229,17 @@ void attention_block(const attention_shape& s, const attention_args& a, std::ptr
     for (std::ptrdiff_t i0 = 0; i0 < bq; i0 += MR) {
       const std::ptrdiff_t rows = std::min<std::ptrdiff_t>(MR, bq - i0);
       for (std::ptrdiff_t x0 = 0; x0 < dp; x0 += NR) {
-        typename mk::tile acc;
-        mk::compute(rows, bk, st + i0, 1, BQ, vb + x0, vstride, acc);
-        for (std::ptrdiff_t i = 0; i < rows; ++i)
-          for (int v = 0; v < mk::NV; ++v) {
-            float* o = oacc + (i0 + i) * dp + x0 + v * W;
-            simd<Arch>::store(o, simd<Arch>::load(o) + acc[i][v]);
+        mk::compute(rows, bk, st + i0, 1, BQ, vb + x0, vstride, [&](typename mk::tile& acc) {
+#pragma GCC unroll 16
+          for (int i = 0; i < MR; ++i) {
+            if (i >= rows) break;
+#pragma GCC unroll 4
+            for (int v = 0; v < mk::NV; ++v) {
+              float* o = oacc + (i0 + i) * dp + x0 + v * W;
+              simd<Arch>::store(o, simd<Arch>::load(o) + acc[i][v]);
+            }
           }
+        });
       }
     }
   }
@@ -382,14 +390,14 @@ void attention_whole_rows(const attention_shape& s, const attention_args& a, std
   // S = Q (scale K)^T over the key panels any of these rows sees; Q is read in place.
   const float* qa = a.q + h * a.q_head_stride + q0 * a.q_row_stride;
   for (std::ptrdiff_t jp = 0; jp < kend / NR; ++jp) {
-    typename mk::tile acc;
-    mk::compute(rows, d, qa, a.q_row_stride, 1, kt + jp * d * NR, NR, acc);
+    mk::compute(rows, d, qa, a.q_row_stride, 1, kt + jp * d * NR, NR, [&](typename mk::tile& acc) {
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
-      if (i >= rows) break;
+      for (int i = 0; i < MR; ++i) {
+        if (i >= rows) break;
 #pragma GCC unroll 4
-      for (int v = 0; v < mk::NV; ++v) simd<Arch>::store(sc + i * ld + jp * NR + v * W, acc[i][v]);
-    }
+        for (int v = 0; v < mk::NV; ++v) simd<Arch>::store(sc + i * ld + jp * NR + v * W, acc[i][v]);
+      }
+    });
   }
   const float* mask = a.mask ? a.mask + q0 * a.mask_row_stride : nullptr;
   softmax_whole_rows<Arch>(sc, ld, rows, kend, visible, mask, a.mask_row_stride, inv);
@@ -399,26 +407,29 @@ void attention_whole_rows(const attention_shape& s, const attention_args& a, std
   if (d % NR == 0) vb = a.v + kvh * a.v_head_stride, vstride = a.v_row_stride;
   const std::ptrdiff_t kk = std::min(kend, s.seq_kv);
   for (std::ptrdiff_t x0 = 0; x0 < dp; x0 += NR) {
-    typename mk::tile acc;
-    mk::compute(rows, kk, sc, ld, 1, vb + x0, vstride, acc);
     const std::ptrdiff_t cols = std::min<std::ptrdiff_t>(NR, d - x0);
-    if (cols == NR) {
+    mk::compute(rows, kk, sc, ld, 1, vb + x0, vstride, [&](typename mk::tile& acc) {
+      if (cols == NR) {
 #pragma GCC unroll 16
-      for (int i = 0; i < MR; ++i) {
-        if (i >= rows) break;
-        const V r(inv[i]);
+        for (int i = 0; i < MR; ++i) {
+          if (i >= rows) break;
+          const V r(inv[i]);
 #pragma GCC unroll 4
-        for (int v = 0; v < mk::NV; ++v)
-          simd<Arch>::store(oh + (q0 + i) * a.o_row_stride + x0 + v * W, acc[i][v] * r);
+          for (int v = 0; v < mk::NV; ++v)
+            simd<Arch>::store(oh + (q0 + i) * a.o_row_stride + x0 + v * W, acc[i][v] * r);
+        }
+      } else {
+        alignas(64) float t[NR];
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; ++i) {  // unrolled: acc[i] must name a register, not memory
+          if (i >= rows) break;
+#pragma GCC unroll 4
+          for (int v = 0; v < mk::NV; ++v) simd<Arch>::store(t + v * W, acc[i][v]);
+          for (std::ptrdiff_t x = 0; x < cols; ++x)
+            oh[(q0 + i) * a.o_row_stride + x0 + x] = t[x] * inv[i];
+        }
       }
-    } else {
-      alignas(64) float t[NR];
-      for (std::ptrdiff_t i = 0; i < rows; ++i) {
-        for (int v = 0; v < mk::NV; ++v) simd<Arch>::store(t + v * W, acc[i][v]);
-        for (std::ptrdiff_t x = 0; x < cols; ++x)
-          oh[(q0 + i) * a.o_row_stride + x0 + x] = t[x] * inv[i];
-      }
-    }
+    });
   }
 }
 
