@@ -390,7 +390,9 @@ void attention_whole_rows(const attention_shape& s, const attention_args& a, std
   // S = Q (scale K)^T over the key panels any of these rows sees; Q is read in place.
   const float* qa = a.q + h * a.q_head_stride + q0 * a.q_row_stride;
   for (std::ptrdiff_t jp = 0; jp < kend / NR; ++jp) {
-    mk::compute(rows, d, qa, a.q_row_stride, 1, kt + jp * d * NR, NR, [&](typename mk::tile& acc) {
+    // K^T's panel (d x NR) sits in L1, as do V's rows at short lengths (and the hardware
+    // prefetcher keeps up with them at 512 keys): no software prefetching in either product.
+    mk::template compute<false>(rows, d, qa, a.q_row_stride, 1, kt + jp * d * NR, NR, [&](typename mk::tile& acc) {
 #pragma GCC unroll 16
       for (int i = 0; i < MR; ++i) {
         if (i >= rows) break;
@@ -408,7 +410,7 @@ void attention_whole_rows(const attention_shape& s, const attention_args& a, std
   const std::ptrdiff_t kk = std::min(kend, s.seq_kv);
   for (std::ptrdiff_t x0 = 0; x0 < dp; x0 += NR) {
     const std::ptrdiff_t cols = std::min<std::ptrdiff_t>(NR, d - x0);
-    mk::compute(rows, kk, sc, ld, 1, vb + x0, vstride, [&](typename mk::tile& acc) {
+    mk::template compute<false>(rows, kk, sc, ld, 1, vb + x0, vstride, [&](typename mk::tile& acc) {
       if (cols == NR) {
 #pragma GCC unroll 16
         for (int i = 0; i < MR; ++i) {

@@ -147,7 +147,9 @@ inline void copy_a_rows(std::ptrdiff_t rows, std::ptrdiff_t k, const float* a, s
 
 // The register-blocked core: acc[i][v] = sum_p a[i*a_istride + p*a_kstride] * b[p*b_kstride + v*W
 // + lane]. `a` is A in place or a packed panel; `b` is a packed B panel (b_kstride = NR) or any
-// matrix whose rows hold nr contiguous floats.
+// matrix whose rows hold nr contiguous floats. PrefetchB: B streams from L2, so each rank-1 update
+// prefetches the B row a few updates ahead; a caller whose B panel already sits in L1 turns it
+// off (two prefetches per update that only take load slots).
 template <class Arch>
 struct micro_kernel {
   static constexpr int MR = gemm_tile<Arch>::mr, NR = gemm_tile<Arch>::nr;
@@ -156,7 +158,7 @@ struct micro_kernel {
   using tile = V[MR][NV];
 
   // Rows [0, R) of the tile: R == MR in the body, fewer for the last panel of A.
-  template <int R>
+  template <int R, bool PrefetchB = true>
   [[gnu::always_inline]] static inline void compute_rows(std::ptrdiff_t k, const float* a,
                                                          std::ptrdiff_t a_istride,
                                                          std::ptrdiff_t a_kstride, const float* b,
@@ -171,10 +173,11 @@ struct micro_kernel {
       V bv[NV];
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) bv[v] = simd<Arch>::load(b + p * b_kstride + v * W);
-        // B streams from L2; fetch it into L1 a few rank-1 updates ahead.
+      if constexpr (PrefetchB) {
 #pragma GCC unroll 4
-      for (int v = 0; v < NR; v += 16)
-        __builtin_prefetch(b + (p + prefetch_distance) * b_kstride + v, 0, 3);
+        for (int v = 0; v < NR; v += 16)
+          __builtin_prefetch(b + (p + prefetch_distance) * b_kstride + v, 0, 3);
+      }
       const float* ap = a + p * a_kstride;
 #pragma GCC unroll 16
       for (int i = 0; i < R; ++i) {
@@ -193,36 +196,37 @@ struct micro_kernel {
   // whose accumulators stay in registers through `use`; otherwise the out-of-line tail, whose
   // tile lives in memory. (One call site taking either path would put the full panel's tile in
   // memory too: 24 extra stores per tile, ~6% of a k = 32 tile.)
-  template <class Use>
+  template <bool PrefetchB = true, class Use>
   [[gnu::always_inline]] static inline void compute(std::ptrdiff_t rows, std::ptrdiff_t k,
                                                     const float* a, std::ptrdiff_t a_istride,
                                                     std::ptrdiff_t a_kstride, const float* b,
                                                     std::ptrdiff_t b_kstride, Use&& use) {
     if (rows == MR) {
       tile acc;
-      compute_rows<MR>(k, a, a_istride, a_kstride, b, b_kstride, acc);
+      compute_rows<MR, PrefetchB>(k, a, a_istride, a_kstride, b, b_kstride, acc);
       use(acc);
     } else {
       tile acc;
-      compute_tail(rows, k, a, a_istride, a_kstride, b, b_kstride, acc);
+      compute_tail<PrefetchB>(rows, k, a, a_istride, a_kstride, b, b_kstride, acc);
       use(acc);
     }
   }
 
   // Fewer than MR rows (the last panel of A), out of line.
+  template <bool PrefetchB = true>
   [[gnu::noinline]] static void compute_tail(std::ptrdiff_t rows, std::ptrdiff_t k, const float* a,
                                              std::ptrdiff_t a_istride, std::ptrdiff_t a_kstride,
                                              const float* b, std::ptrdiff_t b_kstride, tile& acc) {
-    tail_table(std::make_integer_sequence<int, MR>{})[rows](k, a, a_istride, a_kstride, b,
+    tail_table<PrefetchB>(std::make_integer_sequence<int, MR>{})[rows](k, a, a_istride, a_kstride, b,
                                                             b_kstride, acc);
   }
 
  private:
   using tail_fn = void (*)(std::ptrdiff_t, const float*, std::ptrdiff_t, std::ptrdiff_t,
                            const float*, std::ptrdiff_t, tile&);
-  template <int... R>
+  template <bool PrefetchB, int... R>
   static const tail_fn* tail_table(std::integer_sequence<int, R...>) {
-    static constexpr tail_fn table[] = {&compute_rows < R == 0 ? 1 : R > ...};
+    static constexpr tail_fn table[] = {&compute_rows < R == 0 ? 1 : R, PrefetchB > ...};
     return table;
   }
   static constexpr int prefetch_distance = 4;
@@ -410,11 +414,12 @@ void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float*
   // When one B panel fits in L1, hold it there and stream the A panels (12 floats per rank-1
   // update) from L2, instead of streaming B (32 floats per update).
   const bool b_outer = !pack_a && std::ptrdiff_t(k) * NR * 4 <= (32 << 10);
-  // The tile of rows [i0, i0 + rows) (rows <= MR) and column panel jp.
-  auto tile_at = [&](std::ptrdiff_t i0, std::ptrdiff_t rows, std::ptrdiff_t jp, const float* ap,
-                     std::ptrdiff_t a_is, std::ptrdiff_t a_ks) {
+  // The tile of rows [i0, i0 + rows) (rows <= MR) and column panel jp; prefetch_b: whether B
+  // streams from L2 (std::true_type) or its panel stays in L1 (std::false_type).
+  auto tile_at = [&](auto prefetch_b, std::ptrdiff_t i0, std::ptrdiff_t rows, std::ptrdiff_t jp,
+                     const float* ap, std::ptrdiff_t a_is, std::ptrdiff_t a_ks) {
     const std::ptrdiff_t j0 = jp * NR, cols = std::min<std::ptrdiff_t>(NR, n - j0);
-    mk::compute(rows, k, ap, a_is, a_ks, b.panel(jp), NR, [&](typename mk::tile& acc) {
+    mk::template compute<decltype(prefetch_b)::value>(rows, k, ap, a_is, a_ks, b.panel(jp), NR, [&](typename mk::tile& acc) {
       store_tile<Arch, Act>(acc, rows, cols, i0, j0, c, ldc, ep);
     });
   };
@@ -436,7 +441,11 @@ void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float*
       for (std::ptrdiff_t jp = 0; jp < n_panels; ++jp)
         for (std::ptrdiff_t i0 = r0; i0 < r1; i0 += MR) {
           a_in_place(i0, ap, a_is, a_ks);
-          tile_at(i0, std::min<std::ptrdiff_t>(MR, r1 - i0), jp, ap, a_is, a_ks);
+          // The panel's first tile brings it from L2 (prefetching ahead); the rest find it in L1.
+          if (i0 == r0)
+            tile_at(std::true_type{}, i0, std::min<std::ptrdiff_t>(MR, r1 - i0), jp, ap, a_is, a_ks);
+          else
+            tile_at(std::false_type{}, i0, std::min<std::ptrdiff_t>(MR, r1 - i0), jp, ap, a_is, a_ks);
         }
       return;
     }
@@ -451,7 +460,7 @@ void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float*
         } else {
           a_in_place(i0, ap, a_is, a_ks);
         }
-        for (std::ptrdiff_t jp = jb; jp < je; ++jp) tile_at(i0, rows, jp, ap, a_is, a_ks);
+        for (std::ptrdiff_t jp = jb; jp < je; ++jp) tile_at(std::true_type{}, i0, rows, jp, ap, a_is, a_ks);
       }
     }
   });
