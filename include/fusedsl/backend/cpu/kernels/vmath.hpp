@@ -187,6 +187,28 @@ V gelu_tanh(const V& x) {
   const V y = x * reciprocal(V(1.0f) + vexp_in_range(maximum(minimum(z, V(80.0f)), V(-80.0f))));
   return where(z > V(80.0f), V(0.0f), y);
 }
+#if defined(__AVX512F__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
+// The same function in two fewer vector operations (21): no upper clamp on -2u, since the lanes
+// where it exceeds 80 are zeroed anyway (their exp may overflow to +inf and give NaN, which the
+// zeroing replaces), and that zeroing folded into the last multiply (a zero-masked VMULPS). The
+// lower clamp stays: exp(-2u) must not be subnormal. Results are bitwise those of the generic form.
+inline xsimd::batch<float, xsimd::avx512f> gelu_tanh(
+    const xsimd::batch<float, xsimd::avx512f>& xb) {
+  constexpr float c = 0.79788456080286536f;  // sqrt(2 / pi)
+  const __m512 x = xb;
+  const __m512 z =
+      _mm512_mul_ps(x, _mm512_fmadd_ps(_mm512_mul_ps(x, x), _mm512_set1_ps(-2.0f * c * 0.044715f),
+                                       _mm512_set1_ps(-2.0f * c)));
+  const __mmask16 keep =
+      _mm512_cmp_ps_mask(z, _mm512_set1_ps(80.0f), _CMP_NGT_UQ);  // z <= 80, or NaN
+  // VMAXPS returns its second operand for NaN, so a NaN z passes through.
+  const __m512 e =
+      vexp_in_range(xsimd::batch<float, xsimd::avx512f>(_mm512_max_ps(_mm512_set1_ps(-80.0f), z)));
+  const __m512 r =
+      reciprocal(xsimd::batch<float, xsimd::avx512f>(_mm512_add_ps(_mm512_set1_ps(1.0f), e)));
+  return _mm512_maskz_mul_ps(keep, x, r);
+}
+#endif
 
 template <class V>
 V silu(const V& x) {
