@@ -86,6 +86,19 @@ xsimd::batch<float, A> fmadd(const xsimd::batch<float, A>& a, const xsimd::batch
                              const xsimd::batch<float, A>& c) {
   return xsimd::fma(a, b, c);
 }
+#if defined(__AVX512F__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
+// xsimd 8.1 (Debian 12's) has no AVX-512 fma kernel: its generic `x * y + z` becomes one VFMADD
+// only when the compiler contracts it (GCC at -O2 and above with its default -ffp-contract=fast;
+// not at -O0/-O1, under -ffp-contract=off, or where GCC decides otherwise). Uncontracted, every
+// kernel rounded twice per multiply-add, results depended on the build flags, and the GEMM
+// micro-kernel ran at half speed (0.48 of the FMA peak against 0.88, 128x512x128). xsimd fixed it
+// in 10.0 (xtensor-stack/xsimd#885); this overload makes it one rounding on any version.
+inline xsimd::batch<float, xsimd::avx512f> fmadd(const xsimd::batch<float, xsimd::avx512f>& a,
+                                                 const xsimd::batch<float, xsimd::avx512f>& b,
+                                                 const xsimd::batch<float, xsimd::avx512f>& c) {
+  return _mm512_fmadd_ps(a, b, c);
+}
+#endif
 
 // where(c, a, b): a where c holds, else b.
 inline float where(bool c, float a, float b) {
