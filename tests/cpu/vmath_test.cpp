@@ -115,8 +115,8 @@ TEST_CASE("gelu_tanh: the architecture's own form is bitwise the generic one") {
     nat::store(a, k::gelu_tanh(nat::load(&x[i])));
     nat::store(b, k::gelu_tanh<V>(nat::load(&x[i])));
     for (int l = 0; l < nat::width; ++l) {
-      const bool same = std::memcmp(&a[l], &b[l], sizeof(float)) == 0 ||
-                        (std::isnan(a[l]) && std::isnan(b[l]));
+      const bool same =
+          std::memcmp(&a[l], &b[l], sizeof(float)) == 0 || (std::isnan(a[l]) && std::isnan(b[l]));
       if (!same) {
         ++differ;
         INFO(x[i + std::size_t(l)], " -> ", a[l], " vs generic ", b[l]);

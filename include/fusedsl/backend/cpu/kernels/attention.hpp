@@ -175,7 +175,7 @@ void attention_block(const attention_shape& s, const attention_args& a, std::ptr
       const std::ptrdiff_t rows = std::min<std::ptrdiff_t>(MR, bk - r0);
       const float* ka = kh + (kb + r0) * a.k_row_stride;
       for (std::ptrdiff_t pnl = 0; pnl < BQ / NR; ++pnl) {
-        mk::compute(rows, d, ka, a.k_row_stride, 1, qt + pnl * d * NR, NR, [&](typename mk::tile& acc) {
+        auto store_scores = [&](typename mk::tile& acc) {
 #pragma GCC unroll 16
           for (int i = 0; i < MR; ++i) {
             if (i >= rows) break;
@@ -183,7 +183,8 @@ void attention_block(const attention_shape& s, const attention_args& a, std::ptr
             for (int v = 0; v < mk::NV; ++v)
               simd<Arch>::store(st + (r0 + i) * BQ + pnl * NR + v * W, acc[i][v]);
           }
-        });
+        };
+        mk::compute(rows, d, ka, a.k_row_stride, 1, qt + pnl * d * NR, NR, store_scores);
       }
     }
     // Mask: additive mask, then causal on blocks that cross the diagonal.
@@ -229,7 +230,7 @@ void attention_block(const attention_shape& s, const attention_args& a, std::ptr
     for (std::ptrdiff_t i0 = 0; i0 < bq; i0 += MR) {
       const std::ptrdiff_t rows = std::min<std::ptrdiff_t>(MR, bq - i0);
       for (std::ptrdiff_t x0 = 0; x0 < dp; x0 += NR) {
-        mk::compute(rows, bk, st + i0, 1, BQ, vb + x0, vstride, [&](typename mk::tile& acc) {
+        auto accumulate = [&](typename mk::tile& acc) {
 #pragma GCC unroll 16
           for (int i = 0; i < MR; ++i) {
             if (i >= rows) break;
@@ -239,7 +240,8 @@ void attention_block(const attention_shape& s, const attention_args& a, std::ptr
               simd<Arch>::store(o, simd<Arch>::load(o) + acc[i][v]);
             }
           }
-        });
+        };
+        mk::compute(rows, bk, st + i0, 1, BQ, vb + x0, vstride, accumulate);
       }
     }
   }
@@ -303,7 +305,8 @@ void pack_whole_rows_kv(const attention_shape& s, const attention_args& a, std::
 }
 
 // How many keys query q sees: all, or (causal) those up to q + seq_kv - seq_q.
-inline std::ptrdiff_t keys_seen(const attention_shape& s, const attention_args& a, std::ptrdiff_t q) {
+inline std::ptrdiff_t keys_seen(const attention_shape& s, const attention_args& a,
+                                std::ptrdiff_t q) {
   return a.causal ? std::clamp<std::ptrdiff_t>(q + 1 + s.seq_kv - s.seq_q, 0, s.seq_kv) : s.seq_kv;
 }
 
@@ -390,16 +393,18 @@ void attention_whole_rows(const attention_shape& s, const attention_args& a, std
   // S = Q (scale K)^T over the key panels any of these rows sees; Q is read in place.
   const float* qa = a.q + h * a.q_head_stride + q0 * a.q_row_stride;
   for (std::ptrdiff_t jp = 0; jp < kend / NR; ++jp) {
-    // K^T's panel (d x NR) sits in L1, as do V's rows at short lengths (and the hardware
-    // prefetcher keeps up with them at 512 keys): no software prefetching in either product.
-    mk::template compute<false>(rows, d, qa, a.q_row_stride, 1, kt + jp * d * NR, NR, [&](typename mk::tile& acc) {
+    auto store_scores = [&](typename mk::tile& acc) {
 #pragma GCC unroll 16
       for (int i = 0; i < MR; ++i) {
         if (i >= rows) break;
 #pragma GCC unroll 4
-        for (int v = 0; v < mk::NV; ++v) simd<Arch>::store(sc + i * ld + jp * NR + v * W, acc[i][v]);
+        for (int v = 0; v < mk::NV; ++v)
+          simd<Arch>::store(sc + i * ld + jp * NR + v * W, acc[i][v]);
       }
-    });
+    };
+    // K^T's panel (d x NR) sits in L1, as do V's rows at short lengths (and the hardware
+    // prefetcher keeps up with them at 512 keys): no software prefetching in either product.
+    mk::template compute<false>(rows, d, qa, a.q_row_stride, 1, kt + jp * d * NR, NR, store_scores);
   }
   const float* mask = a.mask ? a.mask + q0 * a.mask_row_stride : nullptr;
   softmax_whole_rows<Arch>(sc, ld, rows, kend, visible, mask, a.mask_row_stride, inv);
@@ -410,7 +415,7 @@ void attention_whole_rows(const attention_shape& s, const attention_args& a, std
   const std::ptrdiff_t kk = std::min(kend, s.seq_kv);
   for (std::ptrdiff_t x0 = 0; x0 < dp; x0 += NR) {
     const std::ptrdiff_t cols = std::min<std::ptrdiff_t>(NR, d - x0);
-    mk::template compute<false>(rows, kk, sc, ld, 1, vb + x0, vstride, [&](typename mk::tile& acc) {
+    auto store_output = [&](typename mk::tile& acc) {
       if (cols == NR) {
 #pragma GCC unroll 16
         for (int i = 0; i < MR; ++i) {
@@ -431,7 +436,8 @@ void attention_whole_rows(const attention_shape& s, const attention_args& a, std
             oh[(q0 + i) * a.o_row_stride + x0 + x] = t[x] * inv[i];
         }
       }
-    });
+    };
+    mk::template compute<false>(rows, kk, sc, ld, 1, vb + x0, vstride, store_output);
   }
 }
 

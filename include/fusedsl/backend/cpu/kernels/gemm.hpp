@@ -149,7 +149,7 @@ inline void copy_a_rows(std::ptrdiff_t rows, std::ptrdiff_t k, const float* a, s
 // + lane]. `a` is A in place or a packed panel; `b` is a packed B panel (b_kstride = NR) or any
 // matrix whose rows hold nr contiguous floats. PrefetchB: B streams from L2, so each rank-1 update
 // prefetches the B row a few updates ahead; a caller whose B panel already sits in L1 turns it
-// off (two prefetches per update that only take load slots).
+// off (a prefetch per cache line of each B row, which would only take load slots).
 template <class Arch>
 struct micro_kernel {
   static constexpr int MR = gemm_tile<Arch>::mr, NR = gemm_tile<Arch>::nr;
@@ -217,8 +217,8 @@ struct micro_kernel {
   [[gnu::noinline]] static void compute_tail(std::ptrdiff_t rows, std::ptrdiff_t k, const float* a,
                                              std::ptrdiff_t a_istride, std::ptrdiff_t a_kstride,
                                              const float* b, std::ptrdiff_t b_kstride, tile& acc) {
-    tail_table<PrefetchB>(std::make_integer_sequence<int, MR>{})[rows](k, a, a_istride, a_kstride, b,
-                                                            b_kstride, acc);
+    tail_table<PrefetchB>(std::make_integer_sequence<int, MR>{})[rows](k, a, a_istride, a_kstride,
+                                                                       b, b_kstride, acc);
   }
 
  private:
@@ -376,12 +376,13 @@ void gemm_run_k_blocked(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, co
             const std::ptrdiff_t j0 = jp * NR, cols = std::min<std::ptrdiff_t>(NR, n - j0);
             const float* bp = b.panel(jp) + pc * NR;
             const float* prior = first ? nullptr : c;
-            mk::compute(rows, kb, ap, a_is, a_ks, bp, NR, [&](typename mk::tile& acc) {
+            auto store = [&](typename mk::tile& acc) {
               if (last)
                 store_tile<Arch, Act>(acc, rows, cols, i0, j0, c, ldc, ep, prior);
               else
                 store_tile<Arch, activation::none>(acc, rows, cols, i0, j0, c, ldc, partial, prior);
-            });
+            };
+            mk::compute(rows, kb, ap, a_is, a_ks, bp, NR, store);
           }
         }
       }
@@ -419,9 +420,11 @@ void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float*
   auto tile_at = [&](auto prefetch_b, std::ptrdiff_t i0, std::ptrdiff_t rows, std::ptrdiff_t jp,
                      const float* ap, std::ptrdiff_t a_is, std::ptrdiff_t a_ks) {
     const std::ptrdiff_t j0 = jp * NR, cols = std::min<std::ptrdiff_t>(NR, n - j0);
-    mk::template compute<decltype(prefetch_b)::value>(rows, k, ap, a_is, a_ks, b.panel(jp), NR, [&](typename mk::tile& acc) {
+    auto store = [&](typename mk::tile& acc) {
       store_tile<Arch, Act>(acc, rows, cols, i0, j0, c, ldc, ep);
-    });
+    };
+    mk::template compute<decltype(prefetch_b)::value>(rows, k, ap, a_is, a_ks, b.panel(jp), NR,
+                                                      store);
   };
   auto a_in_place = [&](std::ptrdiff_t i0, const float*& ap, std::ptrdiff_t& a_is,
                         std::ptrdiff_t& a_ks) {
@@ -441,11 +444,12 @@ void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float*
       for (std::ptrdiff_t jp = 0; jp < n_panels; ++jp)
         for (std::ptrdiff_t i0 = r0; i0 < r1; i0 += MR) {
           a_in_place(i0, ap, a_is, a_ks);
+          const std::ptrdiff_t rows = std::min<std::ptrdiff_t>(MR, r1 - i0);
           // The panel's first tile brings it from L2 (prefetching ahead); the rest find it in L1.
           if (i0 == r0)
-            tile_at(std::true_type{}, i0, std::min<std::ptrdiff_t>(MR, r1 - i0), jp, ap, a_is, a_ks);
+            tile_at(std::true_type{}, i0, rows, jp, ap, a_is, a_ks);
           else
-            tile_at(std::false_type{}, i0, std::min<std::ptrdiff_t>(MR, r1 - i0), jp, ap, a_is, a_ks);
+            tile_at(std::false_type{}, i0, rows, jp, ap, a_is, a_ks);
         }
       return;
     }
@@ -460,7 +464,8 @@ void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float*
         } else {
           a_in_place(i0, ap, a_is, a_ks);
         }
-        for (std::ptrdiff_t jp = jb; jp < je; ++jp) tile_at(std::true_type{}, i0, rows, jp, ap, a_is, a_ks);
+        for (std::ptrdiff_t jp = jb; jp < je; ++jp)
+          tile_at(std::true_type{}, i0, rows, jp, ap, a_is, a_ks);
       }
     }
   });
