@@ -176,13 +176,7 @@ void attention_block(const attention_shape& s, const attention_args& a, std::ptr
       const float* ka = kh + (kb + r0) * a.k_row_stride;
       for (std::ptrdiff_t pnl = 0; pnl < BQ / NR; ++pnl) {
         auto store_scores = [&](typename mk::tile& acc) {
-#pragma GCC unroll 16
-          for (int i = 0; i < MR; ++i) {
-            if (i >= rows) break;
-#pragma GCC unroll 4
-            for (int v = 0; v < mk::NV; ++v)
-              simd<Arch>::store(st + (r0 + i) * BQ + pnl * NR + v * W, acc[i][v]);
-          }
+          mk::store_rows(acc, rows, st + r0 * BQ + pnl * NR, BQ);
         };
         mk::compute(rows, d, ka, a.k_row_stride, 1, qt + pnl * d * NR, NR, store_scores);
       }
@@ -394,13 +388,7 @@ void attention_whole_rows(const attention_shape& s, const attention_args& a, std
   const float* qa = a.q + h * a.q_head_stride + q0 * a.q_row_stride;
   for (std::ptrdiff_t jp = 0; jp < kend / NR; ++jp) {
     auto store_scores = [&](typename mk::tile& acc) {
-#pragma GCC unroll 16
-      for (int i = 0; i < MR; ++i) {
-        if (i >= rows) break;
-#pragma GCC unroll 4
-        for (int v = 0; v < mk::NV; ++v)
-          simd<Arch>::store(sc + i * ld + jp * NR + v * W, acc[i][v]);
-      }
+      mk::store_rows(acc, rows, sc + jp * NR, ld);
     };
     // K^T's panel (d x NR) sits in L1, as do V's rows at short lengths (and the hardware
     // prefetcher keeps up with them at 512 keys): no software prefetching in either product.

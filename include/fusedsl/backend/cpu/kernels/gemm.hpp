@@ -212,6 +212,17 @@ struct micro_kernel {
     }
   }
 
+  // Stores rows [0, rows) of a tile, NR floats each, at dst + i * ld (f32, no epilogue).
+  [[gnu::always_inline]] static inline void store_rows(const tile& acc, std::ptrdiff_t rows,
+                                                       float* dst, std::ptrdiff_t ld) {
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {  // unrolled: acc[i] must name a register, not memory
+      if (i >= rows) break;
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) simd<Arch>::store(dst + i * ld + v * W, acc[i][v]);
+    }
+  }
+
   // Fewer than MR rows (the last panel of A), out of line.
   template <bool PrefetchB = true>
   [[gnu::noinline]] static void compute_tail(std::ptrdiff_t rows, std::ptrdiff_t k, const float* a,
