@@ -1,6 +1,8 @@
-// Where the seed transformer's time goes: executor::profile over many calls, one thread, printed
-// per fusion group with its matmul FLOPs and its fraction of the FMA peak measured in the same run.
-// Run: build/release/benchmarks/model/model_profile [calls per round]   (default 100)
+// Where a transformer's time goes (the seed, or the medium model): executor::profile over many
+// calls, one thread, printed per fusion group with its matmul FLOPs and its fraction of the FMA
+// peak measured in the same run.
+// Run: build/release/benchmarks/model/model_profile [calls per round] [seed|medium]
+//      (default: 100 calls per round, the seed; the medium model takes ~45 ms a call, so give it 3)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -66,13 +68,14 @@ void profile(const char* name, long calls) {
     }
   }
   // The FMA rate in the state the model's calls leave the core in: FMA-chain bursts (1000
-  // iterations each) timed right after 20 calls, against the same bursts right after a long
-  // pure-FMA run (docs/performance.md, "Machine and method": the clock depends on what ran).
+  // iterations each) timed right after 20 calls (fewer if a round has fewer), against the same
+  // bursts right after a long pure-FMA run (docs/performance.md, "Machine and method": the clock
+  // depends on what ran).
   std::vector<double> after_model, after_fma;
   {
     volatile float sink = 0;
     for (int r = 0; r < 31; ++r) {
-      for (int c = 0; c < 20; ++c) ex.run();
+      for (long c = 0; c < std::min<long>(calls, 20); ++c) ex.run();
       double t0 = fusedsl_bench::thread_seconds();
       for (int b = 0; b < 50; ++b) sink = sink + fusedsl_bench::fma_chains(1000);
       after_model.push_back(fusedsl_bench::thread_seconds() - t0);
@@ -118,6 +121,19 @@ void profile(const char* name, long calls) {
 
 int main(int argc, char** argv) {
   const long calls = argc > 1 ? std::atol(argv[1]) : 100;
-  profile<fd::models::seed>("seed", calls);
+  if (calls < 1) {
+    std::fprintf(stderr, "model_profile: calls per round must be a positive integer, got \"%s\"\n",
+                 argv[1]);
+    return 2;
+  }
+  const std::string model = argc > 2 ? argv[2] : "seed";
+  if (model == "seed") {
+    profile<fd::models::seed>("seed", calls);
+  } else if (model == "medium") {
+    profile<fd::models::medium>("medium", calls);
+  } else {
+    std::fprintf(stderr, "model_profile: unknown model \"%s\" (seed or medium)\n", model.c_str());
+    return 2;
+  }
   return 0;
 }
