@@ -141,5 +141,6 @@ int main(int argc, char** argv) {
                               std::to_string(amx_over_fma * g_peak * 1e-9));
   benchmark::AddCustomContext("amx_available", k::amx_available() ? "yes" : "no");
   benchmark::RunSpecifiedBenchmarks();
+  fusedsl_bench::warn_if_peak_was_low(g_peak);
   benchmark::Shutdown();
 }

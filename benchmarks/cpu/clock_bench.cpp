@@ -263,6 +263,7 @@ int main(int argc, char** argv) {
       "0 pure FMA, 1 GEMM micro-kernel, 2 FMA + 512-bit loads, 3 spin, 4 FMA + broadcast loads, 5 "
       "the micro-kernel tile with A pre-broadcast (full loads, no broadcasts)");
   benchmark::RunSpecifiedBenchmarks();
+  fusedsl_bench::warn_if_peak_was_low(g_peak);
   benchmark::Shutdown();
   return 0;
 }

@@ -192,5 +192,6 @@ int main(int argc, char** argv) {
   g_peak = fusedsl_bench::measure_fma_peak();
   benchmark::AddCustomContext("fma_peak_gflops", std::to_string(g_peak * 1e-9));
   benchmark::RunSpecifiedBenchmarks();
+  fusedsl_bench::warn_if_peak_was_low(g_peak);
   benchmark::Shutdown();
 }

@@ -243,6 +243,7 @@ int main(int argc, char** argv) {
   with_speedup<benchmark::JSONReporter> file;
   if (to_file) benchmark::RunSpecifiedBenchmarks(&console, &file);
   else benchmark::RunSpecifiedBenchmarks(&console);
+  fusedsl_bench::warn_if_peak_was_low(g_peak);
   benchmark::Shutdown();
   return 0;
 }
