@@ -65,10 +65,9 @@ constexpr double fma_chain_flops_per_iter() {
 
 // Best FLOP/s over runs of 2^20 iterations (~2.3 ms at 230 GFLOP/s) in thread CPU time (the best:
 // other tenants only ever slow us down): for at least `min_seconds` and `samples` runs, then until
-// `samples` runs in a row have not beaten the best by 0.5%, within `max_seconds`. A tenant's burst
-// can hold the FMA rate down for longer than 25 runs: a model_bench run of 2026-11-30 took the best
-// of 25 runs and got 148.7 GFLOP/s, against 226-232 in the runs around it, so every fraction of
-// peak in that run came out ~50% too high.
+// `samples` runs in a row have not beaten the best by 0.5%, within `max_seconds`. A host burst
+// can hold the FMA rate down for longer than a fixed 25 runs (docs/performance.md, "Machine and
+// method").
 inline double measure_fma_peak(int samples = 25, double min_seconds = 0.3,
                                double max_seconds = 1.5) {
   constexpr long iters = 1 << 20;
@@ -96,8 +95,9 @@ inline void warn_if_peak_was_low(double startup_peak) {
   const double again = measure_fma_peak();
   if (again > startup_peak * 1.05)
     std::fprintf(stderr,
-                 "warning: the FMA peak measured after the benchmarks (%.1f GFLOP/s) is %.0f%% above "
-                 "the start-up peak (%.1f GFLOP/s): this run's fractions of peak are too high\n",
+                 "warning: the FMA peak measured after the benchmarks (%.1f GFLOP/s) is %.0f%% "
+                 "above the start-up peak (%.1f GFLOP/s): this run's fractions of peak are too "
+                 "high\n",
                  again * 1e-9, (again / startup_peak - 1) * 100, startup_peak * 1e-9);
 }
 
