@@ -74,7 +74,8 @@ inline double measure_fma_peak(int samples = 25, double min_seconds = 0.3,
   volatile float sink = 0;
   double best = 0;
   const double start = thread_seconds();
-  for (int run = 0, since_best = 0;; ++run) {
+  // The first run sets the best, so `samples` runs without a new best are `samples` + 1 runs.
+  for (int since_best = 0;;) {
     const double t0 = thread_seconds();
     sink = sink + fma_chains(iters);
     const double t1 = thread_seconds();
@@ -82,8 +83,7 @@ inline double measure_fma_peak(int samples = 25, double min_seconds = 0.3,
     since_best = rate > best * 1.005 ? 0 : since_best + 1;
     best = std::max(best, rate);
     const double elapsed = t1 - start;
-    if (elapsed > max_seconds) break;
-    if (run + 1 >= samples && elapsed >= min_seconds && since_best >= samples) break;
+    if (elapsed > max_seconds || (elapsed >= min_seconds && since_best >= samples)) break;
   }
   return best;
 }
