@@ -67,16 +67,27 @@ void BM_layernorm_eigen(benchmark::State& state) {
   set_bytes(state, r, c);
 }
 
-void BM_exp_fusedsl(benchmark::State& state) {
+// A vector function over n values: exp (Cody-Waite reduction, clamps) or exp2 (one-op reduction,
+// what the softmax and GELU use since session 10).
+template <class F>
+void run_vector_function(benchmark::State& state, F f) {
   const std::ptrdiff_t n = state.range(0);
   std::vector<float> x(std::size_t(n), 0.5f), y(x.size());
   using S = k::simd<k::native_arch>;
   for (auto _ : state) {
     for (std::ptrdiff_t i = 0; i + S::width <= n; i += S::width)
-      S::store(&y[std::size_t(i)], k::vexp(S::load(&x[std::size_t(i)])));
+      S::store(&y[std::size_t(i)], f(S::load(&x[std::size_t(i)])));
     benchmark::DoNotOptimize(y.data());
   }
   state.SetItemsProcessed(state.iterations() * n);
+}
+
+void BM_exp_fusedsl(benchmark::State& state) {
+  run_vector_function(state, [](auto v) { return k::vexp(v); });
+}
+
+void BM_exp2_fusedsl(benchmark::State& state) {
+  run_vector_function(state, [](auto v) { return k::vexp2(v); });
 }
 
 void BM_exp_std(benchmark::State& state) {
@@ -97,6 +108,7 @@ BENCHMARK(BM_softmax_eigen)->Apply(rows);
 BENCHMARK(BM_layernorm_fusedsl)->Apply(rows);
 BENCHMARK(BM_layernorm_eigen)->Apply(rows);
 BENCHMARK(BM_exp_fusedsl)->Arg(4096);
+BENCHMARK(BM_exp2_fusedsl)->Arg(4096);
 BENCHMARK(BM_exp_std)->Arg(4096);
 
 }  // namespace

@@ -3,7 +3,8 @@
 // which path it checked) and on the portable loops.
 //
 // Tolerances, per output element (i, h, x), with p_j the exact softmax weights of row i:
-//   against softmax(bf16(scale Q) bf16(K)^T + mask) bf16(V) in double (P not rounded):
+//   against softmax(bf16(scale log2(e) Q) bf16(K)^T / log2(e) + mask) bf16(V) in double (P not
+//   rounded; the kernel's scores are in base 2, so log2(e) goes into Q before its rounding):
 //     |got - want| <= 2^-8 * sum_j p_j |V(j, x)| + 1e-6: P is rounded to bf16 (8 significant
 //     bits: up to 2^-8 relative each); the f32 scores and sums move p by ~1e-6 relative more
 //   against the f32 attention (nothing rounded): <= 2^-5 * max_j |V(j, x)|, the effect of the
@@ -62,13 +63,14 @@ struct case_data {
   ref reference(std::ptrdiff_t i, std::ptrdiff_t h, std::ptrdiff_t x, bool rounded) const {
     const std::ptrdiff_t d = s.head_dim, g = h / (s.num_heads / s.num_kv_heads);
     auto r = [&](float f) { return double(rounded ? bf16_round(f) : f); };
+    const float scale2 = float(double(a.scale) * k::log2e);  // the kernel's scale of Q
     std::vector<double> sc(std::size_t(s.seq_kv));
     double m = -inf;
     for (std::ptrdiff_t j = 0; j < s.seq_kv; ++j) {
       double dot = 0;
       for (std::ptrdiff_t t = 0; t < d; ++t) {
         const float qv = q[std::size_t(i * a.q_row_stride + h * d + t)];
-        dot += (rounded ? double(bf16_round(a.scale * qv)) : double(a.scale) * qv) *
+        dot += (rounded ? double(bf16_round(scale2 * qv)) / k::log2e : double(a.scale) * qv) *
                r(kk[std::size_t(j * a.k_row_stride + g * d + t)]);
       }
       double val = dot + (a.mask ? double(a.mask[i * a.mask_row_stride + j]) : 0.0);

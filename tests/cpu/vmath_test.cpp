@@ -56,9 +56,12 @@ TEST_CASE("vectorised exp, erf, tanh, sigmoid stay within their documented ulp b
                            [](double x) { return std::tanh(x); }, -10.0, 10.0);
   const double s = max_ulp([](auto v) { return k::vsigmoid(v); },
                            [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, -80.0, 80.0);
-  std::printf("vmath max ulp on %s: exp %.2f erf %.2f tanh %.2f sigmoid %.2f\n",
-              k::native_arch::name(), e, f, t, s);
+  const double e2 = max_ulp([](auto v) { return k::vexp2(v); },
+                            [](double x) { return std::exp2(x); }, -126.0, 126.99);
+  std::printf("vmath max ulp on %s: exp %.2f exp2 %.2f erf %.2f tanh %.2f sigmoid %.2f\n",
+              k::native_arch::name(), e, e2, f, t, s);
   CHECK(e <= 2.0);
+  CHECK(e2 <= 2.0);
   CHECK(f <= 3.0);
   CHECK(t <= 2.0);
   CHECK(s <= 3.0);
@@ -104,9 +107,21 @@ TEST_CASE("gelu_tanh: the architecture's own form is bitwise the generic one") {
   // template, named explicitly, is the reference. Elsewhere both calls are the template.
   using V = k::vec_t<k::native_arch>;
   auto x = fusedsl_test::random_floats(1 << 16, 21, -12.0f, 12.0f);
-  const float edges[] = {-inf, inf, std::nanf(""), 0.0f, -0.0f, 80.0f, -9.4f, -9.5f, -9.6f,
-                         -1e10f, -1e30f, 1e30f, -std::numeric_limits<float>::max(),
-                         std::numeric_limits<float>::max(), std::numeric_limits<float>::min(),
+  const float edges[] = {-inf,
+                         inf,
+                         std::nanf(""),
+                         0.0f,
+                         -0.0f,
+                         80.0f,
+                         -9.4f,
+                         -9.5f,
+                         -9.6f,
+                         -1e10f,
+                         -1e30f,
+                         1e30f,
+                         -std::numeric_limits<float>::max(),
+                         std::numeric_limits<float>::max(),
+                         std::numeric_limits<float>::min(),
                          -std::numeric_limits<float>::denorm_min()};
   std::copy(std::begin(edges), std::end(edges), x.begin());
   int differ = 0;
@@ -138,6 +153,53 @@ TEST_CASE("vectorised exp gives no subnormal result on AVX-512: 0 below ln(FLT_M
   }
   CHECK(zero_above == 0);
   if (std::is_same_v<k::native_arch, xsimd::avx512f>) CHECK(subnormal == 0);
+}
+
+TEST_CASE("vectorised exp2 is exact at integers and gives no subnormal result on AVX-512") {
+  auto ex2 = [](auto v) { return k::vexp2(v); };
+  // p(0) = 1, so integer arguments give exact powers of two, 2^0 = 1 included. (xsimd's exp2, the
+  // AVX2 path, returns +inf from 127 up.)
+  const bool avx512 = std::is_same_v<k::native_arch, xsimd::avx512f>;
+  for (int n = -126; n <= (avx512 ? 127 : 126); ++n)
+    CHECK(lane0(ex2, float(n)) == std::ldexp(1.0f, n));
+  // Just below an integer the reduction gives r = 1 (t - floor(t) rounds up), which the scaling by
+  // floor(t) compensates.
+  CHECK(lane0(ex2, -1e-10f) == doctest::Approx(1.0f).epsilon(1e-7));
+  CHECK(lane0(ex2, std::nextafter(5.0f, 0.0f)) == doctest::Approx(32.0f).epsilon(1e-6));
+  int subnormal = 0, zero_above = 0;
+  for (float t = -150.0f; t < -120.0f; t += 0.001f) {
+    const float y = lane0(ex2, t);
+    subnormal += y != 0.0f && y < std::numeric_limits<float>::min();
+    zero_above += y == 0.0f && t >= -126.0f;
+  }
+  CHECK(zero_above == 0);
+  if (avx512) CHECK(subnormal == 0);
+  CHECK(lane0(ex2, -inf) == 0.0f);
+  CHECK(lane0(ex2, -200.0f) == 0.0f);
+  CHECK(lane0(ex2, 128.0f) == inf);
+  CHECK(lane0(ex2, 1e30f) == inf);
+  CHECK(lane0(ex2, inf) == inf);
+  CHECK(std::isnan(lane0(ex2, std::nanf(""))));
+}
+
+TEST_CASE("vexp2_nonpositive and vexp2_in_range are vexp2 bitwise where they apply") {
+  auto t = fusedsl_test::random_floats(1 << 14, 5, -130.0f, 0.0f);
+  const float edges[] = {-inf, std::nanf(""), 0.0f, -0.0f, -1e-10f, -126.0f, -125.999f};
+  std::copy(std::begin(edges), std::end(edges), t.begin());
+  int differ = 0;
+  for (std::size_t i = 0; i + nat::width <= t.size(); i += nat::width) {
+    float a[64], b[64], c[64];
+    nat::store(a, k::vexp2(nat::load(&t[i])));
+    nat::store(b, k::vexp2_nonpositive(nat::load(&t[i])));
+    nat::store(c, k::vexp2_in_range(nat::load(&t[i])));
+    for (int l = 0; l < nat::width; ++l) {
+      const float x = t[i + std::size_t(l)];
+      const bool nan = std::isnan(a[l]) && std::isnan(b[l]);
+      differ += !nan && std::memcmp(&a[l], &b[l], sizeof(float)) != 0;
+      if (x >= -126.0f) differ += std::memcmp(&a[l], &c[l], sizeof(float)) != 0;
+    }
+  }
+  CHECK(differ == 0);
 }
 
 TEST_CASE("vectorised functions handle infinities, NaN and overflow") {

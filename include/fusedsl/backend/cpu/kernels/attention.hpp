@@ -6,9 +6,11 @@
 // Per (head, block of BQ queries): Q^T is packed once (scaled); then for each block of BK keys
 //   S^T = K_blk . Q^T             (GEMM micro-kernel, keys x queries, K read in place)
 //   mask / causal on the block    (only blocks that cross the diagonal are masked element-wise)
-//   m' = max(m, colmax S^T), P^T = exp(S^T - m'), l = l e^(m - m') + colsum P^T
-//   O_acc = O_acc e^(m - m') + P V (GEMM micro-kernel, A = P read in place from S^T)
-// Computing S transposed makes every softmax reduction a vertical (lane-wise) one.
+//   m' = max(m, colmax S^T), P^T = 2^(S^T - m'), l = l 2^(m - m') + colsum P^T
+//   O_acc = O_acc 2^(m - m') + P V (GEMM micro-kernel, A = P read in place from S^T)
+// Computing S transposed makes every softmax reduction a vertical (lane-wise) one. Scores are kept
+// in base 2: log2(e) is folded into the scale of Q (or of K^T) and into the mask as it is added,
+// so every exp is an exp2 (9 vector operations against 12; vmath.hpp).
 // Causal blocks entirely above the diagonal are skipped. Grouped/multi-query heads: query head h
 // reads key/value head h / (num_heads / num_kv_heads).
 //
@@ -152,13 +154,14 @@ void attention_block(const attention_shape& s, const attention_args& a, std::ptr
   float* l = m + BQ;
   float* corr = l + BQ;
 
-  // Q^T block, scaled: qt[panel][dim][j] = scale * Q(q0 + panel*NR + j, h, dim).
+  // Q^T block, scaled: qt[panel][dim][j] = scale log2(e) Q(q0 + panel*NR + j, h, dim).
   const float* qh = a.q + h * a.q_head_stride;
+  const float qscale = float(double(a.scale) * log2e);
   for (std::ptrdiff_t pnl = 0; pnl < BQ / NR; ++pnl)
     for (std::ptrdiff_t dim = 0; dim < d; ++dim)
       for (std::ptrdiff_t j = 0; j < NR; ++j) {
         const std::ptrdiff_t qi = pnl * NR + j;
-        qt[(pnl * d + dim) * NR + j] = qi < bq ? a.scale * qh[(q0 + qi) * a.q_row_stride + dim] : 0;
+        qt[(pnl * d + dim) * NR + j] = qi < bq ? qscale * qh[(q0 + qi) * a.q_row_stride + dim] : 0;
       }
   for (std::ptrdiff_t j = 0; j < BQ; ++j) m[j] = neg_inf, l[j] = 0.0f;
   for (std::ptrdiff_t i = 0; i < BQ * dp; ++i) oacc[i] = 0.0f;
@@ -185,7 +188,7 @@ void attention_block(const attention_shape& s, const attention_args& a, std::ptr
     if (a.mask)
       for (std::ptrdiff_t r = 0; r < bk; ++r)
         for (std::ptrdiff_t j = 0; j < bq; ++j)
-          st[r * BQ + j] += a.mask[(q0 + j) * a.mask_row_stride + kb + r];
+          st[r * BQ + j] += float(log2e) * a.mask[(q0 + j) * a.mask_row_stride + kb + r];
     if (a.causal && kb + bk - 1 > q0 + offset)
       for (std::ptrdiff_t r = 0; r < bk; ++r)
         for (std::ptrdiff_t j = 0; j < BQ; ++j)
@@ -196,10 +199,10 @@ void attention_block(const attention_shape& s, const attention_args& a, std::ptr
       for (std::ptrdiff_t r = 0; r < bk; ++r) mx = maximum(mx, simd<Arch>::load(st + r * BQ + j));
       // A query with every key so far masked keeps max -inf; shift by 0 so exp gives 0, not NaN.
       const V shift = where(mx == V(neg_inf), V(0.0f), mx);
-      const V c = vexp_nonpositive(simd<Arch>::load(m + j) - shift);
+      const V c = vexp2_nonpositive(simd<Arch>::load(m + j) - shift);
       V sum(0.0f);
       for (std::ptrdiff_t r = 0; r < bk; ++r) {
-        const V p = vexp_nonpositive(simd<Arch>::load(st + r * BQ + j) - shift);
+        const V p = vexp2_nonpositive(simd<Arch>::load(st + r * BQ + j) - shift);
         simd<Arch>::store(st + r * BQ + j, p);
         sum = sum + p;
       }
@@ -288,8 +291,10 @@ void pack_whole_rows_kv(const attention_shape& s, const attention_args& a, std::
                         float* kt, float* vpack) {
   constexpr int NR = gemm_tile<Arch>::nr;
   const std::ptrdiff_t d = s.head_dim, dp = round_up(d, NR);
-  // The scale goes into K^T once here rather than onto every score.
-  pack_scaled_kt<Arch>(d, s.seq_kv, a.k + kvh * a.k_head_stride, a.k_row_stride, a.scale, kt);
+  // The scale, times log2(e) for the base-2 softmax, goes into K^T once here rather than onto
+  // every score.
+  pack_scaled_kt<Arch>(d, s.seq_kv, a.k + kvh * a.k_head_stride, a.k_row_stride,
+                       float(double(a.scale) * log2e), kt);
   if (d % NR != 0) {
     const float* vh = a.v + kvh * a.v_head_stride;
     for (std::ptrdiff_t r = 0; r < s.seq_kv; ++r)
@@ -304,9 +309,10 @@ inline std::ptrdiff_t keys_seen(const attention_shape& s, const attention_args& 
   return a.causal ? std::clamp<std::ptrdiff_t>(q + 1 + s.seq_kv - s.seq_q, 0, s.seq_kv) : s.seq_kv;
 }
 
-// Exact softmax of `rows` score rows (ld apart, rows <= 32) in place, for the whole_rows paths:
-// row i adds its mask row (mask + i * mask_ld, if any) over the visible(i) keys it sees, then
-// P = exp(S - row max) there and 0 up to kend (a multiple of the vector width); inv[i] = 1 / sum
+// Exact softmax of `rows` score rows (ld apart, rows <= 32) in place, for the whole_rows paths.
+// The scores are in base 2 (scaled by log2(e) already). Row i adds its mask row (mask + i *
+// mask_ld, if any; natural units, so times log2(e)) over the visible(i) keys it sees, then
+// P = 2^(S - row max) there and 0 up to kend (a multiple of the vector width); inv[i] = 1 / sum
 // of P, or 0 for a row whose keys are all masked (its P is all 0, so its output is 0). A NaN
 // score makes the row's P and inv NaN (the one-op vector max may drop a NaN, so a row whose max
 // looks like -inf is checked for one). The row maxima come first, then the exp passes:
@@ -324,7 +330,7 @@ void softmax_whole_rows(float* sc, std::ptrdiff_t ld, std::ptrdiff_t rows, std::
     const std::ptrdiff_t vis = visible(i);
     if (mask) {
       const float* mrow = mask + i * mask_ld;
-      for (std::ptrdiff_t j = 0; j < vis; ++j) row[j] += mrow[j];
+      for (std::ptrdiff_t j = 0; j < vis; ++j) row[j] += float(log2e) * mrow[j];
     }
     for (std::ptrdiff_t j = vis; j < kend; ++j) row[j] = neg_inf;
     V m0(neg_inf), m1(neg_inf);
@@ -349,14 +355,14 @@ void softmax_whole_rows(float* sc, std::ptrdiff_t ld, std::ptrdiff_t rows, std::
     V s0(0.0f), s1(0.0f);
     std::ptrdiff_t j = 0;
     for (; j + 2 * W <= kend; j += 2 * W) {
-      const V p0 = vexp_nonpositive(simd<Arch>::load(row + j) - shift);
-      const V p1 = vexp_nonpositive(simd<Arch>::load(row + j + W) - shift);
+      const V p0 = vexp2_nonpositive(simd<Arch>::load(row + j) - shift);
+      const V p1 = vexp2_nonpositive(simd<Arch>::load(row + j + W) - shift);
       simd<Arch>::store(row + j, p0);
       simd<Arch>::store(row + j + W, p1);
       s0 = s0 + p0, s1 = s1 + p1;
     }
     for (; j < kend; j += W) {
-      const V p = vexp_nonpositive(simd<Arch>::load(row + j) - shift);
+      const V p = vexp2_nonpositive(simd<Arch>::load(row + j) - shift);
       simd<Arch>::store(row + j, p);
       s0 = s0 + p;
     }

@@ -7,9 +7,9 @@
 // Per work item (one head, a block of 32 queries), whole rows: every key a row sees is scored at
 // once, so the softmax is exact (no running max, no rescaling) and no seq_q x seq_kv buffer is
 // ever held, only 32 x seq_kv scores per thread:
-//   Qt = bf16(scale * Q_blk)                   (A tiles: 2 x 16 rows, head_dim in steps of 32)
+//   Qt = bf16(scale log2(e) Q_blk)             (A tiles: 2 x 16 rows, head_dim in steps of 32)
 //   S  = Qt . Kt                                (tiles; Kt = bf16(K)^T packed per kv head)
-//   mask, causal; m = row max; P = exp(S - m)   (f32, the f32 kernel's softmax); l = row sum
+//   mask, causal; m = row max; P = 2^(S - m)    (f32, the f32 kernel's softmax); l = row sum
 //   Pt = bf16(P)                                (A tiles: keys in steps of 32)
 //   O  = (Pt . Vt) / l                          (tiles; Vt = bf16(V) packed per kv head)
 // Causal rows see keys j <= i + seq_kv - seq_q; key panels no row of the block sees are skipped.
@@ -181,13 +181,14 @@ void attention_amx_block(const attention_shape& s, const attention_args& a, std:
     return;
   }
   const auto nothing = [] {};
-  // S = bf16(scale Q) . K^T over the key panels the block sees.
+  // S = bf16(scale log2(e) Q) . K^T over the key panels the block sees: base-2 scores for the
+  // f32 kernel's softmax.
   convert_a_rows(0, 32, rows, d, a.q + h * a.q_head_stride + q0 * a.q_row_stride, a.q_row_stride,
-                 false, qt, tiles, a.scale);
+                 false, qt, tiles, float(double(a.scale) * log2e));
   for (std::ptrdiff_t jp = 0; jp < kend / 32; ++jp)
     amx_block(tiles, rows, std::min<std::ptrdiff_t>(32, s.seq_kv - jp * 32), qt, 16 * dp,
               kt + jp * dp * 32, dp / 32, sc + jp * 32, ld, nothing);
-  // Exact softmax per row, in place: P = exp(S - max) over the keys the row sees, zeros after.
+  // Exact softmax per row, in place: P = 2^(S - max) over the keys the row sees, zeros after.
   alignas(64) float inv[32];
   softmax_whole_rows<Arch>(sc, ld, rows, kend, visible,
                            a.mask ? a.mask + q0 * a.mask_row_stride : nullptr, a.mask_row_stride,

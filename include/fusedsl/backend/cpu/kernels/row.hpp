@@ -42,16 +42,17 @@ float row_max(const float* x, std::ptrdiff_t n) {
 }
 
 // y = exp(x - shift) (y may be null: not stored), returns the sum of exp(x - shift); shift is the
-// row maximum, so every argument is <= 0 (or NaN).
+// row maximum, so every argument is <= 0 (or NaN). Vector lanes take 2^((x - shift) log2(e)): a
+// multiply more, three operations fewer than exp (vmath.hpp).
 template <class Arch>
 float exp_shifted(const float* x, float shift, float* y, std::ptrdiff_t n) {
   using V = vec_t<Arch>;
   constexpr int W = simd<Arch>::width;
   V s(0.0f);
-  const V sh(shift);
+  const V sh(shift), l2e = V(float(log2e));
   std::ptrdiff_t j = 0;
   for (; j + W <= n; j += W) {
-    const V e = vexp_nonpositive(simd<Arch>::load(x + j) - sh);
+    const V e = vexp2_nonpositive((simd<Arch>::load(x + j) - sh) * l2e);
     if (y) simd<Arch>::store(y + j, e);
     s = s + e;
   }

@@ -9,6 +9,8 @@
 //            NaN -> NaN; AVX-512: 0 below -87.34 (where the result would be subnormal: one
 //            subnormal result costs a ~70 ns microcode assist per vector, 40x an exp); AVX2:
 //            subnormal results down to -103.9
+//   exp2     1.15 ulp (AVX-512), 1.45 ulp (AVX2, xsimd) on [-126, 127) (bound 2); +inf from 128
+//            (xsimd, the AVX2 path: from 127); AVX-512: 0 below -126, as exp
 //   erf      2.29 ulp on [-6, 6]     (bound 3); +-1 at +-inf
 //   tanh     1.22 ulp on [-10, 10]   (bound 2); +-1 at +-inf
 //   sigmoid  2.29 ulp on [-80, 80]   (bound 3); 1 / (1 + exp(-x))
@@ -27,20 +29,6 @@ inline float vexp(float x) {
 template <class A>
 xsimd::batch<float, A> vexp(const xsimd::batch<float, A>& x) {
   return xsimd::exp(x);
-}
-
-// exp for arguments known to lie in [ln(FLT_MIN), 88.7] (finite, normal result): the range
-// handling of vexp left out. Generic paths: vexp itself.
-template <class V>
-V vexp_in_range(const V& x) {
-  return vexp(x);
-}
-
-// exp for arguments that are <= 0, -inf or NaN (softmax's x - max): 0 where the result would be
-// subnormal, like vexp. Generic paths: vexp itself.
-template <class V>
-V vexp_nonpositive(const V& x) {
-  return vexp(x);
 }
 
 #if defined(__AVX512F__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
@@ -86,19 +74,74 @@ inline xsimd::batch<float, xsimd::avx512f> vexp(const xsimd::batch<float, xsimd:
   return detail::exp_masked(x, normal);
 }
 
-// No clamps: a non-positive argument cannot overflow, and lanes below ln(FLT_MIN) (-inf
-// included, whose reduction gives NaN) are zeroed by the scaling's mask; NaN stays NaN.
-inline xsimd::batch<float, xsimd::avx512f> vexp_nonpositive(
-    const xsimd::batch<float, xsimd::avx512f>& xb) {
-  const __m512 x = xb;
-  return detail::exp_masked(x, _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.33654f), _CMP_NLT_UQ));
+#endif
+
+// log2(e): softmax and GELU work in base 2 (2^(t log2 e) = e^t), whose range reduction is one
+// operation where exp's takes four; callers fold the factor into a scale they apply anyway.
+inline constexpr double log2e = 1.44269504088896340736;
+
+inline float vexp2(float t) {
+  return std::exp2(t);
+}
+template <class A>
+xsimd::batch<float, A> vexp2(const xsimd::batch<float, A>& t) {
+  return xsimd::exp2(t);
 }
 
-inline xsimd::batch<float, xsimd::avx512f> vexp_in_range(
-    const xsimd::batch<float, xsimd::avx512f>& x) {
-  __m512 n, p;
-  detail::exp_reduced(x, n, p);
-  return _mm512_scalef_ps(p, n);
+// 2^t for t <= 0, -inf or NaN (softmax's scores, in base 2, minus their maximum; a t a rounding
+// above 0 is fine): 0 where the result would be subnormal, as from vexp. Generic paths: vexp2
+// itself.
+template <class V>
+V vexp2_nonpositive(const V& t) {
+  return vexp2(t);
+}
+
+// 2^t for t known to lie in [-126, 127) (finite, normal result). Generic paths: vexp2 itself.
+template <class V>
+V vexp2_in_range(const V& t) {
+  return vexp2(t);
+}
+
+#if defined(__AVX512F__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
+namespace detail {
+// 2^t = 2^r * 2^floor(t) with r = t - floor(t) in [0, 1] (VREDUCEPS: one port-0 operation; r is
+// 1 for a t just below 0 or an integer, which the scaling by floor(t) compensates), 2^r by a
+// degree-6 polynomial with p(0) = 1 fitted (Remez) to minimise the relative error on [0, 1]
+// (2.0e-9 in exact arithmetic); the caller scales by VSCALEFPS, which takes floor(t) itself.
+inline __m512 exp2_fraction(__m512 t) {
+#if defined(__AVX512DQ__)
+  const __m512 r = _mm512_reduce_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+#else
+  const __m512 r =
+      _mm512_sub_ps(t, _mm512_roundscale_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
+#endif
+  __m512 p = _mm512_set1_ps(2.161291657246391e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.2467845905837624e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(9.675451635115642e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.5485280578767664e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(2.4022930556274535e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(6.931470444423605e-1f));
+  return _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+}
+}  // namespace detail
+
+// Any argument, no clamps (the reduction cannot overflow): +inf from 128 up (VSCALEFPS
+// overflows), 0 below -126 (-inf included: the scaling's mask), NaN -> NaN. 9 vector operations
+// against vexp's 14 (12 without its clamps, the softmax's exp until session 10).
+inline xsimd::batch<float, xsimd::avx512f> vexp2(const xsimd::batch<float, xsimd::avx512f>& tb) {
+  const __m512 t = tb;
+  return _mm512_maskz_scalef_ps(_mm512_cmp_ps_mask(t, _mm512_set1_ps(-126.0f), _CMP_NLT_UQ),
+                                detail::exp2_fraction(t), t);
+}
+
+inline xsimd::batch<float, xsimd::avx512f> vexp2_nonpositive(
+    const xsimd::batch<float, xsimd::avx512f>& t) {
+  return vexp2(t);
+}
+
+inline xsimd::batch<float, xsimd::avx512f> vexp2_in_range(
+    const xsimd::batch<float, xsimd::avx512f>& t) {
+  return _mm512_scalef_ps(detail::exp2_fraction(t), t);
 }
 #endif
 
@@ -173,37 +216,43 @@ inline xsimd::batch<float, xsimd::avx512f> reciprocal(
 #endif
 
 // GELU, tanh form: x/2 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3) (same paper, sec. 2),
-// computed as x / (1 + exp(-2u)) (the same function: 1 + tanh(u) = 2 / (1 + exp(-2u))): one exp
-// and a reciprocal instead of a tanh, and no cancellation in 1 + tanh(u) for negative x. Where
-// -2u > 80 (x below about -9.5, -inf included, and x^3 overflowing) the result is 0: its exact
-// value is below 2e-34 in magnitude there, and x times the reciprocal would not be (at x = -1e30
-// it gave -1.8e5). -2u is kept within [-80, 80] for the exp, so it gives no subnormal (whose
-// microcode assists made the epilogue 2x slower for large positive x). NaN stays NaN.
-// Accuracy: tests/cpu/vmath_test.cpp.
+// computed as x / (1 + 2^t), t = -2u log2(e) (the same function: 1 + tanh(u) = 2 / (1 + e^(-2u));
+// log2(e) is folded into the cubic's two constants): one exp2 and a reciprocal instead of a tanh,
+// and no cancellation in 1 + tanh(u) for negative x. Where t > 80 log2(e) (-2u > 80: x below
+// about -9.5, -inf included, and x^3 overflowing) the result is 0: its exact value is below 2e-34
+// in magnitude there, and x times the reciprocal would not be (at x = -1e30 it gave -1.8e5). t is
+// kept within +-80 log2(e) for the exp2, so it gives no subnormal (whose microcode assists made
+// the epilogue 2x slower for large positive x). NaN stays NaN. Accuracy: tests/cpu/vmath_test.cpp.
+namespace detail {
+inline constexpr double gelu_c = 0.79788456080286536;           // sqrt(2 / pi)
+inline constexpr float gelu_t1 = float(-2.0 * gelu_c * log2e);  // t = x (t1 + t3 x^2)
+inline constexpr float gelu_t3 = float(-2.0 * gelu_c * 0.044715 * log2e);
+inline constexpr float gelu_t_max = float(80.0 * log2e);
+}  // namespace detail
 template <class V>
 V gelu_tanh(const V& x) {
-  constexpr float c = 0.79788456080286536f;  // sqrt(2 / pi)
-  const V z = x * fmadd(x * x, V(-2.0f * c * 0.044715f), V(-2.0f * c));
-  const V y = x * reciprocal(V(1.0f) + vexp_in_range(maximum(minimum(z, V(80.0f)), V(-80.0f))));
-  return where(z > V(80.0f), V(0.0f), y);
+  const V t = x * fmadd(x * x, V(detail::gelu_t3), V(detail::gelu_t1));
+  const V lim(detail::gelu_t_max);
+  const V y = x * reciprocal(V(1.0f) + vexp2_in_range(maximum(minimum(t, lim), -lim)));
+  return where(t > lim, V(0.0f), y);
 }
 #if defined(__AVX512F__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
-// The same function in two fewer vector operations (21): no upper clamp on -2u, since the lanes
-// where it exceeds 80 are zeroed anyway (their exp may overflow to +inf and give NaN, which the
-// zeroing replaces), and that zeroing folded into the last multiply (a zero-masked VMULPS). The
-// lower clamp stays: exp(-2u) must not be subnormal. Results are bitwise those of the generic form.
+// The same function in two fewer vector operations (18; 21 with exp): no upper clamp on t, since
+// the lanes where it exceeds the limit are zeroed anyway (their exp2 may overflow to +inf and give
+// NaN, which the zeroing replaces), and that zeroing folded into the last multiply (a zero-masked
+// VMULPS). The lower clamp stays: 2^t must not be subnormal. Results are bitwise those of the
+// generic form.
 inline xsimd::batch<float, xsimd::avx512f> gelu_tanh(
     const xsimd::batch<float, xsimd::avx512f>& xb) {
-  constexpr float c = 0.79788456080286536f;  // sqrt(2 / pi)
   const __m512 x = xb;
-  const __m512 z =
-      _mm512_mul_ps(x, _mm512_fmadd_ps(_mm512_mul_ps(x, x), _mm512_set1_ps(-2.0f * c * 0.044715f),
-                                       _mm512_set1_ps(-2.0f * c)));
+  const __m512 t =
+      _mm512_mul_ps(x, _mm512_fmadd_ps(_mm512_mul_ps(x, x), _mm512_set1_ps(detail::gelu_t3),
+                                       _mm512_set1_ps(detail::gelu_t1)));
   const __mmask16 keep =
-      _mm512_cmp_ps_mask(z, _mm512_set1_ps(80.0f), _CMP_NGT_UQ);  // z <= 80, or NaN
-  // VMAXPS returns its second operand for NaN, so a NaN z passes through.
-  const __m512 e =
-      vexp_in_range(xsimd::batch<float, xsimd::avx512f>(_mm512_max_ps(_mm512_set1_ps(-80.0f), z)));
+      _mm512_cmp_ps_mask(t, _mm512_set1_ps(detail::gelu_t_max), _CMP_NGT_UQ);  // t <= lim, or NaN
+  // VMAXPS returns its second operand for NaN, so a NaN t passes through.
+  const __m512 e = vexp2_in_range(
+      xsimd::batch<float, xsimd::avx512f>(_mm512_max_ps(_mm512_set1_ps(-detail::gelu_t_max), t)));
   const __m512 r =
       reciprocal(xsimd::batch<float, xsimd::avx512f>(_mm512_add_ps(_mm512_set1_ps(1.0f), e)));
   return _mm512_maskz_mul_ps(keep, x, r);
