@@ -176,6 +176,17 @@ TEST_CASE("AMX attention adds the mask; a fully masked query row gives zeros") {
   }
 }
 
+TEST_CASE("AMX attention: a mask of -FLT_MAX weights a fully masked row uniformly") {
+  // As softmax(s + mask) does; the base-2 softmax must not overflow the mask to -inf (zeros).
+  for (const auto mode : modes) {
+    case_data c(20, 37, 2, 1, 32, false, true);
+    for (float& m : c.mask) m = m == -inf ? std::numeric_limits<float>::lowest() : m;
+    check(c, mode);
+    const std::vector<float> got = run(c, mode);
+    CHECK(got[std::size_t(c.a.o_row_stride)] != 0.0f);  // row 1: the mean of V's rows
+  }
+}
+
 TEST_CASE("causal AMX attention with more queries than keys: early queries see nothing") {
   for (const auto mode : modes) {
     case_data c(40, 10, 2, 2, 32, true, false);

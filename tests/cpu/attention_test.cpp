@@ -139,6 +139,25 @@ TEST_CASE_TEMPLATE("flash attention adds the mask; a fully masked query row give
   }
 }
 
+TEST_CASE_TEMPLATE("a mask of -FLT_MAX weights a fully masked row uniformly, as the reference does",
+                   Arch, FUSEDSL_CPU_ARCHS) {
+  // Frameworks often mask with the lowest finite value rather than -inf; softmax(s + mask) then
+  // sees equal scores in a fully masked row and averages its V rows. The kernels add the mask in
+  // base 2 (times log2(e)), which must not overflow it to -inf (that would give zeros).
+  for (bool causal : {false, true}) {
+    CAPTURE(causal);
+    case_data c(30, 70, 2, 1, 16, causal, true);
+    const float lowest = std::numeric_limits<float>::lowest();
+    for (float& m : c.mask) m = m == -inf ? lowest : m;  // row 1 all, every third key elsewhere
+    for (std::ptrdiff_t j = 0; j < c.s.seq_kv; ++j) c.mask[std::size_t(2 * c.s.seq_kv + j)] = 3e38f;
+    check<Arch>(c);
+    for (const k::attention_path path : paths_for(c)) {
+      const auto o = run<Arch>(c, nullptr, path);
+      CHECK(o[std::size_t(1 * c.a.o_row_stride)] != 0.0f);  // row 1: the mean of V's rows seen
+    }
+  }
+}
+
 TEST_CASE_TEMPLATE("a NaN in a query gives that query a NaN row, on both paths", Arch,
                    FUSEDSL_CPU_ARCHS) {
   for (bool with_mask : {false, true}) {

@@ -121,6 +121,14 @@ constexpr std::size_t attention_workspace_floats(std::ptrdiff_t head_dim, int th
 
 namespace detail {
 
+// An additive mask value in base 2 (times log2(e)), finite where it is finite: frameworks mask with
+// the lowest float as often as with -inf, and -FLT_MAX log2(e) overflowing to -inf would turn a
+// fully masked row's uniform weights (what softmax(s + mask) gives) into zeros.
+inline float mask_in_base2(float m) {
+  const float t = float(log2e) * m;
+  return std::isinf(t) && !std::isinf(m) ? std::copysign(std::numeric_limits<float>::max(), t) : t;
+}
+
 inline void check_attention(const attention_shape& s, const attention_args& a) {
   auto fail = [](const std::string& m) { throw std::invalid_argument("flash_attention: " + m); };
   if (s.seq_q < 0 || s.seq_kv < 0 || s.head_dim <= 0 || s.num_heads <= 0 || s.num_kv_heads <= 0)
@@ -188,7 +196,7 @@ void attention_block(const attention_shape& s, const attention_args& a, std::ptr
     if (a.mask)
       for (std::ptrdiff_t r = 0; r < bk; ++r)
         for (std::ptrdiff_t j = 0; j < bq; ++j)
-          st[r * BQ + j] += float(log2e) * a.mask[(q0 + j) * a.mask_row_stride + kb + r];
+          st[r * BQ + j] += mask_in_base2(a.mask[(q0 + j) * a.mask_row_stride + kb + r]);
     if (a.causal && kb + bk - 1 > q0 + offset)
       for (std::ptrdiff_t r = 0; r < bk; ++r)
         for (std::ptrdiff_t j = 0; j < BQ; ++j)
@@ -330,7 +338,7 @@ void softmax_whole_rows(float* sc, std::ptrdiff_t ld, std::ptrdiff_t rows, std::
     const std::ptrdiff_t vis = visible(i);
     if (mask) {
       const float* mrow = mask + i * mask_ld;
-      for (std::ptrdiff_t j = 0; j < vis; ++j) row[j] += float(log2e) * mrow[j];
+      for (std::ptrdiff_t j = 0; j < vis; ++j) row[j] += mask_in_base2(mrow[j]);
     }
     for (std::ptrdiff_t j = vis; j < kend; ++j) row[j] = neg_inf;
     V m0(neg_inf), m1(neg_inf);
