@@ -68,7 +68,7 @@ void BM_layernorm_eigen(benchmark::State& state) {
 }
 
 // A vector function over n values: exp (Cody-Waite reduction, clamps) or exp2 (one-op reduction,
-// what the softmax and GELU use since session 10).
+// what the softmax and GELU use).
 template <class F>
 void run_vector_function(benchmark::State& state, F f) {
   const std::ptrdiff_t n = state.range(0);

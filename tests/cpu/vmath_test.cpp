@@ -23,17 +23,31 @@ double ulp_error(float got, double want) {
   return std::fabs(double(got) - want) / ulp;
 }
 
-// Max ulp error of a vector function over n points evenly spread over [lo, hi].
-template <class VF, class Ref>
-double max_ulp(VF vf, Ref ref, double lo, double hi, int n = 1 << 20) {
+// The largest err(got, want) of a vector function over n points evenly spread over [lo, hi].
+template <class VF, class Ref, class Err>
+double max_error(VF vf, Ref ref, double lo, double hi, Err err, int n = 1 << 20) {
   std::vector<float> x(std::size_t(n) + nat::width), y(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(lo + (hi - lo) * double(i) / n);
   for (std::size_t i = 0; i + nat::width <= x.size(); i += nat::width)
     nat::store(&y[i], vf(nat::load(&x[i])));
   double worst = 0;
   for (std::size_t i = 0; i + nat::width <= x.size(); ++i)
-    worst = std::max(worst, ulp_error(y[i], ref(double(x[i]))));
+    worst = std::max(worst, err(y[i], ref(double(x[i]))));
   return worst;
+}
+
+// Max ulp error over [lo, hi].
+template <class VF, class Ref>
+double max_ulp(VF vf, Ref ref, double lo, double hi) {
+  return max_error(vf, ref, lo, hi, ulp_error);
+}
+
+// Max |got - want| / max(|want|, 1) over [lo, hi].
+template <class VF, class Ref>
+double max_error_of_range(VF vf, Ref ref, double lo, double hi) {
+  return max_error(vf, ref, lo, hi, [](float got, double want) {
+    return std::fabs(double(got) - want) / std::max(std::fabs(want), 1.0);
+  });
 }
 
 template <class VF>
@@ -75,15 +89,7 @@ TEST_CASE("gelu_tanh (computed as x / (1 + exp(-2u))) is within 5e-7 of max(|y|,
     return x / (1 + std::exp(-2 * u));
   };
   auto vf = [](auto v) { return k::gelu_tanh(v); };
-  const int n = 1 << 20;
-  std::vector<float> x(std::size_t(n) + nat::width), y(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(-10.0 + 20.0 * double(i) / n);
-  for (std::size_t i = 0; i + nat::width <= x.size(); i += nat::width)
-    nat::store(&y[i], vf(nat::load(&x[i])));
-  double rel = 0;
-  for (std::size_t i = 0; i < x.size(); ++i)
-    rel = std::max(rel, std::fabs(double(y[i]) - ref(double(x[i]))) /
-                            std::max(std::fabs(ref(double(x[i]))), 1.0));
+  const double rel = max_error_of_range(vf, ref, -10.0, 10.0);
   const double ulp = max_ulp(vf, ref, -5.0, 10.0);
   std::printf("gelu_tanh on %s: %.3g of max(|y|, 1) on [-10, 10], %.1f ulp on [-5, 10]\n",
               k::native_arch::name(), rel, ulp);
@@ -100,6 +106,21 @@ TEST_CASE("gelu_tanh (computed as x / (1 + exp(-2u))) is within 5e-7 of max(|y|,
     CHECK(k::gelu_tanh(big) == 0.0f);
   }
   CHECK(k::gelu_tanh(-std::numeric_limits<float>::infinity()) == 0.0f);
+}
+
+TEST_CASE("gelu_erf (computed as x/2 erfc(-x / sqrt 2)) is within 5e-7 of max(|y|, 1) and 40 ulp") {
+  // x/2 (1 + erf(x / sqrt 2)), the form it replaces, cancels for negative x: 6.5e5 ulp at x = -5.
+  auto ref = [](double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); };
+  auto vf = [](auto v) { return k::gelu_erf(v); };
+  const double rel = max_error_of_range(vf, ref, -10.0, 10.0);
+  const double ulp = max_ulp(vf, ref, -5.0, 10.0);
+  std::printf("gelu_erf on %s: %.3g of max(|y|, 1) on [-10, 10], %.1f ulp on [-5, 10]\n",
+              k::native_arch::name(), rel, ulp);
+  CHECK(rel <= 5e-7);
+  CHECK(ulp <= 40.0);
+  CHECK(k::gelu_erf(-5.0f) == doctest::Approx(ref(-5.0)).epsilon(1e-5));  // scalar path
+  CHECK(lane0(vf, inf) == inf);
+  CHECK(std::isnan(lane0(vf, std::nanf(""))));
 }
 
 TEST_CASE("gelu_tanh: the architecture's own form is bitwise the generic one") {

@@ -88,9 +88,9 @@ xsimd::batch<float, A> vexp2(const xsimd::batch<float, A>& t) {
   return xsimd::exp2(t);
 }
 
-// 2^t for t <= 0, -inf or NaN (softmax's scores, in base 2, minus their maximum; a t a rounding
-// above 0 is fine): 0 where the result would be subnormal, as from vexp. Generic paths: vexp2
-// itself.
+// 2^t for t <= 0, -inf or NaN (softmax's base-2 scores minus their maximum; a t that rounding put
+// just above 0 is fine): 0 where the result would be subnormal, as from vexp. Generic paths:
+// vexp2 itself.
 template <class V>
 V vexp2_nonpositive(const V& t) {
   return vexp2(t);
@@ -127,7 +127,7 @@ inline __m512 exp2_fraction(__m512 t) {
 
 // Any argument, no clamps (the reduction cannot overflow): +inf from 128 up (VSCALEFPS
 // overflows), 0 below -126 (-inf included: the scaling's mask), NaN -> NaN. 9 vector operations
-// against vexp's 14 (12 without its clamps, the softmax's exp until session 10).
+// against vexp's 14 (12 without its clamps).
 inline xsimd::batch<float, xsimd::avx512f> vexp2(const xsimd::batch<float, xsimd::avx512f>& tb) {
   const __m512 t = tb;
   return _mm512_maskz_scalef_ps(_mm512_cmp_ps_mask(t, _mm512_set1_ps(-126.0f), _CMP_NLT_UQ),
@@ -144,6 +144,14 @@ inline xsimd::batch<float, xsimd::avx512f> vexp2_in_range(
   return _mm512_scalef_ps(detail::exp2_fraction(t), t);
 }
 #endif
+
+inline float verfc(float x) {
+  return std::erfc(x);
+}
+template <class A>
+xsimd::batch<float, A> verfc(const xsimd::batch<float, A>& x) {
+  return xsimd::erfc(x);
+}
 
 inline float verf(float x) {
   return std::erf(x);
@@ -193,10 +201,12 @@ V relu(const V& x) {
   return where(x < V(0.0f), V(0.0f), x);
 }
 
-// GELU, exact form: x/2 (1 + erf(x / sqrt 2)) (Hendrycks & Gimpel 2016, eq. 1).
+// GELU, exact form: x/2 (1 + erf(x / sqrt 2)) (Hendrycks & Gimpel 2016, eq. 1), computed as
+// x/2 erfc(-x / sqrt 2): 1 + erf cancels for negative x (6.5e5 ulp at x = -5), erfc does not.
+// Accuracy: tests/cpu/vmath_test.cpp.
 template <class V>
 V gelu_erf(const V& x) {
-  return V(0.5f) * x * (V(1.0f) + verf(x * V(0.70710678118654752f)));
+  return V(0.5f) * x * verfc(x * V(-0.70710678118654752f));
 }
 
 // 1 / x: AVX-512 by VRCP14PS and one Newton step (relative error ~2^-27), else a division.
