@@ -7,8 +7,8 @@
 
 namespace fusedsl::cuda::reference {
 
-inline double gelu(double x) {
-  return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+inline double gelu(double x) {  // x/2 (1 + erf(x / sqrt 2)) without its cancellation for x < 0
+  return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
 }
 inline double silu(double x) {
   return x / (1.0 + std::exp(-x));

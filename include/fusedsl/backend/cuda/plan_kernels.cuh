@@ -49,10 +49,11 @@ __device__ inline float apply_op(op_kind k, float a, float b, float c) {
       return 1.0f / (1.0f + expf(-a));
     case op_kind::relu:
       return a < 0.0f ? 0.0f : a;
+    // The GELUs in graph/scalar.hpp's forms, which do not cancel for negative a.
     case op_kind::gelu_erf:
-      return 0.5f * a * (1.0f + erff(a * 0.70710678118654752f));
+      return 0.5f * a * erfcf(a * -0.70710678118654752f);
     case op_kind::gelu_tanh:
-      return 0.5f * a * (1.0f + tanhf(0.79788456080286536f * (a + 0.044715f * a * a * a)));
+      return a / (1.0f + expf(-2.0f * 0.79788456080286536f * (a + 0.044715f * a * a * a)));
     case op_kind::silu:
       return a / (1.0f + expf(-a));
     case op_kind::add:
