@@ -2,6 +2,11 @@
 
 # fusedsl_add_test(<name> <sources...> [LABELS l...] [LIBS lib...])
 # One doctest executable, registered with CTest under <name>.
+# The instruction sets of the compiler's default x86-64 target only (SSE2: no AVX, no FMA, no AMX),
+# for test builds of the SSE2 path. -mno-... flags, not -march=x86-64: GCC honours an explicit
+# -mno-ISA whatever its place, while fusedsl_dev's -march=native comes after a target's own options.
+set(FUSEDSL_X86_64_BASELINE_FLAGS -mno-sse3 -mno-amx-tile -mno-amx-int8 -mno-amx-bf16)
+
 function(fusedsl_add_test name)
   cmake_parse_arguments(ARG "" "" "LABELS;LIBS" ${ARGN})
   add_executable(${name} ${ARG_UNPARSED_ARGUMENTS})

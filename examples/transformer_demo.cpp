@@ -89,8 +89,8 @@ int main(int argc, char** argv) {
   std::printf("  max |fused - unfused| = %.3g (outputs are layer-normalised, |y| ~ 1)\n", max_err);
   std::printf("  unfused %.3f ms, fused %.3f ms (best of several, one thread): %.2fx\n", t_unfused * 1e3,
               t_fused * 1e3, t_unfused / t_fused);
-  std::printf("  groups on specialised kernels: %d, interpreted: %d\n\n", fused.stats().fast_groups,
-              fused.stats().interpreted_groups);
+  std::printf("  groups on specialised kernels: %d, interpreted: %d; instruction set: %s\n\n",
+              fused.stats().fast_groups, fused.stats().interpreted_groups, fd::cpu::instruction_set());
 
   std::cout << "== 3. export: XLA HLO and StableHLO\n\n";
   fd::hlo::export_options unfused_form;

@@ -1,5 +1,7 @@
 #include "fusedsl/backend/cpu/kernels/elementwise.hpp"
 
+#include <string>
+
 #include "test_util.hpp"
 
 namespace k = fusedsl::cpu::kernels;
@@ -44,4 +46,25 @@ TEST_CASE("map rejects negative sizes and null inputs") {
   CHECK_THROWS_AS(k::map(
                       1, 4, [](auto a) { return a; }, y, 4, k::input{nullptr, 4}),
                   std::invalid_argument);
+}
+
+TEST_CASE("instruction_set names the kernels' instruction set, which the target flags choose") {
+  const std::string set = fusedsl::cpu::instruction_set();
+  constexpr int width = k::simd<k::native_arch>::width;
+#if defined(FUSEDSL_CPU_FORCE_SCALAR)
+  CHECK(set == "scalar");
+  CHECK(width == 1);
+#elif defined(__AVX512F__)
+  CHECK(set == "avx512f");
+  CHECK(width == 16);
+#elif defined(__AVX2__) && defined(__FMA__)
+  CHECK(set == "fma3+avx2");
+  CHECK(width == 8);
+#elif defined(__SSE2__)
+  CHECK(set == "sse2");
+  CHECK(width == 4);
+#else
+  CHECK(set == "scalar");
+  CHECK(width == 1);
+#endif
 }

@@ -78,7 +78,7 @@ float row_sum_sq(const float* x, float c, std::ptrdiff_t n) {
     s = fmadd(d, d, s);
   }
   float r = simd<Arch>::reduce_add(s);
-  for (; j < n; ++j) r = std::fma(x[j] - c, x[j] - c, r);
+  for (; j < n; ++j) r = fmadd(x[j] - c, x[j] - c, r);
   return r;
 }
 
@@ -98,14 +98,16 @@ void rows_mean(const float* x, std::ptrdiff_t ldx, std::ptrdiff_t n, float* mean
   V s[R];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) s[r] = V(0.0f);
-  std::ptrdiff_t j = 0;
-  for (; j + W <= n; j += W)
+  // The body's end computed up front, not carried out of its loop: with the loop's own j, GCC 12
+  // (SSE2, R = 1, constant n) misreads the tail loop's trip count and warns of overflow.
+  const std::ptrdiff_t body = n - n % W;
+  for (std::ptrdiff_t j = 0; j < body; j += W)
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) s[r] = s[r] + simd<Arch>::load(x + r * ldx + j);
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
     float t = simd<Arch>::reduce_add(s[r]);
-    for (std::ptrdiff_t i = j; i < n; ++i) t += x[r * ldx + i];
+    for (std::ptrdiff_t i = body; i < n; ++i) t += x[r * ldx + i];
     mean[r] = t / float(n);
   }
 }
@@ -119,8 +121,8 @@ void rows_inv_rms(const float* x, std::ptrdiff_t ldx, std::ptrdiff_t n, const fl
   V s[R], cv[R];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) s[r] = V(0.0f), cv[r] = V(c[r]);
-  std::ptrdiff_t j = 0;
-  for (; j + W <= n; j += W)
+  const std::ptrdiff_t body = n - n % W;  // as in rows_mean
+  for (std::ptrdiff_t j = 0; j < body; j += W)
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const V d = simd<Arch>::load(x + r * ldx + j) - cv[r];
@@ -129,9 +131,9 @@ void rows_inv_rms(const float* x, std::ptrdiff_t ldx, std::ptrdiff_t n, const fl
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
     float t = simd<Arch>::reduce_add(s[r]);
-    for (std::ptrdiff_t i = j; i < n; ++i) {
+    for (std::ptrdiff_t i = body; i < n; ++i) {
       const float d = x[r * ldx + i] - c[r];
-      t = std::fma(d, d, t);
+      t = fmadd(d, d, t);
     }
     inv[r] = 1.0f / std::sqrt(t / float(n) + eps);
   }
