@@ -17,7 +17,7 @@ function(fusedsl_add_test name)
   endif()
 endfunction()
 
-# fusedsl_add_failtest(<name> <source> <regex> [ALSO <regex>...] [MAX_ERRORS n])
+# fusedsl_add_failtest(<name> <source> <regex> [ALSO <regex>...] [MAX_ERRORS n] [OPTIONS opt...])
 # Compile-fail test in the manner of Eigen's failtest/: <source> holds a correct program, and the
 # mistake under `#ifdef FUSEDSL_FAILTEST`. It is compiled twice, through the build system:
 #   failtest.<name>.ok  without FUSEDSL_FAILTEST: the target must build (so a ko test cannot pass
@@ -25,12 +25,13 @@ endfunction()
 #   failtest.<name>.ko  with -DFUSEDSL_FAILTEST: the build must fail, the compiler output must match
 #                       <regex> (and every ALSO regex, in any order), and it must hold at most MAX_ERRORS (default 1) "error:" lines, so a
 #                       diagnostic that cascades into a page of errors fails the test.
+# OPTIONS: compiler options for both builds (for a mistake that is a build setting).
 # The ko check is cmake/FusedslFailtestCheck.cmake, run with `cmake -P`; the regex travels in a
 # generated file so that brackets, quotes and semicolons in it need no escaping. Both targets are
 # excluded from `all`.
 set(_fusedsl_failtest_check ${CMAKE_CURRENT_LIST_DIR}/FusedslFailtestCheck.cmake)
 function(fusedsl_add_failtest name source regex)
-  cmake_parse_arguments(ARG "" "MAX_ERRORS" "ALSO" ${ARGN})
+  cmake_parse_arguments(ARG "" "MAX_ERRORS" "ALSO;OPTIONS" ${ARGN})
   if(NOT DEFINED ARG_MAX_ERRORS)
     set(ARG_MAX_ERRORS 1)
   endif()
@@ -41,7 +42,8 @@ function(fusedsl_add_failtest name source regex)
     target_link_libraries(${tgt} PRIVATE fusedsl_dev)
     # Bounded, so that a cascade is visible (and counted) but cannot flood the log.
     target_compile_options(${tgt} PRIVATE $<$<CXX_COMPILER_ID:GNU>:-fmax-errors=10>
-                                          $<$<CXX_COMPILER_ID:Clang>:-ferror-limit=10>)
+                                          $<$<CXX_COMPILER_ID:Clang>:-ferror-limit=10>
+                                          ${ARG_OPTIONS})
     if(kind STREQUAL "ko")
       target_compile_definitions(${tgt} PRIVATE FUSEDSL_FAILTEST)
     endif()

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include "fusedsl/core/config.hpp"
+
 namespace fusedsl {
 
 enum class dtype : std::uint8_t { f32, bf16, f16, i32, boolean };

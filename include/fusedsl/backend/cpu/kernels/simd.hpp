@@ -13,6 +13,8 @@
 #include <cstddef>
 #include <type_traits>
 
+#include "fusedsl/core/config.hpp"
+
 // GCC 12's AVX-512 headers self-initialise `__Y` in _mm512_undefined_*, which -Wuninitialized
 // reports wherever an intrinsic is inlined (GCC PR 105593); silence it for these headers only.
 #if defined(__GNUC__) && !defined(__clang__)
