@@ -22,6 +22,7 @@
 // (kernels/attention_amx.hpp: Q, K, V and the probabilities rounded to bf16, softmax in f32)
 // unless `amx_bf16{.attention = false}`. Elsewhere the option changes nothing.
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <ctime>
 #include <map>
@@ -175,6 +176,7 @@ class executor {
       if (s.data == nullptr) throw binding_error("binding \"" + s.name + "\": not bound");
     for (int o = 0; o < g.n_outputs; ++o)
       if (outputs_[std::size_t(o)] == nullptr) throw binding_error("output " + std::to_string(o) + ": not bound");
+    check_outputs_alias_nothing();
     set_region_values(0, 0, nullptr);
     for (int k = 0; k < fp.n_groups; ++k) {
       const int gi = fp.order[std::size_t(k)];
@@ -222,6 +224,33 @@ class executor {
   std::int64_t arena_bytes() const { return mp.arena_bytes; }
 
  private:
+  // An output must not share memory with a bound input or parameter, nor with another output: the
+  // groups read inputs and parameters (biases, norms' gamma, the next call's weights) while others
+  // write outputs, so an aliased buffer would be silently wrong (XLA aliases only the buffers a
+  // program declares, JAX only donated ones). Checked each call, since bindings may change between
+  // calls; no allocation unless it throws.
+  void check_outputs_alias_nothing() const {
+    auto bytes = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
+    auto overlap = [&](const void* a, std::size_t na, const void* b, std::size_t nb) {
+      return bytes(a) < bytes(b) + nb && bytes(b) < bytes(a) + na;
+    };
+    auto size_in_bytes = [](const graph::node& n) {
+      return std::size_t(n.shape.size()) * std::size_t(size_of(n.type));
+    };
+    for (int o = 0; o < g.n_outputs; ++o) {
+      const void* out = outputs_[std::size_t(o)];
+      const std::size_t n_out = size_in_bytes(g[g.outputs[std::size_t(o)]]);
+      for (const slot& s : slots_)
+        if (overlap(out, n_out, s.data, size_in_bytes(g[s.node])))
+          throw binding_error("output " + std::to_string(o) + ": its memory overlaps the memory bound to \"" + s.name +
+                              "\" (inputs and parameters are read while outputs are written; bind a separate buffer)");
+      for (int p = 0; p < o; ++p)
+        if (overlap(out, n_out, outputs_[std::size_t(p)], size_in_bytes(g[g.outputs[std::size_t(p)]])))
+          throw binding_error("output " + std::to_string(o) + ": its memory overlaps output " + std::to_string(p) +
+                              "'s (bind a separate buffer to each)");
+    }
+  }
+
   struct slot {
     std::string name;
     int node = -1;
