@@ -63,6 +63,9 @@ TEST_CASE("instruction_set names the kernels' instruction set, which the target 
 #elif defined(__SSE2__)
   CHECK(set == "sse2");
   CHECK(width == 4);
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+  CHECK(set == "arm64+neon");
+  CHECK(width == 4);
 #else
   CHECK(set == "scalar");
   CHECK(width == 1);

@@ -50,6 +50,10 @@ struct gemm_tile<xsimd::sse2> {
   static constexpr int mr = 4, nr = 8;  // 8 xmm accumulators (6 x 8 measured no faster)
 };
 template <>
+struct gemm_tile<xsimd::neon64> {
+  static constexpr int mr = 8, nr = 8;  // 16 of the 32 q registers as accumulators
+};
+template <>
 struct gemm_tile<scalar_arch> {
   static constexpr int mr = 4, nr = 4;
 };

@@ -3,7 +3,7 @@
 //
 // Every kernel is a template on an `Arch` tag. `native_arch` is the best instruction set the
 // compiler targets (-march=...): AVX-512F, else AVX2+FMA, else SSE2 (every x86-64 target, the
-// compiler's default included), else `scalar_arch`. Defining
+// compiler's default included); NEON on AArch64; else `scalar_arch`. Defining
 // FUSEDSL_CPU_FORCE_SCALAR makes `native_arch` the scalar path; tests also instantiate
 // `scalar_arch` directly so both paths are exercised in one build.
 //
@@ -43,6 +43,8 @@ using native_arch = xsimd::avx512f;
 using native_arch = xsimd::fma3<xsimd::avx2>;
 #elif defined(__SSE2__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
 using native_arch = xsimd::sse2;
+#elif defined(__aarch64__) && defined(__ARM_NEON) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
+using native_arch = xsimd::neon64;
 #else
 using native_arch = scalar_arch;
 #endif
@@ -51,10 +53,10 @@ using native_arch = scalar_arch;
 
 namespace fusedsl::cpu {
 
-// The instruction set this translation unit's CPU kernels run on: "avx512f", "fma3+avx2" or
-// "sse2" or "scalar" (what Eigen::SimdInstructionSetsInUse() is to Eigen). It is chosen at compile
-// time from the target flags (-march=native, -mavx512f, -mavx2 -mfma); the compiler's default
-// x86-64 target gets SSE2, the slowest of the vector paths.
+// The instruction set this translation unit's CPU kernels run on: "avx512f", "fma3+avx2", "sse2",
+// "arm64+neon" or "scalar" (what Eigen::SimdInstructionSetsInUse() is to Eigen). It is chosen at
+// compile time from the target flags (-march=native, -mavx512f, -mavx2 -mfma); the compiler's
+// default x86-64 target gets SSE2, the slowest of the vector paths.
 constexpr const char* instruction_set() {
   return kernels::native_arch::name();
 }
