@@ -111,6 +111,35 @@ TEST_CASE("an output may not share memory with an input, a parameter or another 
   CHECK(std::isfinite(out[0]));
 }
 
+TEST_CASE("a GEMM weight changed after bind counts once bound again; biases and inputs are read per call") {
+  fd::cpu::executor ex(M::program);
+  auto b = fd::test::bind_random(ex, 10);
+  auto find = [&](const std::string& name) -> fd::dynamic_tensor& {
+    for (std::size_t i = 0; i < b.names.size(); ++i)
+      if (b.names[i] == name) return b.storage[i];
+    FAIL("no binding named " << name);
+    return b.storage[0];
+  };
+  fd::tensor<float, 128, 128> first, second;
+  ex.bind_output(0, first);
+  ex.run();
+  fd::dynamic_tensor& w = find("layers.1.ffn.fc2.w");
+  for (std::int64_t i = 0; i < w.shape().size(); ++i) w.data<float>()[i] *= 2.0f;
+  ex.bind_output(0, second);
+  ex.run();  // the weight was packed when bound: the change is not seen yet
+  CHECK(std::memcmp(first.data(), second.data(), sizeof(float) * 128 * 128) == 0);
+  ex.bind("layers.1.ffn.fc2.w", w.ref());
+  ex.run();  // packed again
+  CHECK(std::memcmp(first.data(), second.data(), sizeof(float) * 128 * 128) != 0);
+  fd::tensor<float, 128, 128> third;
+  ex.bind_output(0, third);
+  fd::dynamic_tensor& bias = find("layers.1.ffn.fc2.b");
+  // (Not the same amount on every column: the layernorm after it would cancel a constant shift.)
+  for (std::int64_t i = 0; i < bias.shape().size(); ++i) bias.data<float>()[i] += 0.01f * float(i);
+  ex.run();  // a bias is read from the bound memory at each call
+  CHECK(std::memcmp(second.data(), third.data(), sizeof(float) * 128 * 128) != 0);
+}
+
 TEST_CASE("two outputs may not share memory, and in place softmax(x) + x is refused, not wrong") {
   constexpr auto x = fd::input<"x", float, 16, 16>();
   constexpr auto y = fd::softmax(x) + x;

@@ -5,6 +5,10 @@
 // plan's compile-time constant), the kernels' workspace, and storage for prepacked weights. Weights
 // are bound once by name (shapes and dtypes checked) and packed into GEMM panels then. A call
 // allocates nothing: inputs are bound by name or position, outputs are written to user memory.
+// What is packed is a copy: a GEMM weight (and any bf16 parameter, widened at bind) changed after
+// bind counts once it is bound again; inputs and the other parameters (biases, norms' gamma and
+// beta) are read from the bound memory at each call, so it must outlive the calls. No output may
+// share memory with a bound tensor or another output (run() checks; binding_error).
 //
 // Each fusion group runs as one kernel when it has the shape of a specialised kernel:
 //   matmul     packed GEMM with the fused epilogue act(scale * A.B + bias) + residual, operands read
