@@ -5,7 +5,10 @@
 # The instruction sets of the compiler's default x86-64 target only (SSE2: no AVX, no FMA, no AMX),
 # for test builds of the SSE2 path. -mno-... flags, not -march=x86-64: GCC honours an explicit
 # -mno-ISA whatever its place, while fusedsl_dev's -march=native comes after a target's own options.
+# FUSEDSL_HAVE_X86_64_FLAGS says whether the compiler takes them (tests/cpu and tests/executor).
 set(FUSEDSL_X86_64_BASELINE_FLAGS -mno-sse3 -mno-amx-tile -mno-amx-int8 -mno-amx-bf16)
+include(CheckCXXCompilerFlag)
+check_cxx_compiler_flag("${FUSEDSL_X86_64_BASELINE_FLAGS}" FUSEDSL_HAVE_X86_64_FLAGS)
 
 function(fusedsl_add_test name)
   cmake_parse_arguments(ARG "" "" "LABELS;LIBS" ${ARGN})

@@ -238,9 +238,7 @@ class executor {
     auto overlap = [&](const void* a, std::size_t na, const void* b, std::size_t nb) {
       return bytes(a) < bytes(b) + nb && bytes(b) < bytes(a) + na;
     };
-    auto size_in_bytes = [](const graph::node& n) {
-      return std::size_t(n.shape.size()) * std::size_t(size_of(n.type));
-    };
+    auto size_in_bytes = [](const graph::node& n) { return std::size_t(n.bytes()); };
     for (int o = 0; o < g.n_outputs; ++o) {
       const void* out = outputs_[std::size_t(o)];
       const std::size_t n_out = size_in_bytes(g[g.outputs[std::size_t(o)]]);
