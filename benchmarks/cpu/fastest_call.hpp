@@ -1,6 +1,6 @@
 #pragma once
-// The fastest call of a Google Benchmark loop, in thread CPU time: the one least disturbed by
-// other tenants of a shared machine (fma_peak.hpp's thread_seconds).
+// The fastest call of a Google Benchmark loop, in wall time: the one least disturbed by other
+// tenants of a shared machine (fma_peak.hpp's wall_seconds says why not thread CPU time).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -14,10 +14,10 @@ template <class F>
 double fastest_call(benchmark::State& state, F&& call) {
   double best = 1e30;
   for (auto _ : state) {
-    const double t0 = thread_seconds();
+    const double t0 = wall_seconds();
     call();
     benchmark::ClobberMemory();
-    best = std::min(best, thread_seconds() - t0);
+    best = std::min(best, wall_seconds() - t0);
   }
   return best;
 }

@@ -8,7 +8,6 @@
 
 #include <Eigen/Core>
 #include <algorithm>
-#include <chrono>
 #include <map>
 #include <string>
 #include <random>
@@ -27,18 +26,12 @@ std::vector<float> random_vector(std::size_t n, unsigned seed) {
   return v;
 }
 
-// Times each call; the fastest one is the least disturbed by other tenants of a shared machine.
-// Thread CPU time for one-thread cases, wall time for the pool (its workers are other threads).
+// Times each call in wall time (fma_peak.hpp's wall_seconds says why); the fastest one is the
+// least disturbed by other tenants of a shared machine.
 struct best_call {
-  bool wall = false;
   double seconds = 1e30, t0 = 0;
-  static double wall_now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  }
-  double now() const { return wall ? wall_now() : fusedsl_bench::thread_seconds(); }
-  void start() { t0 = now(); }
-  void stop() { seconds = std::min(seconds, now() - t0); }
+  void start() { t0 = fusedsl_bench::wall_seconds(); }
+  void stop() { seconds = std::min(seconds, fusedsl_bench::wall_seconds() - t0); }
 };
 // Eigen's fastest call per shape, recorded by BM_gemm_eigen (registered first).
 std::map<std::string, double> g_eigen_best;
@@ -132,7 +125,7 @@ void BM_gemm_fusedsl_2threads(benchmark::State& state) {
       ws(k::gemm_workspace_floats(kk, 2));
   const auto pb = k::pack_b(kk, n, b.data(), n, false, packed.data());
   k::thread_pool pool(2);
-  best_call best{true};
+  best_call best;
   for (auto _ : state) {
     best.start();
     k::gemm(m, n, kk, a.data(), kk, false, pb, c.data(), n, k::gemm_epilogue{}, ws.data(), &pool);
