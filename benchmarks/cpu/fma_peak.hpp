@@ -11,12 +11,16 @@
 
 namespace fusedsl_bench {
 
+inline double clock_seconds(clockid_t clock) {
+  timespec t;
+  clock_gettime(clock, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
 // CPU time of the calling thread: on a shared machine it leaves out the time other tenants hold
 // the core (their cache pollution still shows).
 inline double thread_seconds() {
-  timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+  return clock_seconds(CLOCK_THREAD_CPUTIME_ID);
 }
 
 // Monotonic wall time. Every "fastest" reading here (a minimum over calls or runs: the fastest
@@ -25,9 +29,7 @@ inline double thread_seconds() {
 // of peak), and a minimum picks exactly such a reading out; a call that was preempted only reads
 // slower on the wall clock, so the minimum leaves it out. Sums and means stay on thread CPU time.
 inline double wall_seconds() {
-  timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+  return clock_seconds(CLOCK_MONOTONIC);
 }
 
 // Runs `iters` x 16 chains x one FMA on a full vector; returns a value so nothing is dropped.
