@@ -57,9 +57,12 @@ def run_benchmarks(build, runs, out_dir, min_time):
                 sys.exit(f"cpu_targets: {exe} is not built (cmake --build {build} --target "
                          f"{os.path.basename(binary)})")
             out = os.path.join(out_dir, f"{stem}{i}.json")
-            subprocess.run([exe, f"--benchmark_filter={flt}", f"--benchmark_min_time={min_time}",
-                            f"--benchmark_out={out}", "--benchmark_out_format=json"],
-                           check=True, stdout=subprocess.DEVNULL)
+            rc = subprocess.run([exe, f"--benchmark_filter={flt}",
+                                 f"--benchmark_min_time={min_time}", f"--benchmark_out={out}",
+                                 "--benchmark_out_format=json"],
+                                stdout=subprocess.DEVNULL).returncode
+            if rc != 0:
+                sys.exit(f"cpu_targets: {exe} failed (exit status {rc})")
             files.append(out)
     return files
 
