@@ -3,6 +3,7 @@
 // speedup over the unfused one, both measured in this run.
 #include "fusedsl/backend/cpu/kernels/attention.hpp"
 #include "fusedsl/backend/cpu/kernels/attention_amx.hpp"
+#include "fastest_call.hpp"
 #include "fma_peak.hpp"
 
 #include <benchmark/benchmark.h>
@@ -61,16 +62,12 @@ void BM_attention_unfused_eigen(benchmark::State& state) {
   // One untimed call first: the first touch of the score buffer's fresh pages cost ~180 ms at
   // seq 2048 here (a 1-iteration run at --benchmark_min_time=0.2 reported it as the mean).
   for (std::ptrdiff_t h = 0; h < heads; ++h) one_head(std::size_t(h));
-  double seconds = 0, best = 1e30;
-  for (auto _ : state) {
-    const double w0 = fusedsl_bench::wall_seconds(), t0 = fusedsl_bench::thread_seconds();
+  const auto t = fusedsl_bench::time_calls(state, [&] {
     for (std::ptrdiff_t h = 0; h < heads; ++h) one_head(std::size_t(h));
     benchmark::DoNotOptimize(o[0].data());
-    benchmark::ClobberMemory();
-    const double dt = fusedsl_bench::thread_seconds() - t0;
-    seconds += dt, best = std::min(best, fusedsl_bench::wall_seconds() - w0);
-  }
-  g_unfused_seconds[case_name(l, causal)] = seconds / double(state.iterations());
+  });
+  const double best = t.fastest;
+  g_unfused_seconds[case_name(l, causal)] = t.thread_seconds / double(state.iterations());
   g_unfused_best[case_name(l, causal)] = best;
   state.counters["peak_fraction_paired"] = fusedsl_bench::paired_peak_fraction(
       [&] {
@@ -110,15 +107,11 @@ void BM_attention_fusedsl(benchmark::State& state) {
   std::vector<float> ws(k::attention_workspace_floats(c.d));
   const auto path = k::attention_path(state.range(4));
   k::flash_attention(c.s, c.a, ws.data(), nullptr, path);  // untimed: first touch of the buffers
-  double seconds = 0, best = 1e30;
-  for (auto _ : state) {
-    const double w0 = fusedsl_bench::wall_seconds(), t0 = fusedsl_bench::thread_seconds();
+  const auto t = fusedsl_bench::time_calls(state, [&] {
     k::flash_attention(c.s, c.a, ws.data(), nullptr, path);
     benchmark::DoNotOptimize(c.o.data());
-    benchmark::ClobberMemory();
-    const double dt = fusedsl_bench::thread_seconds() - t0;
-    seconds += dt, best = std::min(best, fusedsl_bench::wall_seconds() - w0);
-  }
+  });
+  const double best = t.fastest;
   state.counters["peak_fraction_best"] = c.flops() / best / g_peak;
   const double f = c.flops() * double(state.iterations());
   state.counters["GFLOPs"] = benchmark::Counter(f * 1e-9, benchmark::Counter::kIsRate);
@@ -132,7 +125,8 @@ void BM_attention_fusedsl(benchmark::State& state) {
       c.flops(), g_peak, 10);
   const auto ref = g_unfused_seconds.find(c.name());
   if (ref != g_unfused_seconds.end()) {
-    state.counters["speedup_vs_unfused"] = ref->second / (seconds / double(state.iterations()));
+    state.counters["speedup_vs_unfused"] =
+        ref->second / (t.thread_seconds / double(state.iterations()));
     state.counters["speedup_vs_unfused_best"] = g_unfused_best[c.name()] / best;
   }
 }
@@ -149,15 +143,11 @@ void BM_attention_amx(benchmark::State& state) {
   std::vector<float> ws(k::attention_workspace_floats(c.d));
   std::vector<k::bf16_bits> ws_amx(k::attention_amx_workspace_elements(c.d, c.l));
   k::flash_attention_amx(c.s, c.a, ws_amx.data());  // untimed: first touch of the buffers
-  double seconds = 0, best = 1e30;
-  for (auto _ : state) {
-    const double w0 = fusedsl_bench::wall_seconds(), t0 = fusedsl_bench::thread_seconds();
+  const auto t = fusedsl_bench::time_calls(state, [&] {
     k::flash_attention_amx(c.s, c.a, ws_amx.data());
     benchmark::DoNotOptimize(c.o.data());
-    benchmark::ClobberMemory();
-    const double dt = fusedsl_bench::thread_seconds() - t0;
-    seconds += dt, best = std::min(best, fusedsl_bench::wall_seconds() - w0);
-  }
+  });
+  const double best = t.fastest;
   const double flops = c.flops();
   state.counters["peak_fraction_best"] = flops / best / g_peak;
   const double f = flops * double(state.iterations());
@@ -178,7 +168,8 @@ void BM_attention_amx(benchmark::State& state) {
   state.counters["speedup_vs_f32_kernel_paired"] = ratio[ratio.size() / 2];
   const auto ref = g_unfused_seconds.find(c.name());
   if (ref != g_unfused_seconds.end())
-    state.counters["speedup_vs_unfused"] = ref->second / (seconds / double(state.iterations()));
+    state.counters["speedup_vs_unfused"] =
+        ref->second / (t.thread_seconds / double(state.iterations()));
 }
 
 // seq 2048 (the case), the seed model's attention (seq 128, 4 heads of 32) and the

@@ -2,6 +2,7 @@
 // measured in the same run.
 // fusedsl first: its simd.hpp includes <immintrin.h> under the GCC 12 warning fix.
 #include "fusedsl/backend/cpu/kernels/gemm.hpp"
+#include "fastest_call.hpp"
 #include "fma_peak.hpp"
 
 #include <benchmark/benchmark.h>
@@ -16,6 +17,7 @@
 namespace {
 
 namespace k = fusedsl::cpu::kernels;
+using fusedsl_bench::fastest_call;
 double g_peak = 0;  // FLOP/s, measured in main before the benchmarks run
 
 std::vector<float> random_vector(std::size_t n, unsigned seed) {
@@ -26,13 +28,6 @@ std::vector<float> random_vector(std::size_t n, unsigned seed) {
   return v;
 }
 
-// Times each call in wall time (fma_peak.hpp's wall_seconds says why); the fastest one is the
-// least disturbed by other tenants of a shared machine.
-struct best_call {
-  double seconds = 1e30, t0 = 0;
-  void start() { t0 = fusedsl_bench::wall_seconds(); }
-  void stop() { seconds = std::min(seconds, fusedsl_bench::wall_seconds() - t0); }
-};
 // Eigen's fastest call per shape, recorded by BM_gemm_eigen (registered first).
 std::map<std::string, double> g_eigen_best;
 std::string shape_key(const benchmark::State& s) {
@@ -40,8 +35,9 @@ std::string shape_key(const benchmark::State& s) {
          std::to_string(s.range(2));
 }
 
-void set_counters(benchmark::State& state, double flops, const best_call* best = nullptr) {
-  if (best) state.counters["peak_fraction_best"] = flops / best->seconds / g_peak;
+// `best`: the fastest call in seconds (fastest_call.hpp).
+void set_counters(benchmark::State& state, double flops, double best) {
+  state.counters["peak_fraction_best"] = flops / best / g_peak;
   state.counters["GFLOPs"] =
       benchmark::Counter(flops * double(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
   state.counters["peak_fraction"] =
@@ -50,13 +46,9 @@ void set_counters(benchmark::State& state, double flops, const best_call* best =
 
 void BM_fma_peak(benchmark::State& state) {
   constexpr long iters = 1 << 16;
-  best_call best;
-  for (auto _ : state) {
-    best.start();
-    benchmark::DoNotOptimize(fusedsl_bench::fma_chains(iters));
-    best.stop();
-  }
-  set_counters(state, fusedsl_bench::fma_chain_flops_per_iter() * iters, &best);
+  const double best =
+      fastest_call(state, [] { benchmark::DoNotOptimize(fusedsl_bench::fma_chains(iters)); });
+  set_counters(state, fusedsl_bench::fma_chain_flops_per_iter() * iters, best);
 }
 BENCHMARK(BM_fma_peak);
 
@@ -75,14 +67,9 @@ void BM_gemm_microkernel_l1(benchmark::State& state) {
                                                                mk::NR, k::gemm_epilogue{});
     benchmark::DoNotOptimize(c.data());
   };
-  best_call best;
-  for (auto _ : state) {
-    best.start();
-    call();
-    best.stop();
-  }
+  const double best = fastest_call(state, call);
   const double flops = 2.0 * mk::MR * mk::NR * double(kk);
-  set_counters(state, flops, &best);
+  set_counters(state, flops, best);
   state.counters["peak_fraction_paired"] = fusedsl_bench::paired_peak_fraction(
       [&] {
         for (int r = 0; r < 64; ++r) call();
@@ -98,15 +85,11 @@ void BM_gemm_fusedsl(benchmark::State& state) {
   std::vector<float> c(std::size_t(m * n)), packed(k::packed_b_floats(kk, n)),
       ws(k::gemm_workspace_floats(kk));
   const auto pb = k::pack_b(kk, n, b.data(), n, false, packed.data());
-  best_call best;
-  for (auto _ : state) {
-    best.start();
+  const double best = fastest_call(state, [&] {
     k::gemm(m, n, kk, a.data(), kk, false, pb, c.data(), n, k::gemm_epilogue{}, ws.data());
     benchmark::DoNotOptimize(c.data());
-    benchmark::ClobberMemory();
-    best.stop();
-  }
-  set_counters(state, 2.0 * double(m * n * kk), &best);
+  });
+  set_counters(state, 2.0 * double(m * n * kk), best);
   state.counters["peak_fraction_paired"] = fusedsl_bench::paired_peak_fraction(
       [&] {
         k::gemm(m, n, kk, a.data(), kk, false, pb, c.data(), n, k::gemm_epilogue{}, ws.data());
@@ -114,7 +97,7 @@ void BM_gemm_fusedsl(benchmark::State& state) {
       },
       2.0 * double(m * n * kk), g_peak);
   const auto e = g_eigen_best.find(shape_key(state));
-  if (e != g_eigen_best.end()) state.counters["speedup_vs_eigen_best"] = e->second / best.seconds;
+  if (e != g_eigen_best.end()) state.counters["speedup_vs_eigen_best"] = e->second / best;
 }
 
 // Two threads through the pool (rows of C split): same kernel, fraction of one core's peak x 2.
@@ -125,16 +108,12 @@ void BM_gemm_fusedsl_2threads(benchmark::State& state) {
       ws(k::gemm_workspace_floats(kk, 2));
   const auto pb = k::pack_b(kk, n, b.data(), n, false, packed.data());
   k::thread_pool pool(2);
-  best_call best;
-  for (auto _ : state) {
-    best.start();
+  const double best = fastest_call(state, [&] {
     k::gemm(m, n, kk, a.data(), kk, false, pb, c.data(), n, k::gemm_epilogue{}, ws.data(), &pool);
     benchmark::DoNotOptimize(c.data());
-    benchmark::ClobberMemory();
-    best.stop();
-  }
+  });
   state.counters["peak_fraction_of_2_cores_best"] =
-      2.0 * double(m * n * kk) / best.seconds / (2 * g_peak);
+      2.0 * double(m * n * kk) / best / (2 * g_peak);
   const double flops = 2.0 * double(m * n * kk) * double(state.iterations());
   state.counters["GFLOPs"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsRate);
   state.counters["peak_fraction_of_2_cores"] =
@@ -145,16 +124,12 @@ void BM_gemm_eigen(benchmark::State& state) {
   using mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   const std::ptrdiff_t m = state.range(0), n = state.range(1), kk = state.range(2);
   mat a = mat::Random(m, kk), b = mat::Random(kk, n), c(m, n);
-  best_call best;
-  for (auto _ : state) {
-    best.start();
+  const double best = fastest_call(state, [&] {
     c.noalias() = a * b;
     benchmark::DoNotOptimize(c.data());
-    benchmark::ClobberMemory();
-    best.stop();
-  }
-  set_counters(state, 2.0 * double(m * n * kk), &best);
-  g_eigen_best[shape_key(state)] = best.seconds;
+  });
+  set_counters(state, 2.0 * double(m * n * kk), best);
+  g_eigen_best[shape_key(state)] = best;
   state.counters["peak_fraction_paired"] = fusedsl_bench::paired_peak_fraction(
       [&] {
         c.noalias() = a * b;
