@@ -12,9 +12,10 @@ using fusedsl_test::random_floats;
 
 namespace {
 constexpr float inf = std::numeric_limits<float>::infinity();
-const std::ptrdiff_t col_sizes[] = {1, 7, 16, 17, 33, 65, 127, 300};
+const std::ptrdiff_t col_sizes[] = {1, 7, 16, 17, 33, 65, 127, 300, 1030};
 
-// layernorm reduces rows in groups of 8; these counts cover a partial group, one group and more.
+// layernorm reduces rows in groups of 8 (4 or 2 for long rows); these counts cover a partial
+// group, one group and more.
 const std::ptrdiff_t norm_row_counts[] = {1, 3, 8, 13};
 
 bool same_bits(float a, float b) {
@@ -112,7 +113,7 @@ TEST_CASE_TEMPLATE("layernorm and rmsnorm rows match the reference within 1e-5",
 TEST_CASE_TEMPLATE("a norm row's result is bitwise the same alone and inside any batch of rows",
                    Arch, FUSEDSL_CPU_ARCHS) {
   for (std::ptrdiff_t rows : {1, 3, 5, 8, 9, 17, 129})
-    for (std::ptrdiff_t cols : {1, 17, 128, 130}) {
+    for (std::ptrdiff_t cols : {1, 17, 128, 130, 300, 1030}) {
       CAPTURE(rows);
       CAPTURE(cols);
       const std::ptrdiff_t ld = cols + 3;
