@@ -85,16 +85,13 @@ float row_sum_sq(const float* x, float c, std::ptrdiff_t n) {
 // layernorm reduces a group of rows side by side: one short row is two chains of dependent adds,
 // lane reductions and divisions, which leave the vector unit idle; eight rows' independent chains
 // fill it (8 measured best on AVX-512 and AVX2; rmsnorm, one pass, gained nothing from it; see
-// docs/performance.md). Long rows take smaller groups: each of the three passes streams the
-// group's rows, and 8 rows of 2048 floats (8 KiB apart, so in the same L1 sets) with their 8
-// output rows overflow the sets' ways; 4 rows from 257 columns, 2 from 513 (measured on a Zen 4
-// host: 512 x 2048 at 1.65 G/s in groups of 8, 4.46 in groups of 2). Each row is summed in the
-// same order whatever the group size, so a row's result does not depend on the rows reduced with
-// it. The unroll pragmas keep the per-row accumulators in registers (without them GCC 12 spills
-// them to the stack).
-constexpr int norm_rows(std::ptrdiff_t cols) {
-  return cols <= 256 ? 8 : cols <= 512 ? 4 : 2;
-}
+// docs/performance.md). Long rows take smaller groups (layernorm_rows): each of the three passes
+// streams the group's rows, and 8 rows of 2048 floats (8 KiB apart, so in the same L1 sets) with
+// their 8 output rows overflow the sets' ways; 4 rows from 257 columns, 2 from 513 (measured on a
+// Zen 4 host: 512 x 2048 at 1.65 G/s in groups of 8, 4.46 in groups of 2). Each row is summed in
+// the same order whatever the group size, so a row's result does not depend on the rows reduced
+// with it. The unroll pragmas keep the per-row accumulators in registers (without them GCC 12
+// spills them to the stack).
 
 // mean[r] = mean of x[r, :n] for R rows x[r] = x + r * ldx.
 template <class Arch, int R>
@@ -244,11 +241,12 @@ void layernorm_rows(std::ptrdiff_t rows, std::ptrdiff_t cols, const float* x, st
   auto groups_of = [&]<int R>() {
     for (; r + R <= rows; r += R) group.template operator()<R>(r);
   };
-  switch (detail::norm_rows(cols)) {
-    case 8: groups_of.template operator()<8>(); break;
-    case 4: groups_of.template operator()<4>(); break;
-    default: groups_of.template operator()<2>(); break;
-  }
+  if (cols <= 256)
+    groups_of.template operator()<8>();
+  else if (cols <= 512)
+    groups_of.template operator()<4>();
+  else
+    groups_of.template operator()<2>();
   for (; r < rows; ++r) group.template operator()<1>(r);
 }
 
