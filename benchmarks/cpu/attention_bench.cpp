@@ -59,11 +59,14 @@ void BM_attention_unfused_eigen(benchmark::State& state) {
     const Eigen::VectorXf sum = s.rowwise().sum();
     o[h].noalias() = sum.cwiseInverse().asDiagonal() * (s * v[h]);
   };
+  auto all_heads = [&] {
+    for (std::ptrdiff_t h = 0; h < heads; ++h) one_head(std::size_t(h));
+  };
   // One untimed call first: the first touch of the score buffer's fresh pages cost ~180 ms at
   // seq 2048 here (a 1-iteration run at --benchmark_min_time=0.2 reported it as the mean).
-  for (std::ptrdiff_t h = 0; h < heads; ++h) one_head(std::size_t(h));
+  all_heads();
   const auto t = fusedsl_bench::time_calls(state, [&] {
-    for (std::ptrdiff_t h = 0; h < heads; ++h) one_head(std::size_t(h));
+    all_heads();
     benchmark::DoNotOptimize(o[0].data());
   });
   const double best = t.fastest;
