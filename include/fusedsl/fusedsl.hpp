@@ -1,16 +1,16 @@
 #pragma once
 // fusedsl: header-only C++20 tensor DSL with compile-time fusion. The umbrella header.
+#include "fusedsl/compile.hpp"
 #include "fusedsl/core/dtype.hpp"
 #include "fusedsl/core/error.hpp"
 #include "fusedsl/core/fixed_string.hpp"
 #include "fusedsl/core/shape.hpp"
 #include "fusedsl/core/tensor.hpp"
 #include "fusedsl/expr/expression.hpp"
+#include "fusedsl/expr/flatten.hpp"
 #include "fusedsl/expr/nn.hpp"
 #include "fusedsl/expr/ops.hpp"
 #include "fusedsl/graph/builder.hpp"
-#include "fusedsl/graph/flatten.hpp"
 #include "fusedsl/graph/node.hpp"
 #include "fusedsl/graph/print.hpp"
-#include "fusedsl/plan/program.hpp"
 #include "fusedsl/plan/report.hpp"

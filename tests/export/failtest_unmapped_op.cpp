@@ -2,7 +2,7 @@
 // naming the op. Every fusedsl op has a mapping today, so the ko build checks against a mapping
 // without erf (as a newly added op_kind without a mapping would be).
 #include "fusedsl/hlo/export.hpp"
-#include "fusedsl/plan/program.hpp"
+#include "fusedsl/compile.hpp"
 namespace fd = fusedsl;
 
 struct mapping_without_erf {

@@ -10,7 +10,7 @@ constexpr auto b = fd::param<"b", float, 64>();
 #endif
 constexpr auto y = a + b;
 #ifndef FUSEDSL_FAILTEST
-static_assert(fd::graph::flatten(y).size() == 3);
+static_assert(fd::flatten(y).size() == 3);
 #endif
 // Flattening and compiling a program whose check failed adds no further error.
 constexpr auto compiled = fd::compile(y);

@@ -10,5 +10,5 @@ constexpr auto y = a + b;
 constexpr auto y = a + fd::cast<float>(b);
 #endif
 #ifndef FUSEDSL_FAILTEST
-static_assert(fd::graph::flatten(y).size() == 4);
+static_assert(fd::flatten(y).size() == 4);
 #endif

@@ -9,5 +9,5 @@ constexpr auto x = fd::input<"x", float, 16, 64>();
 #endif
 constexpr auto y = fd::relu(x);
 #ifndef FUSEDSL_FAILTEST
-static_assert(fd::graph::flatten(y).size() == 2);
+static_assert(fd::flatten(y).size() == 2);
 #endif

@@ -9,4 +9,4 @@ namespace fd = fusedsl;
 
 constexpr auto x = fd::input<"x", float, 8, 64>();
 constexpr auto y = fd::softmax(x);
-static_assert(fd::graph::flatten(y).size() > 0);
+static_assert(fd::flatten(y).size() > 0);

@@ -9,7 +9,7 @@ constexpr auto y = fd::nn::attention<"attn", 5>(x);
 constexpr auto y = fd::nn::attention<"attn", 4>(x);
 #endif
 #ifndef FUSEDSL_FAILTEST
-static_assert(fd::graph::flatten(y).size() > 0);
+static_assert(fd::flatten(y).size() > 0);
 #endif
 // Flattening and compiling a program whose check failed adds no further error.
 constexpr auto compiled = fd::compile(y);

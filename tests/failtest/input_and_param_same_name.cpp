@@ -10,5 +10,5 @@ constexpr auto b = fd::param<"h", float, 64>();
 constexpr auto b = fd::param<"bias", float, 64>();
 #endif
 constexpr auto y = x + b;
-constexpr const auto& g = fd::graph::flatten(y);
+constexpr const auto& g = fd::flatten(y);
 static_assert(g.size() == 3);

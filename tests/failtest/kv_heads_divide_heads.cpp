@@ -9,5 +9,5 @@ constexpr auto y = fd::nn::attention<"attn", 8, 3>(x);
 constexpr auto y = fd::nn::attention<"attn", 8, 2>(x);
 #endif
 #ifndef FUSEDSL_FAILTEST
-static_assert(fd::graph::flatten(y).size() > 0);
+static_assert(fd::flatten(y).size() > 0);
 #endif

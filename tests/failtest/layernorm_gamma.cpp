@@ -11,5 +11,5 @@ constexpr auto gamma = fd::param<"ln.gamma", float, 128>();
 #endif
 constexpr auto y = fd::layernorm(x, gamma, beta);
 #ifndef FUSEDSL_FAILTEST
-static_assert(fd::graph::flatten(y).size() == 4);
+static_assert(fd::flatten(y).size() == 4);
 #endif

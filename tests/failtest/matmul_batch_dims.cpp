@@ -10,5 +10,5 @@ constexpr auto b = fd::input<"b", float, 1, 32, 8>();
 #endif
 constexpr auto y = fd::matmul(a, b);
 #ifndef FUSEDSL_FAILTEST
-static_assert(fd::graph::flatten(y).size() == 3);
+static_assert(fd::flatten(y).size() == 3);
 #endif

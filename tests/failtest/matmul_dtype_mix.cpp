@@ -10,5 +10,5 @@ constexpr auto y = fd::matmul(x, w);
 constexpr auto y = fd::matmul(x, fd::cast<float>(w));
 #endif
 #ifndef FUSEDSL_FAILTEST
-static_assert(fd::graph::flatten(y).size() == 4);
+static_assert(fd::flatten(y).size() == 4);
 #endif

@@ -10,7 +10,7 @@ constexpr auto w = fd::param<"w", float, 64, 128>();
 #endif
 constexpr auto y = fd::matmul(x, w);
 #ifndef FUSEDSL_FAILTEST
-static_assert(fd::graph::flatten(y).size() == 3);
+static_assert(fd::flatten(y).size() == 3);
 #endif
 // Flattening and compiling a program whose check failed adds no further error.
 constexpr auto compiled = fd::compile(y);

@@ -10,5 +10,5 @@ constexpr auto v = fd::reshape<64, 1>(fd::param<"v", float, 64>());
 #endif
 constexpr auto y = fd::matmul(x, v);
 #ifndef FUSEDSL_FAILTEST
-static_assert(fd::graph::flatten(y).size() == 4);
+static_assert(fd::flatten(y).size() == 4);
 #endif

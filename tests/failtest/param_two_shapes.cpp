@@ -11,5 +11,5 @@ constexpr auto w2 = fd::param<"w", float, 64, 32>();
 constexpr auto w2 = fd::param<"w2", float, 64, 32>();
 #endif
 constexpr auto y = fd::matmul(fd::matmul(x, w1), w2);
-constexpr const auto& g = fd::graph::flatten(y);
+constexpr const auto& g = fd::flatten(y);
 static_assert(g.size() == 5);

@@ -9,5 +9,5 @@ constexpr auto y = fd::sum<2>(a);
 constexpr auto y = fd::sum<1, true>(a) + fd::mean<-2, true>(a);
 #endif
 #ifndef FUSEDSL_FAILTEST
-static_assert(fd::graph::flatten(y).size() == 4);
+static_assert(fd::flatten(y).size() == 4);
 #endif

@@ -9,5 +9,5 @@ constexpr auto y = fd::reshape<8, 32>(a);
 constexpr auto y = fd::reshape<16, 32>(a);
 #endif
 #ifndef FUSEDSL_FAILTEST
-static_assert(fd::graph::flatten(y).size() == 2);
+static_assert(fd::flatten(y).size() == 2);
 #endif

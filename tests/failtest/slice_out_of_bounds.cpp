@@ -9,5 +9,5 @@ constexpr auto y = fd::slice<1, 32, 80>(a);
 constexpr auto y = fd::slice<1, 32, 64>(a);
 #endif
 #ifndef FUSEDSL_FAILTEST
-static_assert(fd::graph::flatten(y).size() == 2);
+static_assert(fd::flatten(y).size() == 2);
 #endif

@@ -9,5 +9,5 @@ constexpr auto y = fd::softmax<3>(s);
 constexpr auto y = fd::softmax<2>(s);
 #endif
 #ifndef FUSEDSL_FAILTEST
-static_assert(fd::graph::flatten(y).size() == 2);
+static_assert(fd::flatten(y).size() == 2);
 #endif

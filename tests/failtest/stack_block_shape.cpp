@@ -10,7 +10,7 @@ constexpr auto body = fd::nn::block([](auto h) { return h + fd::gelu(h); });
 #endif
 constexpr auto y = fd::nn::stack<"layers", 3>(body, x);
 #ifndef FUSEDSL_FAILTEST
-static_assert(fd::graph::flatten(y).n_regions == 2);
+static_assert(fd::flatten(y).n_regions == 2);
 #endif
 // Flattening and compiling a program whose check failed adds no further error.
 constexpr auto compiled = fd::compile(y);

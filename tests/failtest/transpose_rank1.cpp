@@ -9,5 +9,5 @@ constexpr auto v = fd::input<"v", float, 1, 64>();
 #endif
 constexpr auto y = fd::transpose(v);
 #ifndef FUSEDSL_FAILTEST
-static_assert(fd::graph::flatten(y).size() == 2);
+static_assert(fd::flatten(y).size() == 2);
 #endif

@@ -10,5 +10,5 @@ constexpr auto y = fd::exp(mask);
 constexpr auto y = fd::where(mask, fd::exp(a), a);
 #endif
 #ifndef FUSEDSL_FAILTEST
-static_assert(fd::graph::flatten(y).size() == 5);
+static_assert(fd::flatten(y).size() == 5);
 #endif

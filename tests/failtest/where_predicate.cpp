@@ -10,5 +10,5 @@ constexpr auto y = fd::where(a, a, b);
 constexpr auto y = fd::where(a > b, a, b);
 #endif
 #ifndef FUSEDSL_FAILTEST
-static_assert(fd::graph::flatten(y).size() == 4);
+static_assert(fd::flatten(y).size() == 4);
 #endif

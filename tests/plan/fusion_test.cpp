@@ -1,7 +1,7 @@
 // Fusion rules on small graphs, including the cases that must not fuse.
 #include <doctest/doctest.h>
 
-#include "fusedsl/plan/program.hpp"
+#include "fusedsl/compile.hpp"
 
 namespace fd = fusedsl;
 using fd::graph::op_kind;

@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "fusedsl/graph/flatten.hpp"
+#include "fusedsl/expr/flatten.hpp"
 #include "fusedsl/plan/verify.hpp"
 
 namespace fd = fusedsl;

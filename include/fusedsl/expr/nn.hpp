@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "fusedsl/expr/ops.hpp"
-#include "fusedsl/graph/flatten.hpp"
+#include "fusedsl/expr/flatten.hpp"
 
 namespace fusedsl {
 namespace expr {
@@ -337,7 +337,7 @@ struct block_t {
     }
     static constexpr int emit_body(builder& b, int x) {
       using Y = decltype(std::declval<F>()(expr::placeholder_t<X::type, X::shape>{}));
-      return graph::emit_expression<Y>(b, x);
+      return expr::emit_expression<Y>(b, x);
     }
   };
 };

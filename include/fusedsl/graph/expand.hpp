@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "fusedsl/graph/builder.hpp"
-#include "fusedsl/graph/flatten.hpp"
+#include "fusedsl/graph/prune.hpp"
 #include "fusedsl/graph/node.hpp"
 
 namespace fusedsl::graph {

@@ -3,7 +3,7 @@
 //   seed:   2 layers, d_model 128, 4 heads, FFN 512, seq 128 (the seeds' section 11 benchmark)
 //   medium: 2 layers, d_model 512, 8 heads, FFN 2048, seq 512
 //   gpt2_small<Layers>: d_model 768, 12 heads, FFN 3072, seq 128, pre-LN, causal
-#include "fusedsl/plan/program.hpp"
+#include "fusedsl/compile.hpp"
 
 namespace fusedsl::models {
 

@@ -43,7 +43,7 @@
 #include "fusedsl/backend/cpu/view.hpp"
 #include "fusedsl/core/error.hpp"
 #include "fusedsl/core/tensor.hpp"
-#include "fusedsl/plan/program.hpp"
+#include "fusedsl/plan/memory.hpp"
 
 // Kernels below this many multiply-adds run on the calling thread: a fork/join costs ~80 us here
 // (waking the sleeping worker), which half of a 2^24-MAC kernel (~110 us) just pays for.

@@ -34,7 +34,7 @@
 #include "fusedsl/backend/cuda/row_kernels.cuh"
 #include "fusedsl/core/error.hpp"
 #include "fusedsl/core/tensor.hpp"
-#include "fusedsl/plan/program.hpp"
+#include "fusedsl/plan/memory.hpp"
 
 namespace fusedsl::cuda {
 

@@ -17,7 +17,7 @@ nnref::mat as_mat(const fd::tensor_ref& t) {
 TEST_CASE("a post-LN block is LN2(h + ffn(h)) with h = LN1(x + attn(x))") {
   constexpr auto blk = fd::nn::transformer_block<fd::nn::post_ln, H, F>;
   auto xv = test::random_tensor<float, L, D>(1);
-  fd::reference::evaluator ev{fd::graph::flatten(blk(x))};
+  fd::reference::evaluator ev{fd::flatten(blk(x))};
   nnref::weights w(ev.required(), 11);
   w.bind(ev);
   ev.bind("x", xv);
@@ -30,7 +30,7 @@ TEST_CASE(
     "attn(LN1(x))") {
   constexpr auto blk = fd::nn::transformer_block<fd::nn::pre_ln, H, F, 2, true>;
   auto xv = test::random_tensor<float, L, D>(2);
-  fd::reference::evaluator ev{fd::graph::flatten(blk(x))};
+  fd::reference::evaluator ev{fd::flatten(blk(x))};
   nnref::weights w(ev.required(), 12);
   w.bind(ev);
   ev.bind("x", xv);
@@ -40,7 +40,7 @@ TEST_CASE(
 
 TEST_CASE("a stack of 2 blocks applies layer 0 then layer 1, each with its own params") {
   constexpr auto blk = fd::nn::transformer_block<fd::nn::pre_ln, H, F, H, true>;
-  constexpr auto& g = fd::graph::flatten(fd::nn::stack<"layers", 2>(blk, x));
+  constexpr auto& g = fd::flatten(fd::nn::stack<"layers", 2>(blk, x));
   auto xv = test::random_tensor<float, L, D>(3);
   fd::reference::evaluator ev{g};
   // 16 params per layer, and the input.
@@ -70,7 +70,7 @@ TEST_CASE("a stack of a user block reads per-layer params and shared inputs") {
   constexpr auto body = fd::nn::block([](auto h) {
     return h + fd::gelu(fd::nn::linear<"fc", D>(h)) * fd::input<"scale", float, D>();
   });
-  constexpr auto& g = fd::graph::flatten(fd::nn::stack<"mlp", 3>(body, x));
+  constexpr auto& g = fd::flatten(fd::nn::stack<"mlp", 3>(body, x));
   auto xv = test::random_tensor<float, L, D>(4);
   auto sv = test::random_tensor<float, D>(5);
   fd::reference::evaluator ev{g};

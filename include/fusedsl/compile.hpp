@@ -1,8 +1,9 @@
 #pragma once
-// fusedsl::compile: the one step. The result's type carries the node table, the fusion plan and
-// the memory plan as constexpr values; every backend takes a program.
+// fusedsl::compile: the one step, and the front door above the expressions (expr/) and the
+// passes (plan/). The result's type carries the node table, the fusion plan and the memory plan as
+// constexpr values; every backend takes a program.
+#include "fusedsl/expr/flatten.hpp"
 #include "fusedsl/expr/nn.hpp"
-#include "fusedsl/graph/flatten.hpp"
 #include "fusedsl/plan/fusion.hpp"
 #include "fusedsl/plan/memory.hpp"
 #include "fusedsl/plan/stats.hpp"
@@ -12,8 +13,8 @@ namespace fusedsl {
 
 template <expression... Outs>
 struct program {
-  static constexpr const auto& graph = graph::flattened<Outs...>::value;
-  static constexpr std::size_t node_count = graph::flattened<Outs...>::size;
+  static constexpr const auto& graph = expr::flattened<Outs...>::value;
+  static constexpr std::size_t node_count = expr::flattened<Outs...>::size;
   static constexpr plan::fusion_plan<node_count> fusion = plan::fuse(graph);
   static constexpr plan::memory_plan<node_count> memory = plan::plan_memory(graph, fusion);
   static constexpr plan::verify_result check = plan::verify(graph, fusion, memory);

@@ -1,5 +1,5 @@
 #pragma once
-// graph::flatten: expression types -> the constexpr node table.
+// expr::flatten: expression types -> the constexpr node table (graph::graph).
 //
 // The walk is memoised per type: topo<T> lists the distinct subexpression types of T, operands
 // first, and each class template instance is made once by the compiler, so a DAG whose tree form
@@ -9,8 +9,13 @@
 #include <cstddef>
 
 #include "fusedsl/expr/expression.hpp"
+#include "fusedsl/graph/prune.hpp"
 
-namespace fusedsl::graph {
+namespace fusedsl {
+namespace expr {
+
+using graph::builder;
+using graph::prune;
 
 namespace detail {
 
@@ -60,7 +65,7 @@ template <class... Ts> struct emitter<type_list<Ts...>> {
   static constexpr int emit_one(builder& b, const std::array<int, sizeof...(Ts) + 1>& ids, int placeholder_id,
                                 type_list<Os...>) {
     if constexpr (is_placeholder<T>) {
-      if (placeholder_id < 0) fail("graph: a placeholder outside a block body");
+      if (placeholder_id < 0) graph::fail("graph: a placeholder outside a block body");
       return placeholder_id;
     } else {
       return T::emit(b, std::array<int, sizeof...(Os)>{ids[index_of<Os, order>::value]...});
@@ -85,36 +90,6 @@ constexpr int emit_expression(builder& b, int placeholder_id = -1) {
   return ids[detail::index_of<E, order>::value];
 }
 
-// Keep only nodes reachable from the outputs and region results; ids are renumbered in order.
-constexpr void prune(builder& b) {
-  std::vector<bool> live(b.nodes.size(), false);
-  for (int o : b.outputs) live[std::size_t(o)] = true;
-  for (const region_info& r : b.regions) {
-    if (r.result >= 0) live[std::size_t(r.result)] = true;
-    if (r.placeholder >= 0) live[std::size_t(r.placeholder)] = true;
-  }
-  for (int i = b.size() - 1; i >= 0; --i) {
-    if (!live[std::size_t(i)]) continue;
-    const node& n = b.nodes[std::size_t(i)];
-    for (int k = 0; k < n.n_in; ++k) live[std::size_t(n.in[std::size_t(k)])] = true;
-  }
-  std::vector<int> remap(b.nodes.size(), -1);
-  std::vector<node> kept;
-  for (std::size_t i = 0; i < b.nodes.size(); ++i) {
-    if (!live[i]) continue;
-    node n = b.nodes[i];
-    for (int k = 0; k < n.n_in; ++k) n.in[std::size_t(k)] = remap[std::size_t(n.in[std::size_t(k)])];
-    remap[i] = int(kept.size());
-    kept.push_back(n);
-  }
-  b.nodes = kept;
-  for (int& o : b.outputs) o = remap[std::size_t(o)];
-  for (region_info& r : b.regions) {
-    if (r.result >= 0) r.result = remap[std::size_t(r.result)];
-    if (r.placeholder >= 0) r.placeholder = remap[std::size_t(r.placeholder)];
-  }
-}
-
 template <expression... Outs>
 struct flattened {
   static_assert(sizeof...(Outs) >= 1, "flatten: needs at least one output");
@@ -132,15 +107,17 @@ struct flattened {
     build(b);
     return b.nodes.size();
   }();
-  static constexpr graph<size> value = [] {
+  static constexpr graph::graph<size> value = [] {
     builder b;
     build(b);
     return b.template freeze<size>();
   }();
 };
 
+}  // namespace expr
+
 // The node table of one or more outputs: merged, pruned, topologically ordered.
 template <expression... Outs>
-constexpr const auto& flatten(Outs...) { return flattened<Outs...>::value; }
+constexpr const auto& flatten(Outs...) { return expr::flattened<Outs...>::value; }
 
-}  // namespace fusedsl::graph
+}  // namespace fusedsl

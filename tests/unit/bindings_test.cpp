@@ -6,7 +6,7 @@ namespace {
 
 constexpr auto x = fd::input<"x", float, 4, 8>();
 constexpr auto w = fd::param<"w", float, 8, 3>();
-constexpr auto& g = fd::graph::flatten(fd::matmul(x, w));
+constexpr auto& g = fd::flatten(fd::matmul(x, w));
 
 }  // namespace
 
@@ -76,7 +76,7 @@ TEST_CASE("binding errors are fusedsl errors and std::runtime_errors") {
 
 TEST_CASE("per-layer params of a stack are checked under their full names") {
   constexpr auto body = fd::nn::block([](auto h) { return fd::nn::linear<"fc", 8>(h); });
-  constexpr auto& gs = fd::graph::flatten(fd::nn::stack<"layers", 2>(body, x));
+  constexpr auto& gs = fd::flatten(fd::nn::stack<"layers", 2>(body, x));
   fd::reference::evaluator ev{gs};
   auto wrong = test::random_tensor<float, 8, 4>(3);
   CHECK_THROWS_WITH_AS(ev.bind("layers.1.fc.w", wrong),
@@ -125,7 +125,7 @@ TEST_CASE("a malformed node table is a graph_error naming the node, before anyth
     CHECK_THROWS_AS(fd::reference::evaluator{broken}, fd::graph::graph_error);
   }
   SUBCASE("a slice past the end") {
-    constexpr auto& gs = fd::graph::flatten(fd::slice<1, 0, 4>(x));
+    constexpr auto& gs = fd::flatten(fd::slice<1, 0, 4>(x));
     auto bad = gs;
     bad.nodes[1].end = 12;
     bad.nodes[1].shape = fd::make_dims(4, 12);
@@ -134,7 +134,7 @@ TEST_CASE("a malformed node table is a graph_error naming the node, before anyth
   }
   SUBCASE("a composite whose gamma is not a vector of the last axis (ids are the caller's)") {
     constexpr auto gm = fd::param<"g", float, 8>();
-    constexpr auto& gl = fd::graph::flatten(fd::rmsnorm(fd::exp(x), gm));
+    constexpr auto& gl = fd::flatten(fd::rmsnorm(fd::exp(x), gm));
     auto bad = gl;  // x, exp, g, rmsnorm
     bad.nodes[2].shape = fd::make_dims(4);
     CHECK_THROWS_WITH_AS(fd::reference::evaluator{bad}, doctest::Contains("node %3 (rmsnorm"),

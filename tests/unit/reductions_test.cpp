@@ -42,7 +42,7 @@ std::vector<double> expected(const fd::tensor<float, 3, 4, 5>& xv, int axis, kin
 
 template <int Axis, bool Keep>
 void check_axis(const fd::tensor<float, 3, 4, 5>& xv) {
-  auto outs = fd::reference::run(fd::graph::flatten(fd::sum<Axis, Keep>(x), fd::mean<Axis, Keep>(x),
+  auto outs = fd::reference::run(fd::flatten(fd::sum<Axis, Keep>(x), fd::mean<Axis, Keep>(x),
                                                     fd::max<Axis, Keep>(x), fd::min<Axis, Keep>(x)),
                                  {{"x", xv.ref()}});
   REQUIRE(outs.size() == 4);
@@ -80,7 +80,7 @@ TEST_CASE("a rank-1 reduction gives a scalar, and a keepdims result broadcasts b
   auto vv = test::random_tensor<float, 8>(3);
   // x - mean(x, keepdims): a centred row, the broadcast a norm layer needs.
   auto xv = test::random_tensor<float, 3, 4, 5>(4);
-  auto outs = fd::reference::run(fd::graph::flatten(fd::sum<0>(v), x - fd::mean<2, true>(x)),
+  auto outs = fd::reference::run(fd::flatten(fd::sum<0>(v), x - fd::mean<2, true>(x)),
                                  {{"v", vv}, {"x", xv}});
   double s = 0;
   for (int i = 0; i < 8; ++i) s += vv[i];
@@ -102,7 +102,7 @@ TEST_CASE("max and min propagate NaN; -inf and +inf are ordinary extremes") {
   xv(0, 1, 2) = std::numeric_limits<float>::quiet_NaN();
   xv(1, 2, 3) = std::numeric_limits<float>::infinity();
   xv(2, 3, 4) = -std::numeric_limits<float>::infinity();
-  auto outs = fd::reference::run(fd::graph::flatten(fd::max<2>(x), fd::min<2>(x), fd::sum<2>(x)),
+  auto outs = fd::reference::run(fd::flatten(fd::max<2>(x), fd::min<2>(x), fd::sum<2>(x)),
                                  {{"x", xv}});
   const auto mx = test::values(outs[0]), mn = test::values(outs[1]), sm = test::values(outs[2]);
   CHECK(std::isnan(mx[1 * 1 + 0]));  // row (0,1)
@@ -117,7 +117,7 @@ TEST_CASE("a bf16 reduction accumulates in f32 and rounds once") {
   constexpr auto b = fd::input<"x", fd::bf16, 4, 64>();
   fd::tensor<fd::bf16, 4, 64> bv;
   for (int i = 0; i < 256; ++i) bv[i] = fd::bf16(1.0f + float(i % 64) / 64.0f);
-  auto out = fd::reference::run(fd::graph::flatten(fd::sum<1>(b)), {{"x", bv}});
+  auto out = fd::reference::run(fd::flatten(fd::sum<1>(b)), {{"x", bv}});
   REQUIRE(out[0].type() == fd::dtype::bf16);
   for (int r = 0; r < 4; ++r) {
     float acc = 0;
@@ -129,10 +129,10 @@ TEST_CASE("a bf16 reduction accumulates in f32 and rounds once") {
 TEST_CASE("integer reductions: sum, max and min of i32 are exact") {
   constexpr auto i = fd::iota<std::int32_t, 1, 3, 6>();
   auto outs =
-      fd::reference::run(fd::graph::flatten(fd::sum<1>(i), fd::max<1>(i), fd::min<0>(i)), {});
+      fd::reference::run(fd::flatten(fd::sum<1>(i), fd::max<1>(i), fd::min<0>(i)), {});
   test::check_close(outs[0], {15, 15, 15}, 0);
   test::check_close(outs[1], {5, 5, 5}, 0);
   test::check_close(outs[2], {0, 1, 2, 3, 4, 5}, 0);
-  CHECK_THROWS_WITH_AS(fd::reference::run(fd::graph::flatten(fd::mean<1>(i)), {}),
+  CHECK_THROWS_WITH_AS(fd::reference::run(fd::flatten(fd::mean<1>(i)), {}),
                        doctest::Contains("reduce_mean: needs a floating-point operand"), fd::error);
 }

@@ -31,7 +31,7 @@ TEST_CASE("2-D matmul, with either or both operands read transposed") {
   constexpr auto at = fd::input<"at", float, K, M>();
   constexpr auto bt = fd::input<"bt", float, N, K>();
   auto outs = fd::reference::run(
-      fd::graph::flatten(fd::matmul(a, b), fd::matmul<true, false>(at, b),
+      fd::flatten(fd::matmul(a, b), fd::matmul<true, false>(at, b),
                          fd::matmul<false, true>(a, bt), fd::matmul<true, true>(at, bt)),
       {{"a", av}, {"b", bv}, {"at", atv}, {"bt", btv}});
   auto A = [&](int, int i, int p) { return av(i, p); };
@@ -50,7 +50,7 @@ TEST_CASE("batched matmul multiplies matching batch entries") {
   constexpr auto b = fd::input<"b", float, 2, 3, 4, 6>();
   auto av = test::random_tensor<float, 2, 3, 5, 4>(5);
   auto bv = test::random_tensor<float, 2, 3, 4, 6>(6);
-  auto out = fd::reference::run(fd::graph::flatten(fd::matmul(a, b)), {{"a", av}, {"b", bv}});
+  auto out = fd::reference::run(fd::flatten(fd::matmul(a, b)), {{"a", av}, {"b", bv}});
   CHECK(out[0].shape() == fd::make_dims(2, 3, 5, 6));
   auto want = loop_matmul(
       6, 5, 6, 4, [&](int t, int i, int p) { return av(t / 3, t % 3, i, p); },
@@ -64,7 +64,7 @@ TEST_CASE("batch axes broadcast: [2,1,5,4] x [3,6,4] (transposed) gives [2,3,5,6
   auto av = test::random_tensor<float, 2, 1, 5, 4>(7);
   auto bv = test::random_tensor<float, 3, 6, 4>(8);
   auto out =
-      fd::reference::run(fd::graph::flatten(fd::matmul<false, true>(a, b)), {{"a", av}, {"b", bv}});
+      fd::reference::run(fd::flatten(fd::matmul<false, true>(a, b)), {{"a", av}, {"b", bv}});
   CHECK(out[0].shape() == fd::make_dims(2, 3, 5, 6));
   auto want = loop_matmul(
       6, 5, 6, 4, [&](int t, int i, int p) { return av(t / 3, 0, i, p); },
@@ -77,7 +77,7 @@ TEST_CASE("a matrix times a batch of matrices: [8,4] x [3,4,5]") {
   constexpr auto b = fd::input<"b", float, 3, 4, 5>();
   auto av = test::random_tensor<float, 8, 4>(9);
   auto bv = test::random_tensor<float, 3, 4, 5>(10);
-  auto out = fd::reference::run(fd::graph::flatten(fd::matmul(a, b)), {{"a", av}, {"b", bv}});
+  auto out = fd::reference::run(fd::flatten(fd::matmul(a, b)), {{"a", av}, {"b", bv}});
   CHECK(out[0].shape() == fd::make_dims(3, 8, 5));
   auto want = loop_matmul(
       3, 8, 5, 4, [&](int, int i, int p) { return av(i, p); },
@@ -94,7 +94,7 @@ TEST_CASE("bf16 matmul multiplies in f32 and rounds the result to bf16") {
   auto bf = test::random_tensor<float, 32, 3>(12);
   for (int i = 0; i < 128; ++i) av[i] = fd::bf16(af[i]);
   for (int i = 0; i < 96; ++i) bv[i] = fd::bf16(bf[i]);
-  auto out = fd::reference::run(fd::graph::flatten(fd::matmul(a, b)), {{"a", av}, {"b", bv}});
+  auto out = fd::reference::run(fd::flatten(fd::matmul(a, b)), {{"a", av}, {"b", bv}});
   REQUIRE(out[0].type() == fd::dtype::bf16);
   auto want = loop_matmul(
       1, 4, 3, 32, [&](int, int i, int p) { return float(av(i, p)); },

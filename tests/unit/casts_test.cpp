@@ -75,7 +75,7 @@ TEST_CASE("cast nodes round f32 to bf16 and f16 exactly as the core conversions 
                            -1e-3f,
                            1e30f};
   for (int i = 0; i < 16; ++i) xv[i] = picks[i];
-  auto outs = fd::reference::run(fd::graph::flatten(fd::cast<fd::bf16>(x), fd::cast<fd::f16>(x),
+  auto outs = fd::reference::run(fd::flatten(fd::cast<fd::bf16>(x), fd::cast<fd::f16>(x),
                                                     fd::cast<float>(fd::cast<fd::bf16>(x)),
                                                     fd::cast<fd::f16>(fd::cast<fd::bf16>(x))),
                                  {{"x", xv}});
@@ -100,7 +100,7 @@ TEST_CASE("casts to i32 truncate toward zero and saturate; NaN gives 0; pred is 
   const float picks[8] = {2.7f, -2.7f, 1e10f, -1e10f, std::numeric_limits<float>::quiet_NaN(),
                           inf,  0.0f,  -0.0f};
   for (int i = 0; i < 8; ++i) xv[i] = picks[i];
-  auto outs = fd::reference::run(fd::graph::flatten(fd::cast<std::int32_t>(x), fd::cast<bool>(x)),
+  auto outs = fd::reference::run(fd::flatten(fd::cast<std::int32_t>(x), fd::cast<bool>(x)),
                                  {{"x", xv}});
   REQUIRE(outs[0].type() == fd::dtype::i32);
   const std::int32_t want[8] = {2, -2, 2147483647, -2147483647 - 1, 0, 2147483647, 0, 0};
@@ -111,7 +111,7 @@ TEST_CASE("casts to i32 truncate toward zero and saturate; NaN gives 0; pred is 
 
 TEST_CASE("i32 and pred cast to floating types as their values") {
   constexpr auto i = fd::iota<std::int32_t, 0, 5>();
-  auto outs = fd::reference::run(fd::graph::flatten(fd::cast<float>(i), fd::cast<fd::f16>(i),
+  auto outs = fd::reference::run(fd::flatten(fd::cast<float>(i), fd::cast<fd::f16>(i),
                                                     fd::cast<float>(i > fd::lit<2.0>)),
                                  {});
   test::check_close(outs[0], {0, 1, 2, 3, 4}, 0);

@@ -8,7 +8,7 @@ constexpr auto x = fd::input<"x", float, 2, 3, 4>();
 
 template <int P0, int P1, int P2>
 void check_permute(fd::tensor<float, 2, 3, 4>& xv) {
-  auto out = fd::reference::run(fd::graph::flatten(fd::permute<P0, P1, P2>(x)), {{"x", xv}});
+  auto out = fd::reference::run(fd::flatten(fd::permute<P0, P1, P2>(x)), {{"x", xv}});
   const int n[3] = {2, 3, 4};
   const int p[3] = {P0, P1, P2};
   CHECK(out[0].shape() == fd::make_dims(n[P0], n[P1], n[P2]));
@@ -39,7 +39,7 @@ TEST_CASE("permute moves output axis j to input axis perm[j], for every permutat
 TEST_CASE("transpose swaps the last two axes of a rank-4 tensor") {
   constexpr auto y = fd::input<"y", float, 2, 3, 4, 5>();
   auto yv = test::random_tensor<float, 2, 3, 4, 5>(2);
-  auto out = fd::reference::run(fd::graph::flatten(fd::transpose(y)), {{"y", yv}});
+  auto out = fd::reference::run(fd::flatten(fd::transpose(y)), {{"y", yv}});
   CHECK(out[0].shape() == fd::make_dims(2, 3, 5, 4));
   std::vector<double> want;
   for (int a = 0; a < 2; ++a)
@@ -52,7 +52,7 @@ TEST_CASE("transpose swaps the last two axes of a rank-4 tensor") {
 TEST_CASE("reshape keeps the row-major element order") {
   auto xv = test::random_tensor<float, 2, 3, 4>(3);
   auto out =
-      fd::reference::run(fd::graph::flatten(fd::reshape<6, 4>(x), fd::reshape<24>(x)), {{"x", xv}});
+      fd::reference::run(fd::flatten(fd::reshape<6, 4>(x), fd::reshape<24>(x)), {{"x", xv}});
   CHECK(out[0].shape() == fd::make_dims(6, 4));
   CHECK(out[1].shape() == fd::make_dims(24));
   std::vector<double> want(xv.span().begin(), xv.span().end());
@@ -62,7 +62,7 @@ TEST_CASE("reshape keeps the row-major element order") {
 
 TEST_CASE("slice takes [begin, end) along one axis, for each axis") {
   auto xv = test::random_tensor<float, 2, 3, 4>(4);
-  auto outs = fd::reference::run(fd::graph::flatten(fd::slice<0, 1, 2>(x), fd::slice<1, 1, 3>(x),
+  auto outs = fd::reference::run(fd::flatten(fd::slice<0, 1, 2>(x), fd::slice<1, 1, 3>(x),
                                                     fd::slice<2, 1, 3>(x), fd::slice<-1, 0, 1>(x)),
                                  {{"x", xv}});
   std::vector<double> w0, w1, w2, w3;
@@ -93,7 +93,7 @@ TEST_CASE("concat joins operands of different lengths along any axis") {
   auto bv = test::random_tensor<float, 2, 1>(6);
   auto cv = test::random_tensor<float, 2, 2>(7);
   auto dv = test::random_tensor<float, 1, 3>(8);
-  auto outs = fd::reference::run(fd::graph::flatten(fd::concat<1>(a, b, c), fd::concat<0>(a, d, a)),
+  auto outs = fd::reference::run(fd::flatten(fd::concat<1>(a, b, c), fd::concat<0>(a, d, a)),
                                  {{"a", av}, {"b", bv}, {"c", cv}, {"d", dv}});
   CHECK(outs[0].shape() == fd::make_dims(2, 6));
   CHECK(outs[1].shape() == fd::make_dims(5, 3));
@@ -115,7 +115,7 @@ TEST_CASE("concat joins operands of different lengths along any axis") {
 TEST_CASE("broadcast_to repeats size-1 and missing axes") {
   constexpr auto r = fd::input<"r", float, 3, 1>();
   auto rv = test::random_tensor<float, 3, 1>(9);
-  auto out = fd::reference::run(fd::graph::flatten(fd::broadcast_to<2, 3, 4>(r)), {{"r", rv}});
+  auto out = fd::reference::run(fd::flatten(fd::broadcast_to<2, 3, 4>(r)), {{"r", rv}});
   CHECK(out[0].shape() == fd::make_dims(2, 3, 4));
   std::vector<double> want;
   for (int a = 0; a < 2; ++a)
@@ -131,7 +131,7 @@ TEST_CASE("structural ops copy bf16 and pred elements bit for bit") {
   hv[5] = fd::bf16::from_bits(0x7fc1);  // a NaN with a payload survives a copy
   constexpr auto mask = fd::iota<std::int32_t, 0, 3, 4>() > fd::iota<std::int32_t, 1, 3, 4>();
   auto outs = fd::reference::run(
-      fd::graph::flatten(fd::transpose(h), fd::slice<1, 1, 3>(fd::transpose(mask))), {{"h", hv}});
+      fd::flatten(fd::transpose(h), fd::slice<1, 1, 3>(fd::transpose(mask))), {{"h", hv}});
   REQUIRE(outs[0].type() == fd::dtype::bf16);
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 4; ++j) CHECK(outs[0].data<fd::bf16>()[j * 3 + i].bits == hv(i, j).bits);

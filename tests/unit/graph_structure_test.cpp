@@ -47,7 +47,7 @@ constexpr auto y = fd::input<"y", float, 128, 128>();
 }  // namespace
 
 TEST_CASE("identical subexpressions merge into one node") {
-  constexpr auto& g = fd::graph::flatten(fd::exp(x) * fd::exp(x) + x * y);
+  constexpr auto& g = fd::flatten(fd::exp(x) * fd::exp(x) + x * y);
   static_assert(g.size() == 6);  // x, exp, mul, y, mul, add
   static_assert(count(g, op_kind::exp) == 1);
   static_assert(count(g, op_kind::input) == 2);
@@ -55,7 +55,7 @@ TEST_CASE("identical subexpressions merge into one node") {
   // The same param named twice is one node; two outputs share their common part.
   constexpr auto w = fd::param<"w", float, 128, 128>();
   constexpr auto& g2 =
-      fd::graph::flatten(fd::matmul(x, w) + fd::matmul(x, w), fd::relu(fd::matmul(x, w)));
+      fd::flatten(fd::matmul(x, w) + fd::matmul(x, w), fd::relu(fd::matmul(x, w)));
   static_assert(count(g2, op_kind::param) == 1);
   static_assert(count(g2, op_kind::matmul) == 1);
   static_assert(g2.n_outputs == 2);
@@ -63,7 +63,7 @@ TEST_CASE("identical subexpressions merge into one node") {
 }
 
 TEST_CASE("a post-LN block flattens to 47 nodes: 8 matmuls, 16 params, 2 layernorms, 1 softmax") {
-  constexpr auto& g = fd::graph::flatten(fd::nn::transformer_block<fd::nn::post_ln, 4, 512>(x));
+  constexpr auto& g = fd::flatten(fd::nn::transformer_block<fd::nn::post_ln, 4, 512>(x));
   static_assert(count(g, op_kind::matmul) == 8);  // q, k, v, o, scores, p @ v, fc1, fc2
   static_assert(count(g, op_kind::param) ==
                 16);  // 4 x (w, b) attention, 2 x (w, b) ffn, 2 x (gamma, beta)
@@ -84,7 +84,7 @@ TEST_CASE("a post-LN block flattens to 47 nodes: 8 matmuls, 16 params, 2 layerno
 
 TEST_CASE("causal grouped-query attention adds the mask and the head grouping, nothing else") {
   constexpr auto& g =
-      fd::graph::flatten(fd::nn::transformer_block<fd::nn::pre_ln, 4, 512, 2, true>(x));
+      fd::flatten(fd::nn::transformer_block<fd::nn::pre_ln, 4, 512, 2, true>(x));
   // 47 + 2 reshapes for the grouping (queries into kv groups, the output back to heads)
   // + 7 for the mask (reshape, 2 iotas, ge, -inf, select, reshape back).
   static_assert(g.size() == 47 + 2 + 7);
@@ -99,8 +99,8 @@ TEST_CASE("causal grouped-query attention adds the mask and the head grouping, n
 
 TEST_CASE("a stack is one body region and one repeat node, whatever its depth") {
   constexpr auto blk = fd::nn::transformer_block<fd::nn::post_ln, 4, 512>;
-  constexpr auto& g2 = fd::graph::flatten(fd::nn::stack<"layers", 2>(blk, x));
-  constexpr auto& g12 = fd::graph::flatten(fd::nn::stack<"layers", 12>(blk, x));
+  constexpr auto& g2 = fd::flatten(fd::nn::stack<"layers", 2>(blk, x));
+  constexpr auto& g12 = fd::flatten(fd::nn::stack<"layers", 12>(blk, x));
   static_assert(g2.size() ==
                 49);  // x and repeat in the main graph; placeholder and 46 nodes in the body
   static_assert(g12.size() == g2.size());
@@ -118,7 +118,7 @@ TEST_CASE("a stack is one body region and one repeat node, whatever its depth") 
 TEST_CASE("required_bindings names each layer's params <prefix>.<i>.<param>, in reading order") {
   constexpr auto blk = fd::nn::transformer_block<fd::nn::post_ln, 4, 512>;
   const auto specs =
-      fd::reference::required_bindings(fd::graph::flatten(fd::nn::stack<"layers", 3>(blk, x)));
+      fd::reference::required_bindings(fd::flatten(fd::nn::stack<"layers", 3>(blk, x)));
   REQUIRE(specs.size() == 1 + 3 * 16);
   CHECK(specs[0].name == "x");
   CHECK(specs[0].kind == op_kind::input);
@@ -155,7 +155,7 @@ TEST_CASE("prune drops nodes no output reads and renumbers the rest in order") {
 TEST_CASE("to_text prints one line per node with dtype, shape, operands and outputs") {
   constexpr auto a = fd::input<"a", float, 4, 8>();
   constexpr auto w = fd::param<"w", float, 8, 3>();
-  const std::string text = fd::graph::to_text(fd::graph::flatten(fd::softmax(fd::matmul(a, w))));
+  const std::string text = fd::graph::to_text(fd::flatten(fd::softmax(fd::matmul(a, w))));
   CHECK(text.find("graph {\n") == 0);
   CHECK(text.find("  %0 = input \"a\" f32[4,8]\n") != std::string::npos);
   CHECK(text.find("  %1 = param \"w\" f32[8,3]\n") != std::string::npos);
@@ -166,7 +166,7 @@ TEST_CASE("to_text prints one line per node with dtype, shape, operands and outp
 TEST_CASE("to_dot draws nodes, edges, and a stack's body as a cluster") {
   constexpr auto blk = fd::nn::block([](auto h) { return h + fd::relu(h); });
   constexpr auto a = fd::input<"a", float, 4, 8>();
-  const std::string dot = fd::graph::to_dot(fd::graph::flatten(fd::nn::stack<"l", 3>(blk, a)));
+  const std::string dot = fd::graph::to_dot(fd::flatten(fd::nn::stack<"l", 3>(blk, a)));
   CHECK(dot.find("digraph fusedsl {") == 0);
   CHECK(dot.find("subgraph cluster_region1 {") != std::string::npos);
   CHECK(dot.find("n2 [label=\"%2 relu\\nf32[4,8]\"];") != std::string::npos);

@@ -34,7 +34,7 @@ constexpr auto x = fd::input<"x", float, 4, 8>();
 }  // namespace
 
 TEST_CASE("softmax expands to max, guarded shift, exp, sum, guarded divide") {
-  constexpr auto& g = fd::graph::flatten(fd::softmax(x));
+  constexpr auto& g = fd::flatten(fd::softmax(x));
   constexpr auto& e = fd::graph::expand<g>();
   static_assert(ops_are(e, std::array{op_kind::input, op_kind::reduce_max, op_kind::constant,
                                       op_kind::eq, op_kind::constant, op_kind::select, op_kind::sub,
@@ -48,7 +48,7 @@ TEST_CASE("softmax expands to max, guarded shift, exp, sum, guarded divide") {
 }
 
 TEST_CASE("log_softmax expands to (x - m') - log(s')") {
-  constexpr auto& g = fd::graph::flatten(fd::log_softmax<0>(x));
+  constexpr auto& g = fd::flatten(fd::log_softmax<0>(x));
   constexpr auto& e = fd::graph::expand<g>();
   static_assert(only_primitives(e));
   static_assert(e[e.outputs[0]].op == op_kind::sub);
@@ -62,7 +62,7 @@ TEST_CASE(
     "without centring") {
   constexpr auto gm = fd::param<"g", float, 8>();
   constexpr auto bt = fd::param<"b", float, 8>();
-  constexpr auto& g = fd::graph::flatten(fd::layernorm<1e-3>(x, gm, bt), fd::rmsnorm(x, gm));
+  constexpr auto& g = fd::flatten(fd::layernorm<1e-3>(x, gm, bt), fd::rmsnorm(x, gm));
   constexpr auto& e = fd::graph::expand<g>();
   static_assert(only_primitives(e));
   static_assert(count(e, op_kind::reduce_mean) == 3);  // mean and variance; mean square
@@ -85,7 +85,7 @@ TEST_CASE(
 TEST_CASE("expanding a stack keeps its body a region and expands the composites inside it") {
   constexpr auto blk = fd::nn::transformer_block<fd::nn::post_ln, 4, 64>;
   constexpr auto a = fd::input<"x", float, 16, 32>();
-  constexpr auto& g = fd::graph::flatten(fd::nn::stack<"layers", 4>(blk, a));
+  constexpr auto& g = fd::flatten(fd::nn::stack<"layers", 4>(blk, a));
   constexpr auto& e = fd::graph::expand<g>();
   static_assert(only_primitives(e));
   static_assert(e.n_regions == 2);
@@ -101,7 +101,7 @@ TEST_CASE("expanding a stack keeps its body a region and expands the composites 
 TEST_CASE("expand gives the same table at run time as in constant evaluation") {
   constexpr auto blk = fd::nn::transformer_block<fd::nn::pre_ln, 4, 64, 2, true>;
   constexpr auto a = fd::input<"x", float, 16, 32>();
-  constexpr auto& g = fd::graph::flatten(blk(a));
+  constexpr auto& g = fd::flatten(blk(a));
   constexpr auto& e = fd::graph::expand<g>();
   const fd::graph::builder b = fd::graph::expand(g);
   REQUIRE(b.size() == e.size());
@@ -119,7 +119,7 @@ TEST_CASE(
   constexpr auto by_hand = ex / fd::where(fd::eq(s, fd::lit<0.0>), fd::lit<1.0>, s);
   auto xv = test::random_tensor<float, 4, 8>(3, -5, 5);
   xv(2, 0) = -std::numeric_limits<float>::infinity();
-  auto a = fd::reference::run(fd::graph::flatten(fd::softmax(x)), {{"x", xv}});
-  auto b = fd::reference::run(fd::graph::flatten(by_hand), {{"x", xv}});
+  auto a = fd::reference::run(fd::flatten(fd::softmax(x)), {{"x", xv}});
+  auto b = fd::reference::run(fd::flatten(by_hand), {{"x", xv}});
   for (int i = 0; i < 32; ++i) CHECK(a[0].data<float>()[i] == b[0].data<float>()[i]);
 }

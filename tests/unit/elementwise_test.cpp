@@ -14,12 +14,12 @@ constexpr auto y = fd::input<"y", float, 6, 7>();
 
 template <class E>
 fd::dynamic_tensor eval1(E e, fd::tensor_ref xv) {
-  auto outs = fd::reference::run(fd::graph::flatten(e), {{"x", xv}});
+  auto outs = fd::reference::run(fd::flatten(e), {{"x", xv}});
   return std::move(outs.at(0));
 }
 template <class E>
 fd::dynamic_tensor eval2(E e, fd::tensor_ref xv, fd::tensor_ref yv) {
-  auto outs = fd::reference::run(fd::graph::flatten(e), {{"x", xv}, {"y", yv}});
+  auto outs = fd::reference::run(fd::flatten(e), {{"x", xv}, {"y", yv}});
   return std::move(outs.at(0));
 }
 
@@ -232,7 +232,7 @@ TEST_CASE("i32 arithmetic is exact and integer division by zero is an error nami
   constexpr auto i = fd::iota<std::int32_t, 0, 3, 4>();
   constexpr auto j = fd::iota<std::int32_t, 1, 3, 4>();
   auto outs =
-      fd::reference::run(fd::graph::flatten(i * fd::lit<10.0> + j, fd::max(i, j), i - j), {});
+      fd::reference::run(fd::flatten(i * fd::lit<10.0> + j, fd::max(i, j), i - j), {});
   std::vector<double> a(12), b(12), c(12);
   for (int r = 0; r < 3; ++r)
     for (int k = 0; k < 4; ++k) {
@@ -245,7 +245,7 @@ TEST_CASE("i32 arithmetic is exact and integer division by zero is an error nami
   test::check_close(outs[0], a, 0);
   test::check_close(outs[1], b, 0);
   test::check_close(outs[2], c, 0);
-  CHECK_THROWS_WITH_AS(fd::reference::run(fd::graph::flatten(i / j), {}),
+  CHECK_THROWS_WITH_AS(fd::reference::run(fd::flatten(i / j), {}),
                        doctest::Contains("integer division by zero"), fd::error);
 }
 

@@ -33,19 +33,19 @@ std::vector<double> softmax_ref(const fd::tensor<float, 3, 4, 5>& xv, int axis, 
 TEST_CASE("softmax along each axis matches exp(x - max) / sum") {
   auto xv = test::random_tensor<float, 3, 4, 5>(1, -4, 4);
   auto outs = fd::reference::run(
-      fd::graph::flatten(fd::softmax<0>(x), fd::softmax<1>(x), fd::softmax<2>(x)), {{"x", xv}});
+      fd::flatten(fd::softmax<0>(x), fd::softmax<1>(x), fd::softmax<2>(x)), {{"x", xv}});
   REQUIRE(outs.size() == 3);
   test::check_close(outs[0], softmax_ref(xv, 0, false), 1e-6, 1e-5);
   test::check_close(outs[1], softmax_ref(xv, 1, false), 1e-6, 1e-5);
   test::check_close(outs[2], softmax_ref(xv, 2, false), 1e-6, 1e-5);
-  auto last = fd::reference::run(fd::graph::flatten(fd::softmax(x)),
+  auto last = fd::reference::run(fd::flatten(fd::softmax(x)),
                                  {{"x", xv}});  // the default axis is the last
   test::check_close(last[0], softmax_ref(xv, 2, false), 1e-6, 1e-5);
 }
 
 TEST_CASE("log_softmax matches x - max - log(sum)") {
   auto xv = test::random_tensor<float, 3, 4, 5>(2, -4, 4);
-  auto outs = fd::reference::run(fd::graph::flatten(fd::log_softmax<1>(x), fd::log_softmax(x)),
+  auto outs = fd::reference::run(fd::flatten(fd::log_softmax<1>(x), fd::log_softmax(x)),
                                  {{"x", xv}});
   test::check_close(outs[0], softmax_ref(xv, 1, true), 1e-5, 1e-5);
   test::check_close(outs[1], softmax_ref(xv, 2, true), 1e-5, 1e-5);
@@ -54,7 +54,7 @@ TEST_CASE("log_softmax matches x - max - log(sum)") {
 TEST_CASE("softmax is stable for large logits") {
   auto xv =
       test::random_tensor<float, 3, 4, 5>(3, 80, 100);  // exp(100) overflows f32 without the shift
-  auto out = fd::reference::run(fd::graph::flatten(fd::softmax(x)), {{"x", xv}});
+  auto out = fd::reference::run(fd::flatten(fd::softmax(x)), {{"x", xv}});
   test::check_close(out[0], softmax_ref(xv, 2, false), 1e-6, 1e-5);
 }
 
@@ -66,7 +66,7 @@ TEST_CASE("a softmax row that is entirely -inf under a mask gives zeros; log_sof
   fd::tensor<bool, 4, 6> kv;
   for (int r = 0; r < 4; ++r)
     for (int j = 0; j < 6; ++j) kv(r, j) = r != 2 && j <= r + 1;  // row 2 keeps nothing
-  auto outs = fd::reference::run(fd::graph::flatten(fd::softmax(masked), fd::log_softmax(masked)),
+  auto outs = fd::reference::run(fd::flatten(fd::softmax(masked), fd::log_softmax(masked)),
                                  {{"s", sv}, {"keep", kv}});
   std::vector<double> want(24), want_log(24);
   for (int r = 0; r < 4; ++r) {
@@ -89,7 +89,7 @@ TEST_CASE("a softmax row that is entirely -inf under a mask gives zeros; log_sof
 TEST_CASE("NaN anywhere in a row makes that softmax row NaN and leaves the others alone") {
   auto xv = test::random_tensor<float, 3, 4, 5>(5);
   xv(1, 2, 3) = std::numeric_limits<float>::quiet_NaN();
-  auto out = fd::reference::run(fd::graph::flatten(fd::softmax(x)), {{"x", xv}});
+  auto out = fd::reference::run(fd::flatten(fd::softmax(x)), {{"x", xv}});
   const auto p = test::values(out[0]);
   for (int j = 0; j < 5; ++j)
     CHECK(std::isnan(p[std::size_t(test::offset(fd::make_dims(3, 4, 5), {1, 2, j}))]));
@@ -104,7 +104,7 @@ TEST_CASE("layernorm and rmsnorm match their formulas over the last axis") {
   auto gv = test::random_tensor<float, 5>(7, 0.5f, 1.5f);
   auto bv = test::random_tensor<float, 5>(8);
   auto outs = fd::reference::run(
-      fd::graph::flatten(fd::layernorm(x, g, b), fd::rmsnorm(x, g), fd::layernorm<0.5>(x, g, b)),
+      fd::flatten(fd::layernorm(x, g, b), fd::rmsnorm(x, g), fd::layernorm<0.5>(x, g, b)),
       {{"x", xv}, {"g", gv}, {"b", bv}});
   std::vector<double> ln(60), rms(60), ln_big_eps(60);
   for (int r = 0; r < 12; ++r) {
@@ -133,7 +133,7 @@ TEST_CASE("a constant row normalises to beta (variance 0 meets eps)") {
   for (int i = 0; i < 60; ++i) xv[i] = 7.0f;
   auto gv = test::random_tensor<float, 5>(9);
   auto bv = test::random_tensor<float, 5>(10);
-  auto out = fd::reference::run(fd::graph::flatten(fd::layernorm(x, g, b)),
+  auto out = fd::reference::run(fd::flatten(fd::layernorm(x, g, b)),
                                 {{"x", xv}, {"g", gv}, {"b", bv}});
   std::vector<double> want(60);
   for (int i = 0; i < 60; ++i) want[std::size_t(i)] = bv[i % 5];
@@ -152,7 +152,7 @@ TEST_CASE("bf16 softmax and layernorm stay within bf16 rounding of the f32 resul
     gv[i] = fd::bf16(1.0f + float(i) / 64);
     bv[i] = fd::bf16(float(i) / 32 - 0.5f);
   }
-  auto outs = fd::reference::run(fd::graph::flatten(fd::softmax(h), fd::layernorm(h, g, b)),
+  auto outs = fd::reference::run(fd::flatten(fd::softmax(h), fd::layernorm(h, g, b)),
                                  {{"x", hv}, {"g", gv}, {"b", bv}});
   REQUIRE(outs[0].type() == fd::dtype::bf16);
   std::vector<double> sm(128), ln(128);
