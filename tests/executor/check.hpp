@@ -8,6 +8,7 @@
 
 #include "fusedsl/backend/cpu/executor.hpp"
 #include "fusedsl/backend/reference/evaluate.hpp"
+#include "fusedsl/fusedsl.hpp"
 
 namespace fusedsl::test {
 

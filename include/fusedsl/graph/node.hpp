@@ -10,53 +10,9 @@
 #include "fusedsl/core/dtype.hpp"
 #include "fusedsl/core/fixed_string.hpp"
 #include "fusedsl/core/shape.hpp"
+#include "fusedsl/graph/ops.hpp"
 
 namespace fusedsl::graph {
-
-enum class op_kind : std::uint8_t {
-  // leaves
-  input, param, constant, iota, placeholder,
-  // unary elementwise
-  neg, abs, exp, log, sqrt, rsqrt, tanh, erf, sigmoid, relu, gelu_erf, gelu_tanh, silu,
-  // binary elementwise (NumPy broadcasting)
-  add, sub, mul, div, max, min, pow,
-  // comparisons (result dtype boolean) and selection
-  eq, ne, lt, le, gt, ge, select,
-  cast,
-  // reductions over one axis
-  reduce_sum, reduce_mean, reduce_max, reduce_min,
-  // structure
-  matmul, transpose, reshape, slice, concat, broadcast,
-  // row composites (one node each; decomposed by graph::expand for consumers that need primitives)
-  softmax, log_softmax, layernorm, rmsnorm,
-  // a block body (a region of the table) applied `count` times, each with its own parameters
-  repeat,
-};
-
-constexpr std::string_view name_of(op_kind k) {
-  constexpr std::string_view names[] = {
-      "input", "param", "constant", "iota", "placeholder",
-      "neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "relu", "gelu_erf", "gelu_tanh", "silu",
-      "add", "sub", "mul", "div", "max", "min", "pow",
-      "eq", "ne", "lt", "le", "gt", "ge", "select",
-      "cast",
-      "reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
-      "matmul", "transpose", "reshape", "slice", "concat", "broadcast",
-      "softmax", "log_softmax", "layernorm", "rmsnorm",
-      "repeat"};
-  return names[std::size_t(k)];
-}
-
-constexpr bool is_leaf(op_kind k) { return k <= op_kind::placeholder; }
-constexpr bool is_unary(op_kind k) { return k >= op_kind::neg && k <= op_kind::silu; }
-constexpr bool is_binary(op_kind k) { return k >= op_kind::add && k <= op_kind::pow; }
-constexpr bool is_compare(op_kind k) { return k >= op_kind::eq && k <= op_kind::ge; }
-constexpr bool is_reduce(op_kind k) { return k >= op_kind::reduce_sum && k <= op_kind::reduce_min; }
-constexpr bool is_row_composite(op_kind k) { return k >= op_kind::softmax && k <= op_kind::rmsnorm; }
-// Elementwise: each output element depends on the same-index (broadcast) elements of the operands.
-constexpr bool is_elementwise(op_kind k) {
-  return is_unary(k) || is_binary(k) || is_compare(k) || k == op_kind::select || k == op_kind::cast;
-}
 
 inline constexpr int max_operands = 8;
 

@@ -1,6 +1,7 @@
 #pragma once
-// What each elementwise op computes on one f32 value: the one definition that every backend's
-// scalar path uses (the reference backend, the CPU interpreter), so they cannot drift apart.
+// The op table's bodies (graph/ops.hpp) on one f32 value, with the C library's functions: what the
+// CPU interpreter and the kernels' one-lane tails compute. The reference backend keeps formulas of
+// its own (backend/reference/kernels.hpp).
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -13,55 +14,61 @@ namespace fusedsl::graph::scalar {
 inline float nan_max(float x, float y) { return (x != x || y != y) ? x + y : (x > y ? x : y); }
 inline float nan_min(float x, float y) { return (x != x || y != y) ? x + y : (x < y ? x : y); }
 
+// The primitives of the op table for one float lane.
+struct math {
+  static float neg(float x) { return -x; }
+  static float abs(float x) { return std::fabs(x); }
+  static float exp(float x) { return std::exp(x); }
+  static float log(float x) { return std::log(x); }
+  static float sqrt(float x) { return std::sqrt(x); }
+  static float tanh(float x) { return std::tanh(x); }
+  static float erf(float x) { return std::erf(x); }
+  static float erfc(float x) { return std::erfc(x); }
+  static float pow(float x, float y) { return std::pow(x, y); }
+  static float max(float x, float y) { return nan_max(x, y); }
+  static float min(float x, float y) { return nan_min(x, y); }
+  static float eq(float x, float y) { return x == y ? 1.0f : 0.0f; }
+  static float ne(float x, float y) { return x != y ? 1.0f : 0.0f; }
+  static float lt(float x, float y) { return x < y ? 1.0f : 0.0f; }
+  static float le(float x, float y) { return x <= y ? 1.0f : 0.0f; }
+  static float select(float p, float a, float b) { return p != 0.0f ? a : b; }
+};
+
 inline float unary(op_kind k, float x) {
-  switch (k) {
-    case op_kind::neg: return -x;
-    case op_kind::abs: return std::fabs(x);
-    case op_kind::exp: return std::exp(x);
-    case op_kind::log: return std::log(x);
-    case op_kind::sqrt: return std::sqrt(x);
-    case op_kind::rsqrt: return 1.0f / std::sqrt(x);
-    case op_kind::tanh: return std::tanh(x);
-    case op_kind::erf: return std::erf(x);
-    case op_kind::sigmoid: return 1.0f / (1.0f + std::exp(-x));
-    case op_kind::relu: return x < 0.0f ? 0.0f : x;  // NaN stays NaN
-    // Both GELUs in forms that do not cancel for negative x, where 1 + erf and 1 + tanh lose
-    // every digit of a small result (6.5e5 and 4.8e6 ulp at x = -5 in float):
-    // x/2 (1 + erf(x / sqrt 2)) = x/2 erfc(-x / sqrt 2), x/2 (1 + tanh(u)) = x / (1 + e^(-2u)).
-    case op_kind::gelu_erf: return 0.5f * x * std::erfc(x * -0.70710678118654752f);
-    case op_kind::gelu_tanh: {
-      const float c = 0.79788456080286536f;  // sqrt(2 / pi)
-      return x / (1.0f + std::exp(-2.0f * c * (x + 0.044715f * x * x * x)));
-    }
-    case op_kind::silu: return x / (1.0f + std::exp(-x));
-    default: throw std::invalid_argument(std::string("not a unary op: ") + std::string(name_of(k)));
-  }
+  if (!is_unary(k) && k != op_kind::cast)
+    throw std::invalid_argument(std::string("not a unary op: ") + std::string(name_of(k)));
+  return visit_op(k, [&](auto c) -> float {
+    using T = op_traits<decltype(c)::value>;
+    if constexpr (is_unary(decltype(c)::value) || decltype(c)::value == op_kind::cast)
+      return T::template apply<math>(x);
+    else
+      return 0.0f;
+  });
 }
 
 // IEEE comparisons: every one but ne is false when an operand is NaN.
 inline bool compare(op_kind k, float x, float y) {
-  switch (k) {
-    case op_kind::eq: return x == y;
-    case op_kind::ne: return x != y;
-    case op_kind::lt: return x < y;
-    case op_kind::le: return x <= y;
-    case op_kind::gt: return x > y;
-    case op_kind::ge: return x >= y;
-    default: throw std::invalid_argument(std::string("not a comparison: ") + std::string(name_of(k)));
-  }
+  if (!is_compare(k))
+    throw std::invalid_argument(std::string("not a comparison: ") + std::string(name_of(k)));
+  return visit_op(k, [&](auto c) -> float {
+    if constexpr (is_compare(decltype(c)::value))
+      return op_traits<decltype(c)::value>::template apply<math>(x, y);
+    else
+      return 0.0f;
+  }) != 0.0f;
 }
 
+// A binary op or a comparison (1 or 0).
 inline float binary(op_kind k, float x, float y) {
-  switch (k) {
-    case op_kind::add: return x + y;
-    case op_kind::sub: return x - y;
-    case op_kind::mul: return x * y;
-    case op_kind::div: return x / y;
-    case op_kind::max: return nan_max(x, y);
-    case op_kind::min: return nan_min(x, y);
-    case op_kind::pow: return std::pow(x, y);
-    default: return compare(k, x, y) ? 1.0f : 0.0f;
-  }
+  if (!is_binary(k) && !is_compare(k))
+    throw std::invalid_argument(std::string("not a binary op: ") + std::string(name_of(k)));
+  return visit_op(k, [&](auto c) -> float {
+    constexpr op_kind K = decltype(c)::value;
+    if constexpr (is_binary(K) || is_compare(K))
+      return op_traits<K>::template apply<math>(x, y);
+    else
+      return 0.0f;
+  });
 }
 
 }  // namespace fusedsl::graph::scalar

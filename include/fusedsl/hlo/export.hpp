@@ -52,26 +52,10 @@ using graph::op_kind;
 
 // ---- which ops have an HLO mapping (checked at compile time) ----
 
+// From the op table (graph/ops.hpp): an op has a mapping when its row names an HLO opcode or a
+// composite lowering.
 struct hlo_mapping {
-  static constexpr bool has(op_kind k) {
-    switch (k) {
-      case op_kind::input: case op_kind::param: case op_kind::constant: case op_kind::iota:
-      case op_kind::placeholder:
-      case op_kind::neg: case op_kind::abs: case op_kind::exp: case op_kind::log: case op_kind::sqrt:
-      case op_kind::rsqrt: case op_kind::tanh: case op_kind::erf: case op_kind::sigmoid: case op_kind::relu:
-      case op_kind::gelu_erf: case op_kind::gelu_tanh: case op_kind::silu:
-      case op_kind::add: case op_kind::sub: case op_kind::mul: case op_kind::div: case op_kind::max:
-      case op_kind::min: case op_kind::pow:
-      case op_kind::eq: case op_kind::ne: case op_kind::lt: case op_kind::le: case op_kind::gt: case op_kind::ge:
-      case op_kind::select: case op_kind::cast:
-      case op_kind::reduce_sum: case op_kind::reduce_mean: case op_kind::reduce_max: case op_kind::reduce_min:
-      case op_kind::matmul: case op_kind::transpose: case op_kind::reshape: case op_kind::slice:
-      case op_kind::concat: case op_kind::broadcast:
-      case op_kind::softmax: case op_kind::log_softmax: case op_kind::layernorm: case op_kind::rmsnorm:
-      case op_kind::repeat: return true;
-    }
-    return false;  // an op added to graph::op_kind without a mapping here
-  }
+  static constexpr bool has(op_kind k) { return graph::has_hlo_lowering(k); }
 };
 
 namespace diag {
@@ -240,7 +224,7 @@ class node_emitter {
     if (graph::is_unary(n.op)) return narrow(emit_unary(n.op, arg(0, ct, out)), et);
     if (graph::is_binary(n.op)) {
       const instruction_id a = arg(0, ct, out);
-      return narrow(b_.add_binary(binary_opcode(n.op), a, arg(1, ct, out)), et);
+      return narrow(b_.add_binary(direct_opcode(n.op), a, arg(1, ct, out)), et);
     }
     throw graph::graph_error("hlo::export: no HLO mapping for op " + std::string(graph::name_of(n.op)));
   }
@@ -272,16 +256,11 @@ class node_emitter {
       default: return comparison_direction::ge;
     }
   }
-  static opcode binary_opcode(op_kind k) {
-    switch (k) {
-      case op_kind::add: return opcode::add;
-      case op_kind::sub: return opcode::subtract;
-      case op_kind::mul: return opcode::multiply;
-      case op_kind::div: return opcode::divide;
-      case op_kind::max: return opcode::maximum;
-      case op_kind::min: return opcode::minimum;
-      default: return opcode::power;
-    }
+  // The HLO opcode the op table names for k (an op lowered by one instruction).
+  static opcode direct_opcode(op_kind k) {
+    const std::optional<opcode> op = parse_opcode(graph::info_of(k).hlo);
+    if (!op) throw graph::graph_error("hlo::export: op " + std::string(graph::name_of(k)) + " has no single HLO opcode");
+    return *op;
   }
 
   std::vector<std::int64_t> dims_of(instruction_id x) const { return b_.shape_of(x).dims; }  // a copy: ids outlive appends
@@ -397,15 +376,6 @@ class node_emitter {
     auto mul = [&](instruction_id p, instruction_id q) { return b_.add_binary(opcode::multiply, p, q); };
     auto add = [&](instruction_id p, instruction_id q) { return b_.add_binary(opcode::add, p, q); };
     switch (k) {
-      case op_kind::neg: return b_.add_unary(opcode::negate, x);
-      case op_kind::abs: return b_.add_unary(opcode::abs, x);
-      case op_kind::exp: return b_.add_unary(opcode::exponential, x);
-      case op_kind::log: return b_.add_unary(opcode::log, x);
-      case op_kind::sqrt: return b_.add_unary(opcode::sqrt, x);
-      case op_kind::rsqrt: return b_.add_unary(opcode::rsqrt, x);
-      case op_kind::tanh: return b_.add_unary(opcode::tanh, x);
-      case op_kind::erf: return b_.add_unary(opcode::erf, x);
-      case op_kind::sigmoid: return b_.add_unary(opcode::logistic, x);
       case op_kind::relu: return b_.add_binary(opcode::maximum, x, full(0.0, t, s));
       case op_kind::silu: return mul(x, b_.add_unary(opcode::logistic, x));
       case op_kind::gelu_erf: {
@@ -425,7 +395,8 @@ class node_emitter {
       }
       default: break;
     }
-    throw graph::graph_error("hlo::export: not a unary op: " + std::string(graph::name_of(k)));
+    if (!graph::is_unary(k)) throw graph::graph_error("hlo::export: not a unary op: " + std::string(graph::name_of(k)));
+    return b_.add_unary(direct_opcode(k), x);
   }
 
   // where(v == from, to, v)

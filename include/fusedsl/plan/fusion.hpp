@@ -66,11 +66,11 @@ constexpr bool is_inlined_leaf(op_kind k) { return k == op_kind::constant || k =
 constexpr bool is_external(op_kind k) {
   return k == op_kind::input || k == op_kind::param || k == op_kind::placeholder;
 }
-constexpr bool is_layout(op_kind k) {
+constexpr bool is_view_op(op_kind k) {
   return k == op_kind::reshape || k == op_kind::transpose || k == op_kind::broadcast;
 }
 constexpr bool is_loop_op(op_kind k) {
-  return graph::is_elementwise(k) || is_layout(k) || k == op_kind::slice || k == op_kind::concat;
+  return graph::is_elementwise(k) || is_view_op(k) || k == op_kind::slice || k == op_kind::concat;
 }
 
 template <std::size_t N>
@@ -121,7 +121,7 @@ struct fuser {
       // A matmul reads through layout ops and widening casts (bf16 weights are widened once).
       const bool widening = ak == op_kind::cast && g[a].type == dtype::f32 && size_of(g[g[a].in[0]].type) < 4 &&
                             is_floating(g[g[a].in[0]].type);
-      if (layout_only ? !(is_layout(ak) || widening) : !is_loop_op(ak)) continue;
+      if (layout_only ? !(is_view_op(ak) || widening) : !is_loop_op(ak)) continue;
       take(a, gi);
       absorb_operands(a, gi, layout_only);
     }
@@ -255,7 +255,7 @@ struct fuser {
       absorb_operands(i, gi, true);         // V likewise
       int tail = i;
       // The output's merge-heads layout ops become the way the group writes its result.
-      while (single_use(tail) && free(user(tail)) && is_layout(g[user(tail)].op) && g[user(tail)].op != op_kind::broadcast) {
+      while (single_use(tail) && free(user(tail)) && is_view_op(g[user(tail)].op) && g[user(tail)].op != op_kind::broadcast) {
         tail = user(tail);
         take(tail, gi);
       }

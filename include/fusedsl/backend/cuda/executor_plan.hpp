@@ -17,7 +17,7 @@
 #include <array>
 #include <cstdint>
 
-#include "fusedsl/backend/cpu/view.hpp"
+#include "fusedsl/plan/view.hpp"
 #include "fusedsl/plan/memory.hpp"
 
 namespace fusedsl::cuda {
@@ -136,7 +136,7 @@ struct launch_plan {
 
 namespace detail {
 
-using cpu::strided_view;
+using plan::strided_view;
 
 constexpr bool is_half(dtype t) {
   return t == dtype::bf16 || t == dtype::f16;
@@ -193,7 +193,7 @@ struct mapper {
       return fail(gi,
                   "matmul reads an operand transposed (trans_a/trans_b); the CUDA GEMM takes "
                   "row-major A[M,K] and B[K,N] (a layout copy is needed)");
-    const strided_view a = cpu::read_view(g, f, gi, n.in[0]), b = cpu::read_view(g, f, gi, n.in[1]);
+    const strided_view a = plan::read_view(g, f, gi, n.in[0]), b = plan::read_view(g, f, gi, n.in[1]);
     if (!a.ok || !b.ok)
       return fail(gi, "a matmul operand is computed inside its group, not read from a buffer");
     if (g[a.base].type != n.type || g[b.base].type != n.type)
@@ -329,15 +329,15 @@ struct mapper {
     int qn = g[s].in[0];
     if (g[qn].op == op_kind::reshape && member(qn, gi) && g[g[qn].in[0]].shape.rank == 3)
       qn = g[qn].in[0];
-    const strided_view q = cpu::read_view(g, f, gi, qn), k = cpu::read_view(g, f, gi, g[s].in[1]),
-                       v = cpu::read_view(g, f, gi, g[pv].in[1]);
+    const strided_view q = plan::read_view(g, f, gi, qn), k = plan::read_view(g, f, gi, g[s].in[1]),
+                       v = plan::read_view(g, f, gi, g[pv].in[1]);
     int on = pv;
     for (int i = pv + 1; i < int(N); ++i)
       if (member(i, gi) && g[i].op == op_kind::reshape && g[i].in[0] == on &&
           g[i].shape.rank == 3 && g[i].shape == g[qn].shape)
         on = i;
     if (gr.n_roots != 1) return fail(gi, "attention group writes more than one value");
-    const strided_view o = cpu::write_view(g, gr.roots[0], on);
+    const strided_view o = plan::write_view(g, gr.roots[0], on);
     if (!q.ok || !k.ok || !v.ok || !o.ok || q.shape.rank != 3 || k.shape.rank != 3 ||
         v.shape.rank != 3 || o.shape.rank != 3)
       return fail(gi,
@@ -396,7 +396,7 @@ struct mapper {
       in.code = loop_code::iota;
       in.axis = n.axis + lead;
     } else {
-      strided_view v = cpu::read_view(g, f, gi, id);
+      strided_view v = plan::read_view(g, f, gi, id);
       if (!v.ok || !is_storage(g[v.base].type) || lp.n_loads >= max_loop_loads) return -1;
       v = cpu::broadcast_view(v, lp.shape);
       if (!v.ok) return -1;
@@ -428,7 +428,7 @@ struct mapper {
         return fail(gi, "loop group writes values of different shapes, or a non-float dtype");
     if (preloaded >= 0) {
       loop_load& ld = lp.loads[std::size_t(lp.n_loads)];
-      const strided_view v = cpu::contiguous_view(from, lp.shape);
+      const strided_view v = plan::contiguous_view(from, lp.shape);
       ld.node = from;
       ld.type = g[from].type;
       ld.stride = v.stride;

@@ -26,7 +26,6 @@
 #include "fusedsl/core/shape.hpp"
 #include "fusedsl/core/tensor.hpp"
 #include "fusedsl/graph/node.hpp"
-#include "fusedsl/graph/scalar.hpp"
 
 // GCC 12 reports false (maybe-)uninitialized warnings inside Eigen's AVX-512 GEMM kernels, at the
 // point where they are inlined; the suppression must cover both the include and the GEMM calls.
@@ -234,12 +233,35 @@ void strided_loop(const dims& out, const std::array<strides, K>& st, F&& f) {
 
 // ---- elementwise ----
 
-using graph::scalar::nan_max;
-using graph::scalar::nan_min;
+// maximum/minimum propagate NaN, as XLA's do.
+inline float nan_max(float x, float y) { return (x != x || y != y) ? x + y : (x > y ? x : y); }
+inline float nan_min(float x, float y) { return (x != x || y != y) ? x + y : (x < y ? x : y); }
 
-inline float apply_unary(op_kind k, float x) {
-  if (!graph::is_unary(k)) throw error(std::string("reference: not a unary op: ") + std::string(graph::name_of(k)));
-  return graph::scalar::unary(k, x);
+// The reference's own formulas (not the op table's bodies, so that a backend compared with the
+// reference is compared with a second implementation): the C library in double precision, rounded
+// once to float. The GELUs in their non-cancelling erfc / exp forms (see graph/ops.hpp).
+inline float apply_unary(op_kind k, float xf) {
+  const double x = xf;
+  switch (k) {
+    case op_kind::neg: return -xf;
+    case op_kind::abs: return std::fabs(xf);
+    case op_kind::exp: return float(std::exp(x));
+    case op_kind::log: return float(std::log(x));
+    case op_kind::sqrt: return float(std::sqrt(x));
+    case op_kind::rsqrt: return float(1.0 / std::sqrt(x));
+    case op_kind::tanh: return float(std::tanh(x));
+    case op_kind::erf: return float(std::erf(x));
+    case op_kind::sigmoid: return float(1.0 / (1.0 + std::exp(-x)));
+    case op_kind::relu: return xf < 0.0f ? 0.0f : xf;  // NaN stays NaN
+    case op_kind::gelu_erf: return float(0.5 * x * std::erfc(-x / std::sqrt(2.0)));
+    case op_kind::gelu_tanh: {
+      const double u = std::sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x);
+      return float(x / (1.0 + std::exp(-2.0 * u)));
+    }
+    case op_kind::silu: return float(x / (1.0 + std::exp(-x)));
+    default: break;
+  }
+  throw error(std::string("reference: not a unary op: ") + std::string(graph::name_of(k)));
 }
 
 // A unary op on a floating tensor, result of dtype out_type.
@@ -289,8 +311,16 @@ void with_float_arithmetic(op_kind k, Fn&& fn) {
 }
 
 inline bool float_compare(op_kind k, float x, float y) {
-  if (!graph::is_compare(k)) throw error(std::string("reference: not a comparison: ") + std::string(graph::name_of(k)));
-  return graph::scalar::compare(k, x, y);
+  switch (k) {
+    case op_kind::eq: return x == y;
+    case op_kind::ne: return x != y;
+    case op_kind::lt: return x < y;
+    case op_kind::le: return x <= y;
+    case op_kind::gt: return x > y;
+    case op_kind::ge: return x >= y;
+    default: break;
+  }
+  throw error(std::string("reference: not a comparison: ") + std::string(graph::name_of(k)));
 }
 
 inline std::int64_t int_binary(op_kind k, std::int64_t x, std::int64_t y) {

@@ -201,12 +201,6 @@ inline void convert_a_rows(std::ptrdiff_t r0, std::ptrdiff_t r1, std::ptrdiff_t 
   }
 }
 
-// Calls f.operator()<A>() for the one A of Acts equal to `act`; false when none is.
-template <activation... Acts, class F>
-bool with_activation(activation act, const F& f) {
-  return ((act == Acts && (f.template operator()<Acts>(), true)) || ...);
-}
-
 template <class T>
 void store_scalar_out(T* p, float x) {
   if constexpr (std::is_same_v<T, float>)
@@ -215,46 +209,28 @@ void store_scalar_out(T* p, float x) {
     *p = to_bf16(x);
 }
 
-// The epilogue on a 32 x 32 f32 block of accumulators (row stride 32): rows x cols of it go to
-// C(i0, j0). AVX-512 lanes, masked at the right edge, so every column sees the same arithmetic.
-template <activation Act, class OutT>
+// The epilogue functor (gemm.hpp's no_epilogue explains the form) on a 32 x 32 f32 block of
+// accumulators (row stride 32): rows x cols of it go to C(i0, j0). Full 16-lane halves as AVX-512
+// vectors, the right edge lane by lane.
+template <class Ep, class OutT>
 void store_block(const float* acc, std::ptrdiff_t rows, std::ptrdiff_t cols, std::ptrdiff_t i0,
-                 std::ptrdiff_t j0, OutT* c, std::ptrdiff_t ldc, const gemm_epilogue& ep) {
-#if defined(__AVX512F__) && defined(__AVX512BW__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
-  using V = xsimd::batch<float, xsimd::avx512f>;
-  const __m512 scale = _mm512_set1_ps(ep.scale);
-  const int halves = cols > 16 ? 2 : 1;
-  __mmask16 mask[2];
-  __m512 bias[2];
-  for (int h = 0; h < halves; ++h) {
-    const std::ptrdiff_t lanes = std::min<std::ptrdiff_t>(16, cols - h * 16);
-    mask[h] = __mmask16((1u << lanes) - 1u);
-    bias[h] = ep.bias ? _mm512_maskz_loadu_ps(mask[h], ep.bias + j0 + h * 16) : _mm512_setzero_ps();
-  }
+                 std::ptrdiff_t j0, OutT* c, std::ptrdiff_t ldc, const Ep& ep) {
   for (std::ptrdiff_t i = 0; i < rows; ++i) {  // row by row: C's lines in address order
-    for (int h = 0; h < halves; ++h) {
-      const std::ptrdiff_t jh = j0 + h * 16;
-      const __m512 sum = _mm512_load_ps(acc + i * 32 + h * 16);
-      __m512 x = apply_activation<Act>(V(_mm512_fmadd_ps(sum, scale, bias[h])));
-      if (ep.residual)
-        x = _mm512_add_ps(
-            x, _mm512_maskz_loadu_ps(mask[h], ep.residual + (i0 + i) * ep.ld_residual + jh));
-      OutT* out = c + (i0 + i) * ldc + jh;
+    std::ptrdiff_t j = 0;
+#if defined(__AVX512F__) && defined(__AVX512BW__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
+    using V = xsimd::batch<float, xsimd::avx512f>;
+    for (; j + 16 <= cols; j += 16) {
+      const __m512 x = ep(V(_mm512_load_ps(acc + i * 32 + j)), i0 + i, j0 + j);
+      OutT* out = c + (i0 + i) * ldc + j0 + j;
       if constexpr (std::is_same_v<OutT, float>)
-        _mm512_mask_storeu_ps(out, mask[h], x);
+        _mm512_storeu_ps(out, x);
       else
-        _mm256_mask_storeu_epi16(out, mask[h], to_bf16_x16(x));
-    }
-  }
-#else
-  for (std::ptrdiff_t i = 0; i < rows; ++i)
-    for (std::ptrdiff_t j = 0; j < cols; ++j) {
-      float x = apply_activation<Act>(
-          std::fma(acc[i * 32 + j], ep.scale, ep.bias ? ep.bias[j0 + j] : 0.0f));
-      if (ep.residual) x += ep.residual[(i0 + i) * ep.ld_residual + j0 + j];
-      store_scalar_out(c + (i0 + i) * ldc + j0 + j, x);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), to_bf16_x16(x));
     }
 #endif
+    for (; j < cols; ++j)
+      store_scalar_out(c + (i0 + i) * ldc + j0 + j, ep(acc[i * 32 + j], i0 + i, j0 + j));
+  }
 }
 
 // Asks for the C lines (and residual lines) of a block ahead of its epilogue, for writing: with a
@@ -262,13 +238,13 @@ void store_block(const float* acc, std::ptrdiff_t rows, std::ptrdiff_t cols, std
 // the epilogue's stores.
 template <class OutT>
 void prefetch_block(std::ptrdiff_t rows, std::ptrdiff_t cols, std::ptrdiff_t i0, std::ptrdiff_t j0,
-                    OutT* c, std::ptrdiff_t ldc, const gemm_epilogue& ep) {
+                    OutT* c, std::ptrdiff_t ldc, const float* residual, std::ptrdiff_t ld_residual) {
   for (std::ptrdiff_t i = 0; i < rows; ++i) {
     const OutT* row = c + (i0 + i) * ldc + j0;
     __builtin_prefetch(row, 1, 3);
     __builtin_prefetch(row + cols - 1, 1, 3);
-    if (ep.residual) {
-      const float* r = ep.residual + (i0 + i) * ep.ld_residual + j0;
+    if (residual) {
+      const float* r = residual + (i0 + i) * ld_residual + j0;
       __builtin_prefetch(r, 0, 3);
       __builtin_prefetch(r + cols - 1, 0, 3);
     }
@@ -387,11 +363,12 @@ void block_amx(const bf16_bits* a, std::ptrdiff_t a_next_block, const bf16_bits*
 }
 #endif
 
-template <activation Act, class OutT>
+// ep: an epilogue functor; residual: a [m, n] operand it reads (prefetched with C), or null.
+template <class Ep, class OutT>
 void gemm_amx_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a,
                   std::ptrdiff_t lda, bool trans_a, const packed_b_bf16& b, OutT* c,
-                  std::ptrdiff_t ldc, const gemm_epilogue& ep, bf16_bits* ws, thread_pool* pool,
-                  bool tiles) {
+                  std::ptrdiff_t ldc, const Ep& ep, const float* residual, std::ptrdiff_t ld_residual,
+                  bf16_bits* ws, thread_pool* pool, bool tiles) {
   const std::ptrdiff_t kp = b.k_padded(), steps = kp / packed_b_bf16::kr;
   const std::ptrdiff_t m_blocks = (m + 31) / 32, n_panels = b.panels();
   // Keep the B panels one A block meets within ~1 MiB so they stay in L2 across A blocks.
@@ -421,7 +398,7 @@ void gemm_amx_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const fl
     std::ptrdiff_t count = 0;  // blocks computed so far by this thread
     const auto finish = [&](std::ptrdiff_t t) {
       const block_place& q = placed[t % slots];
-      store_block<Act>(acc[t % slots], q.rows, q.cols, q.i0, q.j0, c, ldc, ep);
+      store_block(acc[t % slots], q.rows, q.cols, q.i0, q.j0, c, ldc, ep);
     };
     for (std::ptrdiff_t jb = 0; jb < n_panels; jb += block) {
       const std::ptrdiff_t je = std::min(n_panels, jb + block);
@@ -454,7 +431,7 @@ void gemm_amx_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const fl
             if (count >= delay) finish(count - delay);
             if (count >= delay - 1) {  // the next block to finish
               const block_place& q = placed[(count - delay + 1) % slots];
-              prefetch_block(q.rows, q.cols, q.i0, q.j0, c, ldc, ep);
+              prefetch_block(q.rows, q.cols, q.i0, q.j0, c, ldc, residual, ld_residual);
             }
           };
 #if FUSEDSL_CPU_AMX
@@ -518,21 +495,16 @@ packed_b_bf16 pack_b_bf16(std::ptrdiff_t k, std::ptrdiff_t n, const T* b, std::p
   return out;
 }
 
-// C = act(scale * bf16(A).B + bias) + residual on AMX tiles (the portable loops where AMX is
-// absent, or with amx_mode::portable). C is f32 (float) or bf16 (bf16_bits), row-major with
-// leading dimension ldc; A(i, p) is a[i*lda + p], or a[p*lda + i] when trans_a. `workspace`
-// holds gemm_amx_workspace_elements(m, k) bf16 values, for any thread count. Rows of C are split
-// across the pool's threads in 32-row blocks; results do not depend on the thread count.
+namespace detail {
 template <class OutT>
-void gemm_amx(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a,
-              std::ptrdiff_t lda, bool trans_a, const packed_b_bf16& b, OutT* c, std::ptrdiff_t ldc,
-              const gemm_epilogue& ep, bf16_bits* workspace, thread_pool* pool = nullptr,
-              amx_mode mode = amx_mode::automatic) {
+void check_gemm_amx(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a,
+                    std::ptrdiff_t lda, bool trans_a, const packed_b_bf16& b, OutT* c,
+                    std::ptrdiff_t ldc, const bf16_bits* workspace) {
   static_assert(std::is_same_v<OutT, float> || std::is_same_v<OutT, bf16_bits>,
                 "gemm_amx: C must be float or bf16 bits (std::uint16_t)");
-  detail::check_amx_size("gemm_amx", "m", m);
-  detail::check_amx_size("gemm_amx", "n", n);
-  detail::check_amx_size("gemm_amx", "k", k);
+  check_amx_size("gemm_amx", "m", m);
+  check_amx_size("gemm_amx", "n", n);
+  check_amx_size("gemm_amx", "k", k);
   if (b.k != k || b.n != n)
     throw std::invalid_argument("gemm_amx: packed B is " + std::to_string(b.k) + "x" +
                                 std::to_string(b.n) + ", the product needs " + std::to_string(k) +
@@ -549,19 +521,44 @@ void gemm_amx(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float*
   if (ldc < n)
     throw std::invalid_argument("gemm_amx: ldc " + std::to_string(ldc) +
                                 " is less than n = " + std::to_string(n));
-  if (ep.residual != nullptr && ep.ld_residual < n)
+}
+}  // namespace detail
+
+// C = ep(bf16(A).B) on AMX tiles (the portable loops where AMX is absent, or with
+// amx_mode::portable), with any epilogue functor (gemm.hpp's no_epilogue explains the form); a
+// [m, n] operand the epilogue reads may be named as `residual` so it is prefetched with C. C is
+// f32 (float) or bf16 (bf16_bits), row-major with leading dimension ldc; A(i, p) is a[i*lda + p],
+// or a[p*lda + i] when trans_a. `workspace` holds gemm_amx_workspace_elements(m, k) bf16 values,
+// for any thread count. Rows of C are split across the pool's threads in 32-row blocks; results
+// do not depend on the thread count.
+template <class OutT, class Ep>
+void gemm_amx_with(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a,
+                   std::ptrdiff_t lda, bool trans_a, const packed_b_bf16& b, OutT* c,
+                   std::ptrdiff_t ldc, const Ep& ep, bf16_bits* workspace, thread_pool* pool = nullptr,
+                   amx_mode mode = amx_mode::automatic, const float* residual = nullptr,
+                   std::ptrdiff_t ld_residual = 0) {
+  detail::check_gemm_amx(m, n, k, a, lda, trans_a, b, c, ldc, workspace);
+  if (m == 0 || n == 0) return;
+  const bool tiles = mode == amx_mode::automatic && amx_available();
+  if (k > 0) workspace = detail::align_64(workspace);
+  detail::gemm_amx_run(m, n, k, a, lda, trans_a, b, c, ldc, ep, residual, ld_residual, workspace,
+                       pool, tiles);
+}
+
+// C = act(scale * bf16(A).B + bias) + residual (gemm_epilogue), otherwise as gemm_amx_with.
+template <class OutT>
+void gemm_amx(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a,
+              std::ptrdiff_t lda, bool trans_a, const packed_b_bf16& b, OutT* c, std::ptrdiff_t ldc,
+              const gemm_epilogue& ep, bf16_bits* workspace, thread_pool* pool = nullptr,
+              amx_mode mode = amx_mode::automatic) {
+  if (ep.residual != nullptr && ep.ld_residual < n && m > 0 && n > 0)
     throw std::invalid_argument("gemm_amx: residual leading dimension " +
                                 std::to_string(ep.ld_residual) +
                                 " is less than n = " + std::to_string(n));
-  const bool tiles = mode == amx_mode::automatic && amx_available();
-  if (k > 0) workspace = detail::align_64(workspace);
-  const auto run = [&]<activation Act>() {
-    detail::gemm_amx_run<Act>(m, n, k, a, lda, trans_a, b, c, ldc, ep, workspace, pool, tiles);
-  };
-  if (!detail::with_activation<activation::none, activation::relu, activation::gelu_erf,
-                               activation::gelu_tanh, activation::silu, activation::sigmoid>(ep.act,
-                                                                                             run))
-    throw std::invalid_argument("gemm_amx: unknown activation");
+  with_standard_epilogue(ep, [&](const auto& e) {
+    gemm_amx_with(m, n, k, a, lda, trans_a, b, c, ldc, e, workspace, pool, mode, ep.residual,
+                  ep.ld_residual);
+  });
 }
 
 }  // namespace fusedsl::cpu::kernels

@@ -22,6 +22,10 @@
 // Causal masking aligns the last query with the last key (query i sees keys j <= i + seq_kv -
 // seq_q). The optional additive mask is seq_q x seq_kv (mask[i*mask_row_stride + j]), shared by
 // all heads. A query whose keys are all masked gets an output row of zeros.
+//
+// A score modifier (ScoreMod, see no_score_mod) may rewrite every score after Q Kᵀ and before the
+// softmax (masks of any kind, biases): the kernels hand it blocks of base-2 scores (scale log2(e)
+// q.k) with the head and the positions they hold, and apply causal masking after it.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -53,6 +57,19 @@ struct attention_args {
   bool causal = false;
   const float* mask = nullptr;  // additive, seq_q x seq_kv; null for none
   std::ptrdiff_t mask_row_stride = 0;
+};
+
+// The score modifier that changes nothing. A modifier has
+//   keys_by_queries(h, q0, bq, k0, bk, st, ld)  st[r * ld + j]: key k0 + r, query q0 + j
+//   queries_by_keys(h, q0, rows, sc, ld, visible) sc[i * ld + j]: query q0 + i, key j < visible(i)
+// and rewrites the base-2 scores in place.
+struct no_score_mod {
+  static constexpr bool active = false;
+  void keys_by_queries(std::ptrdiff_t, std::ptrdiff_t, std::ptrdiff_t, std::ptrdiff_t,
+                       std::ptrdiff_t, float*, std::ptrdiff_t) const {}
+  template <class Visible>
+  void queries_by_keys(std::ptrdiff_t, std::ptrdiff_t, std::ptrdiff_t, float*, std::ptrdiff_t,
+                       const Visible&) const {}
 };
 
 // Arguments for the usual layout: one row per position holding every head's head_dim values side
@@ -141,9 +158,9 @@ inline void check_attention(const attention_shape& s, const attention_args& a) {
   if (!a.q || !a.k || !a.v || !a.o) fail("q, k, v and o must not be null");
 }
 
-template <class Arch>
+template <class Arch, class Mod>
 void attention_block(const attention_shape& s, const attention_args& a, std::ptrdiff_t h,
-                     std::ptrdiff_t q0, float* ws) {
+                     std::ptrdiff_t q0, float* ws, const Mod& mod) {
   using mk = micro_kernel<Arch>;
   using blk = attention_blocking<Arch>;
   using V = vec_t<Arch>;
@@ -192,7 +209,8 @@ void attention_block(const attention_shape& s, const attention_args& a, std::ptr
         mk::compute(rows, d, ka, a.k_row_stride, 1, qt + pnl * d * NR, NR, store_scores);
       }
     }
-    // Mask: additive mask, then causal on blocks that cross the diagonal.
+    // Mask: the score modifier or the additive mask, then causal on blocks that cross the diagonal.
+    if constexpr (Mod::active) mod.keys_by_queries(h, q0, bq, kb, bk, st, BQ);
     if (a.mask)
       for (std::ptrdiff_t r = 0; r < bk; ++r)
         for (std::ptrdiff_t j = 0; j < bq; ++j)
@@ -325,10 +343,11 @@ inline std::ptrdiff_t keys_seen(const attention_shape& s, const attention_args& 
 // score makes the row's P and inv NaN (the one-op vector max may drop a NaN, so a row whose max
 // looks like -inf is checked for one). The row maxima come first, then the exp passes:
 // independent chains that overlap.
-template <class Arch, class Visible>
+template <class Arch, class Visible, class Mod>
 void softmax_whole_rows(float* sc, std::ptrdiff_t ld, std::ptrdiff_t rows, std::ptrdiff_t kend,
                         const Visible& visible, const float* mask, std::ptrdiff_t mask_ld,
-                        float* inv) {
+                        float* inv, const Mod& mod, std::ptrdiff_t h, std::ptrdiff_t q0) {
+  if constexpr (Mod::active) mod.queries_by_keys(h, q0, rows, sc, ld, visible);
   using V = vec_t<Arch>;
   constexpr int W = simd<Arch>::width;
   constexpr float neg_inf = -std::numeric_limits<float>::infinity();
@@ -378,11 +397,18 @@ void softmax_whole_rows(float* sc, std::ptrdiff_t ld, std::ptrdiff_t rows, std::
   }
 }
 
+template <class Arch, class Visible>
+void softmax_whole_rows(float* sc, std::ptrdiff_t ld, std::ptrdiff_t rows, std::ptrdiff_t kend,
+                        const Visible& visible, const float* mask, std::ptrdiff_t mask_ld,
+                        float* inv) {
+  softmax_whole_rows<Arch>(sc, ld, rows, kend, visible, mask, mask_ld, inv, no_score_mod{}, 0, 0);
+}
+
 // whole_rows path for queries [q0, q0 + rows) (rows <= mr) of head h, K^T and V already packed.
-template <class Arch>
+template <class Arch, class Mod>
 void attention_whole_rows(const attention_shape& s, const attention_args& a, std::ptrdiff_t h,
                           std::ptrdiff_t q0, std::ptrdiff_t rows, const float* kt,
-                          const float* vpack, float* sc, float* inv) {
+                          const float* vpack, float* sc, float* inv, const Mod& mod) {
   using mk = micro_kernel<Arch>;
   using V = vec_t<Arch>;
   constexpr int MR = mk::MR, NR = mk::NR, W = simd<Arch>::width;
@@ -409,7 +435,7 @@ void attention_whole_rows(const attention_shape& s, const attention_args& a, std
     mk::template compute<false>(rows, d, qa, a.q_row_stride, 1, kt + jp * d * NR, NR, store_scores);
   }
   const float* mask = a.mask ? a.mask + q0 * a.mask_row_stride : nullptr;
-  softmax_whole_rows<Arch>(sc, ld, rows, kend, visible, mask, a.mask_row_stride, inv);
+  softmax_whole_rows<Arch>(sc, ld, rows, kend, visible, mask, a.mask_row_stride, inv, mod, h, q0);
   // O = diag(inv) P V, V read in place when its rows hold whole nr-column panels.
   const float* vb = vpack;
   std::ptrdiff_t vstride = dp;
@@ -448,9 +474,10 @@ void attention_whole_rows(const attention_shape& s, const attention_args& a, std
 // Flash attention over all heads; `workspace` holds attention_workspace_floats<Arch>(head_dim,
 // threads) floats (threads = pool->size(), 1 without a pool). Work items (head, query block) are
 // split statically across threads; results do not depend on the thread count.
-template <class Arch = native_arch>
+template <class Arch = native_arch, class Mod = no_score_mod>
 void flash_attention(const attention_shape& s, const attention_args& a, float* workspace,
-                     thread_pool* pool = nullptr, attention_path path = attention_path::automatic) {
+                     thread_pool* pool = nullptr, attention_path path = attention_path::automatic,
+                     const Mod& mod = {}) {
   detail::check_attention(s, a);
   if (s.seq_q == 0) return;
   if (workspace == nullptr) throw std::invalid_argument("flash_attention: workspace is null");
@@ -477,7 +504,8 @@ void flash_attention(const attention_shape& s, const attention_args& a, float* w
         const std::ptrdiff_t p_end = std::min(panels, (item % chunks + 1) * chunk);
         for (std::ptrdiff_t p = (item % chunks) * chunk; p < p_end; ++p)
           detail::attention_whole_rows<Arch>(
-              s, a, h, p * MR, std::min<std::ptrdiff_t>(MR, s.seq_q - p * MR), kt, vpack, sc, inv);
+              s, a, h, p * MR, std::min<std::ptrdiff_t>(MR, s.seq_q - p * MR), kt, vpack, sc, inv,
+              mod);
       }
     });
     return;
@@ -487,7 +515,7 @@ void flash_attention(const attention_shape& s, const attention_args& a, float* w
   parallel_for(pool, s.num_heads * q_blocks, [&](std::ptrdiff_t b, std::ptrdiff_t e, int t) {
     float* ws = workspace + std::size_t(t) * per_thread;
     for (std::ptrdiff_t item = b; item < e; ++item)
-      detail::attention_block<Arch>(s, a, item / q_blocks, (item % q_blocks) * BQ, ws);
+      detail::attention_block<Arch>(s, a, item / q_blocks, (item % q_blocks) * BQ, ws, mod);
   });
 }
 

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -30,6 +31,7 @@
 #include "fusedsl/backend/cpu/kernels/bf16.hpp"
 #include "fusedsl/backend/cpu/kernels/simd.hpp"
 #include "fusedsl/backend/cpu/kernels/threads.hpp"
+#include "fusedsl/backend/cpu/kernels/vec_math.hpp"
 #include "fusedsl/backend/cpu/kernels/vmath.hpp"
 
 namespace fusedsl::cpu::kernels {
@@ -58,14 +60,84 @@ struct gemm_tile<scalar_arch> {
   static constexpr int mr = 4, nr = 4;
 };
 
-// The fused epilogue: y = act(scale * acc + bias[j]) + residual(i, j).
+// The fused epilogue of the plain entry point: y = act(scale * acc + bias[j]) + residual(i, j).
+// act is an elementwise unary op of the op table (graph/ops.hpp), or none.
 struct gemm_epilogue {
   float scale = 1.0f;
   const float* bias = nullptr;  // n values, one per column; null for none
-  activation act = activation::none;
+  std::optional<graph::op_kind> act{};
   const float* residual = nullptr;  // m x n, row-major with leading dimension ld_residual
   std::ptrdiff_t ld_residual = 0;
 };
+
+// An epilogue is any object with `V operator()(V sum, i, j) const` for V a vector of the arch and
+// float (the one-lane tail): the value stored at C(i, j .. j + lanes) given the finished sum of
+// products there; `heavy` says it needs many registers (a transcendental op), so the kernel
+// stages the tile in L1 before applying it instead of spilling its accumulators.
+struct no_epilogue {
+  static constexpr bool heavy = false;
+  template <class V>
+  V operator()(const V& x, std::ptrdiff_t, std::ptrdiff_t) const {
+    return x;
+  }
+};
+
+// V lanes from p (a float when V is one lane).
+template <class V>
+V load_lanes(const float* p) {
+  if constexpr (std::is_same_v<V, float>)
+    return *p;
+  else
+    return V::load_unaligned(p);
+}
+
+// gemm_epilogue with its activation fixed at compile time (Act: a unary op, or void for none).
+template <class Act>
+struct standard_epilogue;
+template <graph::op_kind K>
+struct standard_epilogue<std::integral_constant<graph::op_kind, K>> {
+  const gemm_epilogue& ep;
+  static constexpr bool heavy = is_transcendental(K);
+  template <class V>
+  V operator()(const V& sum, std::ptrdiff_t i, std::ptrdiff_t j) const {
+    V x = apply_unary<K>(fmadd(sum, V(ep.scale), ep.bias ? load_lanes<V>(ep.bias + j) : V(0.0f)));
+    if (ep.residual) x = x + load_lanes<V>(ep.residual + i * ep.ld_residual + j);
+    return x;
+  }
+};
+template <>
+struct standard_epilogue<void> {
+  const gemm_epilogue& ep;
+  static constexpr bool heavy = false;
+  template <class V>
+  V operator()(const V& sum, std::ptrdiff_t i, std::ptrdiff_t j) const {
+    V x = fmadd(sum, V(ep.scale), ep.bias ? load_lanes<V>(ep.bias + j) : V(0.0f));
+    if (ep.residual) x = x + load_lanes<V>(ep.residual + i * ep.ld_residual + j);
+    return x;
+  }
+};
+
+// Calls f(standard_epilogue<...>{ep}) with ep's activation made a compile-time one.
+template <class F>
+void with_standard_epilogue(const gemm_epilogue& ep, F&& f) {
+  using graph::op_kind;
+  if (!ep.act) return f(standard_epilogue<void>{ep});
+  switch (*ep.act) {
+#define FUSEDSL_CASE(k) \
+  case op_kind::k:      \
+    return f(standard_epilogue<std::integral_constant<op_kind, op_kind::k>>{ep});
+    FUSEDSL_CASE(relu)
+    FUSEDSL_CASE(gelu_erf)
+    FUSEDSL_CASE(gelu_tanh)
+    FUSEDSL_CASE(silu)
+    FUSEDSL_CASE(sigmoid)
+    FUSEDSL_CASE(tanh)
+#undef FUSEDSL_CASE
+    default:
+      throw std::invalid_argument("gemm: activation " + std::string(graph::name_of(*ep.act)) +
+                                  " is not one of relu, gelu_erf, gelu_tanh, silu, sigmoid, tanh");
+  }
+}
 
 // Floats needed to pack a k x n B operand (columns padded to a multiple of nr).
 template <class Arch = native_arch>
@@ -281,23 +353,19 @@ template <class T>
 
 // Applies the epilogue to an accumulator tile and writes rows x cols of it at C(i0, j0). With
 // `prior` (f32 C only), the partial sums already in C from earlier k blocks are added first.
-template <class Arch, activation Act, class OutT>
+template <class Arch, class Ep, class OutT>
 [[gnu::always_inline]] inline void store_tile(typename micro_kernel<Arch>::tile& acc,
                                               std::ptrdiff_t rows, std::ptrdiff_t cols,
                                               std::ptrdiff_t i0, std::ptrdiff_t j0, OutT* c,
-                                              std::ptrdiff_t ldc, const gemm_epilogue& ep,
+                                              std::ptrdiff_t ldc, const Ep& ep,
                                               const float* prior = nullptr) {
   using mk = micro_kernel<Arch>;
   using V = typename mk::V;
   constexpr int W = mk::W;
   if (cols == mk::NR) {
-    V bias[mk::NV];
-    for (int v = 0; v < mk::NV; ++v)
-      bias[v] = ep.bias ? simd<Arch>::load(ep.bias + j0 + v * W) : V(0.0f);
-    const V scale(ep.scale);
-    if constexpr (Act != activation::none && Act != activation::relu) {
-      // A transcendental activation needs ~15 registers of constants and temporaries; evaluated
-      // while the 24 accumulators are live it spills. Stage the affine part in L1 first.
+    if constexpr (Ep::heavy) {
+      // A transcendental epilogue needs ~15 registers of constants and temporaries; evaluated
+      // while the 24 accumulators are live it spills. Stage the sums in L1 first.
       alignas(64) float staged[mk::MR][mk::NR];
 #pragma GCC unroll 16
       for (int i = 0; i < mk::MR; ++i) {
@@ -307,37 +375,31 @@ template <class Arch, activation Act, class OutT>
         for (int v = 0; v < mk::NV; ++v) {
           V sum = acc[i][v];
           if (prow) sum = sum + simd<Arch>::load(prow + v * W);
-          simd<Arch>::store(&staged[i][v * W], fmadd(sum, scale, bias[v]));
+          simd<Arch>::store(&staged[i][v * W], sum);
         }
       }
       for (std::ptrdiff_t i = 0; i < rows; ++i) {
         OutT* crow = c + (i0 + i) * ldc + j0;
-        const float* rrow = ep.residual ? ep.residual + (i0 + i) * ep.ld_residual + j0 : nullptr;
+#pragma GCC unroll 4
+        for (int v = 0; v < mk::NV; ++v)
+          store_out<Arch>(crow + v * W, ep(simd<Arch>::load(&staged[i][v * W]), i0 + i, j0 + v * W));
+      }
+      return;
+    } else {
+#pragma GCC unroll 16
+      for (int i = 0; i < mk::MR; ++i) {  // unrolled: acc[i] must name a register, not memory
+        if (i >= rows) break;
+        OutT* crow = c + (i0 + i) * ldc + j0;
+        const float* prow = prior ? prior + (i0 + i) * ldc + j0 : nullptr;
 #pragma GCC unroll 4
         for (int v = 0; v < mk::NV; ++v) {
-          V x = apply_activation<Act>(simd<Arch>::load(&staged[i][v * W]));
-          if (rrow) x = x + simd<Arch>::load(rrow + v * W);
-          store_out<Arch>(crow + v * W, x);
+          V sum = acc[i][v];
+          if (prow) sum = sum + simd<Arch>::load(prow + v * W);
+          store_out<Arch>(crow + v * W, ep(sum, i0 + i, j0 + v * W));
         }
       }
       return;
     }
-#pragma GCC unroll 16
-    for (int i = 0; i < mk::MR; ++i) {  // unrolled: acc[i] must name a register, not memory
-      if (i >= rows) break;
-      OutT* crow = c + (i0 + i) * ldc + j0;
-      const float* rrow = ep.residual ? ep.residual + (i0 + i) * ep.ld_residual + j0 : nullptr;
-      const float* prow = prior ? prior + (i0 + i) * ldc + j0 : nullptr;
-#pragma GCC unroll 4
-      for (int v = 0; v < mk::NV; ++v) {
-        V sum = acc[i][v];
-        if (prow) sum = sum + simd<Arch>::load(prow + v * W);
-        V x = apply_activation<Act>(fmadd(sum, scale, bias[v]));
-        if (rrow) x = x + simd<Arch>::load(rrow + v * W);
-        store_out<Arch>(crow + v * W, x);
-      }
-    }
-    return;
   }
   // Right edge: go through a small buffer, one element at a time.
   alignas(64) float t[mk::MR][mk::NR];
@@ -346,9 +408,7 @@ template <class Arch, activation Act, class OutT>
   for (std::ptrdiff_t i = 0; i < rows; ++i) {
     for (std::ptrdiff_t j = 0; j < cols; ++j) {
       const float sum = prior ? t[i][j] + prior[(i0 + i) * ldc + j0 + j] : t[i][j];
-      float x = apply_activation<Act>(fmadd(sum, ep.scale, ep.bias ? ep.bias[j0 + j] : 0.0f));
-      if (ep.residual) x += ep.residual[(i0 + i) * ep.ld_residual + j0 + j];
-      store_one(c + (i0 + i) * ldc + j0 + j, x);
+      store_one(c + (i0 + i) * ldc + j0 + j, ep(sum, i0 + i, j0 + j));
     }
   }
 }
@@ -358,11 +418,10 @@ template <class Arch, activation Act, class OutT>
 // the last block. Each element still sums its k blocks in the same order on any thread count.
 constexpr std::ptrdiff_t k_block_threshold = 512, k_block = 256;
 
-template <class Arch, activation Act>
+template <class Arch, class Ep>
 void gemm_run_k_blocked(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a,
                         std::ptrdiff_t lda, bool trans_a, const packed_b<Arch>& b, float* c,
-                        std::ptrdiff_t ldc, const gemm_epilogue& ep, float* workspace,
-                        thread_pool* pool) {
+                        std::ptrdiff_t ldc, const Ep& ep, float* workspace, thread_pool* pool) {
   using mk = micro_kernel<Arch>;
   constexpr int MR = mk::MR, NR = mk::NR;
   const std::ptrdiff_t n_panels = b.panels();
@@ -371,7 +430,6 @@ void gemm_run_k_blocked(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, co
   const std::ptrdiff_t max_block = std::max<std::ptrdiff_t>(1, l2_budget / (kc * NR * 4));
   const std::ptrdiff_t blocks = (n_panels + max_block - 1) / max_block;
   const std::ptrdiff_t block = (n_panels + blocks - 1) / blocks;
-  const gemm_epilogue partial{};  // earlier k blocks: raw sums
   for (std::ptrdiff_t pc = 0; pc < k; pc += kc) {
     const std::ptrdiff_t kb = std::min(kc, k - pc);
     const bool first = pc == 0, last = pc + kb == k;
@@ -397,9 +455,9 @@ void gemm_run_k_blocked(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, co
             const float* prior = first ? nullptr : c;
             auto store = [&](typename mk::tile& acc) {
               if (last)
-                store_tile<Arch, Act>(acc, rows, cols, i0, j0, c, ldc, ep, prior);
-              else
-                store_tile<Arch, activation::none>(acc, rows, cols, i0, j0, c, ldc, partial, prior);
+                store_tile<Arch>(acc, rows, cols, i0, j0, c, ldc, ep, prior);
+              else  // earlier k blocks: raw sums
+                store_tile<Arch>(acc, rows, cols, i0, j0, c, ldc, no_epilogue{}, prior);
             };
             mk::compute(rows, kb, ap, a_is, a_ks, bp, NR, store);
           }
@@ -409,10 +467,10 @@ void gemm_run_k_blocked(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, co
   }
 }
 
-template <class Arch, activation Act, class OutT>
+template <class Arch, class Ep, class OutT>
 void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a,
               std::ptrdiff_t lda, bool trans_a, const packed_b<Arch>& b, OutT* c,
-              std::ptrdiff_t ldc, const gemm_epilogue& ep, float* workspace, thread_pool* pool) {
+              std::ptrdiff_t ldc, const Ep& ep, float* workspace, thread_pool* pool) {
   using mk = micro_kernel<Arch>;
   constexpr int MR = mk::MR, NR = mk::NR;
   const std::ptrdiff_t n_panels = b.panels();
@@ -424,7 +482,7 @@ void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float*
   const std::ptrdiff_t block = blocks > 0 ? (n_panels + blocks - 1) / blocks : 1;
   if constexpr (std::is_same_v<OutT, float>) {
     if (k > k_block_threshold) {
-      gemm_run_k_blocked<Arch, Act>(m, n, k, a, lda, trans_a, b, c, ldc, ep, workspace, pool);
+      gemm_run_k_blocked<Arch>(m, n, k, a, lda, trans_a, b, c, ldc, ep, workspace, pool);
       return;
     }
   }
@@ -440,7 +498,7 @@ void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float*
                      const float* ap, std::ptrdiff_t a_is, std::ptrdiff_t a_ks) {
     const std::ptrdiff_t j0 = jp * NR, cols = std::min<std::ptrdiff_t>(NR, n - j0);
     auto store = [&](typename mk::tile& acc) {
-      store_tile<Arch, Act>(acc, rows, cols, i0, j0, c, ldc, ep);
+      store_tile<Arch>(acc, rows, cols, i0, j0, c, ldc, ep);
     };
     mk::template compute<decltype(prefetch_b)::value>(rows, k, ap, a_is, a_ks, b.panel(jp), NR,
                                                       store);
@@ -508,54 +566,74 @@ packed_b<Arch> pack_b(std::ptrdiff_t k, std::ptrdiff_t n, const T* b, std::ptrdi
   return packed_b<Arch>{dst, k, n};
 }
 
-// C = act(scale * A.B + bias) + residual, C is f32 (float) or bf16 (bf16_bits), row-major with
-// leading dimension ldc. `workspace` holds gemm_workspace_floats<Arch>(k, threads) floats, where
-// threads is pool->size() (1 without a pool). Rows of C are split across the pool's threads; each
-// element is computed by one thread in a fixed order, so results do not depend on the pool.
-template <class Arch = native_arch, class OutT>
-void gemm(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a, std::ptrdiff_t lda,
-          bool trans_a, const packed_b<Arch>& b, OutT* c, std::ptrdiff_t ldc,
-          const gemm_epilogue& ep, float* workspace, thread_pool* pool = nullptr) {
+// pack_b for B read with any strides: B(p, j) at b[p*s_k + j*s_n].
+template <class Arch = native_arch, class T>
+packed_b<Arch> pack_b_strided(std::ptrdiff_t k, std::ptrdiff_t n, const T* b, std::ptrdiff_t s_k,
+                              std::ptrdiff_t s_n, float* dst) {
+  if (s_n == 1 || n == 1) return pack_b<Arch>(k, n, b, s_k, false, dst);
+  if (s_k == 1 || k == 1) return pack_b<Arch>(k, n, b, s_n, true, dst);
+  detail::check_gemm_size("k", k);
+  detail::check_gemm_size("n", n);
+  constexpr int NR = gemm_tile<Arch>::nr;
+  for (std::ptrdiff_t p0 = 0; p0 < (n + NR - 1) / NR; ++p0)
+    for (std::ptrdiff_t p = 0; p < k; ++p)
+      for (std::ptrdiff_t jj = 0; jj < NR; ++jj) {
+        const std::ptrdiff_t j = p0 * NR + jj;
+        dst[(p0 * k + p) * NR + jj] = j < n ? detail::load_as_float(b + p * s_k + j * s_n) : 0.0f;
+      }
+  return packed_b<Arch>{dst, k, n};
+}
+
+namespace detail {
+template <class Arch, class OutT>
+void check_gemm_call(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a,
+                     const packed_b<Arch>& b, std::ptrdiff_t ldc, const float* workspace) {
   static_assert(std::is_same_v<OutT, float> || std::is_same_v<OutT, bf16_bits>,
                 "gemm: C must be float or bf16 bits (std::uint16_t)");
-  detail::check_gemm_size("m", m);
-  detail::check_gemm_size("n", n);
-  detail::check_gemm_size("k", k);
+  check_gemm_size("m", m);
+  check_gemm_size("n", n);
+  check_gemm_size("k", k);
   if (b.k != k || b.n != n)
     throw std::invalid_argument("gemm: packed B is " + std::to_string(b.k) + "x" +
                                 std::to_string(b.n) + ", the product needs " + std::to_string(k) +
                                 "x" + std::to_string(n));
   if (m == 0 || n == 0) return;
   if (workspace == nullptr) throw std::invalid_argument("gemm: workspace is null");
-  if (ep.residual != nullptr && ep.ld_residual < n)
-    throw std::invalid_argument("gemm: residual leading dimension " +
-                                std::to_string(ep.ld_residual) +
-                                " is less than n = " + std::to_string(n));
   if (ldc < n)
     throw std::invalid_argument("gemm: ldc " + std::to_string(ldc) +
                                 " is less than n = " + std::to_string(n));
   if (k > 0 && a == nullptr) throw std::invalid_argument("gemm: A is null");
-  switch (ep.act) {
-    case activation::none:
-      return detail::gemm_run<Arch, activation::none>(m, n, k, a, lda, trans_a, b, c, ldc, ep,
-                                                      workspace, pool);
-    case activation::relu:
-      return detail::gemm_run<Arch, activation::relu>(m, n, k, a, lda, trans_a, b, c, ldc, ep,
-                                                      workspace, pool);
-    case activation::gelu_erf:
-      return detail::gemm_run<Arch, activation::gelu_erf>(m, n, k, a, lda, trans_a, b, c, ldc, ep,
-                                                          workspace, pool);
-    case activation::gelu_tanh:
-      return detail::gemm_run<Arch, activation::gelu_tanh>(m, n, k, a, lda, trans_a, b, c, ldc, ep,
-                                                           workspace, pool);
-    case activation::silu:
-      return detail::gemm_run<Arch, activation::silu>(m, n, k, a, lda, trans_a, b, c, ldc, ep,
-                                                      workspace, pool);
-    case activation::sigmoid:
-      return detail::gemm_run<Arch, activation::sigmoid>(m, n, k, a, lda, trans_a, b, c, ldc, ep,
-                                                         workspace, pool);
-  }
-  throw std::invalid_argument("gemm: unknown activation");
+}
+}  // namespace detail
+
+// C = ep(A.B) with any epilogue functor (see no_epilogue), C f32 (float) or bf16 (bf16_bits),
+// row-major with leading dimension ldc. `workspace` holds gemm_workspace_floats<Arch>(k, threads)
+// floats, where threads is pool->size() (1 without a pool). Rows of C are split across the pool's
+// threads; each element is computed by one thread in a fixed order, so results do not depend on
+// the pool.
+template <class Arch = native_arch, class OutT, class Ep>
+void gemm_with(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a,
+               std::ptrdiff_t lda, bool trans_a, const packed_b<Arch>& b, OutT* c,
+               std::ptrdiff_t ldc, const Ep& ep, float* workspace, thread_pool* pool = nullptr) {
+  detail::check_gemm_call<Arch, OutT>(m, n, k, a, b, ldc, workspace);
+  if (m == 0 || n == 0) return;
+  detail::gemm_run<Arch>(m, n, k, a, lda, trans_a, b, c, ldc, ep, workspace, pool);
+}
+
+// C = act(scale * A.B + bias) + residual (gemm_epilogue), otherwise as gemm_with.
+template <class Arch = native_arch, class OutT>
+void gemm(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a, std::ptrdiff_t lda,
+          bool trans_a, const packed_b<Arch>& b, OutT* c, std::ptrdiff_t ldc,
+          const gemm_epilogue& ep, float* workspace, thread_pool* pool = nullptr) {
+  detail::check_gemm_call<Arch, OutT>(m, n, k, a, b, ldc, workspace);
+  if (m == 0 || n == 0) return;
+  if (ep.residual != nullptr && ep.ld_residual < n)
+    throw std::invalid_argument("gemm: residual leading dimension " +
+                                std::to_string(ep.ld_residual) +
+                                " is less than n = " + std::to_string(n));
+  with_standard_epilogue(ep, [&](const auto& e) {
+    detail::gemm_run<Arch>(m, n, k, a, lda, trans_a, b, c, ldc, e, workspace, pool);
+  });
 }
 
 }  // namespace fusedsl::cpu::kernels

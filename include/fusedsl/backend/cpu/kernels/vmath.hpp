@@ -179,27 +179,6 @@ V vsigmoid(const V& x) {
   return V(1.0f) / (V(1.0f) + vexp(-x));
 }
 
-// Activation functions of the GEMM epilogue and the elementwise kernels.
-enum class activation { none, relu, gelu_erf, gelu_tanh, silu, sigmoid };
-
-constexpr const char* name_of(activation a) {
-  switch (a) {
-    case activation::none:
-      return "none";
-    case activation::relu:
-      return "relu";
-    case activation::gelu_erf:
-      return "gelu_erf";
-    case activation::gelu_tanh:
-      return "gelu_tanh";
-    case activation::silu:
-      return "silu";
-    case activation::sigmoid:
-      return "sigmoid";
-  }
-  return "?";
-}
-
 // relu keeps NaN (NaN < 0 is false) and maps -inf to 0.
 template <class V>
 V relu(const V& x) {
@@ -277,22 +256,6 @@ inline xsimd::batch<float, xsimd::avx512f> gelu_tanh(
 template <class V>
 V silu(const V& x) {
   return x * vsigmoid(x);
-}
-
-template <activation Act, class V>
-V apply_activation(const V& x) {
-  if constexpr (Act == activation::none)
-    return x;
-  else if constexpr (Act == activation::relu)
-    return relu(x);
-  else if constexpr (Act == activation::gelu_erf)
-    return gelu_erf(x);
-  else if constexpr (Act == activation::gelu_tanh)
-    return gelu_tanh(x);
-  else if constexpr (Act == activation::silu)
-    return silu(x);
-  else
-    return vsigmoid(x);
 }
 
 }  // namespace fusedsl::cpu::kernels

@@ -2,12 +2,12 @@
 // Strided views: how a kernel reads a value through the layout ops (reshape, transpose,
 // broadcast, slice) fused into its group, without copying. Also the inverse: where a kernel
 // writes an element when its result leaves the group through layout ops (attention's merge of
-// heads). constexpr, like the plan it reads.
+// heads). constexpr, like the plan it reads; every backend's kernels take these views.
 #include <array>
 
 #include "fusedsl/plan/fusion.hpp"
 
-namespace fusedsl::cpu {
+namespace fusedsl::plan {
 
 using graph::node;
 using graph::op_kind;
@@ -90,7 +90,7 @@ constexpr strided_view broadcast_view(const strided_view& v, const dims& to) {
 
 // How group gi reads node id: through its member layout ops down to a materialised buffer.
 template <std::size_t N>
-constexpr strided_view read_view(const graph::graph<N>& g, const plan::fusion_plan<N>& f, int gi, int id) {
+constexpr strided_view read_view(const graph::graph<N>& g, const fusion_plan<N>& f, int gi, int id) {
   const node& n = g[id];
   if (f.group_of[std::size_t(id)] != gi || graph::is_leaf(n.op)) return contiguous_view(id, n.shape);
   if (n.op == op_kind::reshape) return reshape_view(read_view(g, f, gi, n.in[0]), n.shape);
@@ -136,4 +136,4 @@ constexpr strided_view write_view(const graph::graph<N>& g, int root, int inner)
   return v;
 }
 
-}  // namespace fusedsl::cpu
+}  // namespace fusedsl::plan

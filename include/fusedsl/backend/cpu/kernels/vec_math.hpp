@@ -1,0 +1,150 @@
+#pragma once
+// The CPU kernels' math policy for the op table (graph/ops.hpp): the table's primitives on one
+// float lane and on xsimd batches (same names, overloads), with the tuned whole-op forms of
+// vmath.hpp (GELUs, SiLU, sigmoid, ReLU) where the table's body would be slower. Every CPU kernel
+// computes an elementwise op through graph::op_traits<K>::apply<vec_math>, so the GEMM and row
+// epilogues, the loop and reduce kernels and their one-lane tails agree with each other.
+#include "fusedsl/backend/cpu/kernels/simd.hpp"
+#include "fusedsl/backend/cpu/kernels/vmath.hpp"
+#include "fusedsl/graph/ops.hpp"
+
+namespace fusedsl::cpu::kernels {
+
+namespace detail {
+inline bool lane_nan(float x) { return x != x; }
+template <class A>
+xsimd::batch_bool<float, A> lane_nan(const xsimd::batch<float, A>& x) {
+  return x != x;
+}
+inline float log_of(float x) { return std::log(x); }
+template <class A>
+xsimd::batch<float, A> log_of(const xsimd::batch<float, A>& x) {
+  return xsimd::log(x);
+}
+inline float pow_of(float x, float y) { return std::pow(x, y); }
+template <class A>
+xsimd::batch<float, A> pow_of(const xsimd::batch<float, A>& x, const xsimd::batch<float, A>& y) {
+  return xsimd::pow(x, y);
+}
+inline float trunc_of(float x) { return std::trunc(x); }
+template <class A>
+xsimd::batch<float, A> trunc_of(const xsimd::batch<float, A>& x) {
+  return xsimd::trunc(x);
+}
+}  // namespace detail
+
+struct vec_math {
+  template <class V>
+  static V neg(const V& x) {
+    return -x;
+  }
+  template <class V>
+  static V abs(const V& x) {
+    return absolute(x);
+  }
+  template <class V>
+  static V exp(const V& x) {
+    return vexp(x);
+  }
+  template <class V>
+  static V log(const V& x) {
+    return detail::log_of(x);
+  }
+  template <class V>
+  static V sqrt(const V& x) {
+    return square_root(x);
+  }
+  template <class V>
+  static V tanh(const V& x) {
+    return vtanh(x);
+  }
+  template <class V>
+  static V erf(const V& x) {
+    return verf(x);
+  }
+  template <class V>
+  static V erfc(const V& x) {
+    return verfc(x);
+  }
+  template <class V>
+  static V pow(const V& x, const V& y) {
+    return detail::pow_of(x, y);
+  }
+  // NaN-propagating, as XLA's maximum and minimum.
+  template <class V>
+  static V max(const V& x, const V& y) {
+    return where(detail::lane_nan(x) | detail::lane_nan(y), x + y, maximum(x, y));
+  }
+  template <class V>
+  static V min(const V& x, const V& y) {
+    return where(detail::lane_nan(x) | detail::lane_nan(y), x + y, minimum(x, y));
+  }
+  template <class V>
+  static V eq(const V& x, const V& y) {
+    return where(x == y, V(1.0f), V(0.0f));
+  }
+  template <class V>
+  static V ne(const V& x, const V& y) {
+    return where(x != y, V(1.0f), V(0.0f));
+  }
+  template <class V>
+  static V lt(const V& x, const V& y) {
+    return where(x < y, V(1.0f), V(0.0f));
+  }
+  template <class V>
+  static V le(const V& x, const V& y) {
+    return where(x <= y, V(1.0f), V(0.0f));
+  }
+  // select on a carried boolean (1 or 0)
+  template <class V>
+  static V select(const V& p, const V& a, const V& b) {
+    return where(p != V(0.0f), a, b);
+  }
+  template <class V>
+  static V trunc(const V& x) {
+    return detail::trunc_of(x);
+  }
+  // tuned whole ops (vmath.hpp)
+  template <class V>
+  static V relu(const V& x) {
+    return kernels::relu(x);
+  }
+  template <class V>
+  static V sigmoid(const V& x) {
+    return vsigmoid(x);
+  }
+  template <class V>
+  static V gelu_erf(const V& x) {
+    return kernels::gelu_erf(x);
+  }
+  template <class V>
+  static V gelu_tanh(const V& x) {
+    return kernels::gelu_tanh(x);
+  }
+  template <class V>
+  static V silu(const V& x) {
+    return kernels::silu(x);
+  }
+};
+
+// The unary op K of the table on x (a lane or a batch).
+template <graph::op_kind K, class V>
+V apply_unary(const V& x) {
+  return graph::op_traits<K>::template apply<vec_math>(x);
+}
+
+// A transcendental op: its vector form needs many registers (GEMM epilogues stage the tile
+// before applying one, so that the accumulators need not spill).
+constexpr bool is_transcendental(graph::op_kind k) {
+  using graph::op_kind;
+  switch (k) {
+    case op_kind::exp: case op_kind::log: case op_kind::tanh: case op_kind::erf:
+    case op_kind::sigmoid: case op_kind::gelu_erf: case op_kind::gelu_tanh: case op_kind::silu:
+    case op_kind::pow:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace fusedsl::cpu::kernels
