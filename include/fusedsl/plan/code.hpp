@@ -85,7 +85,7 @@ struct emit_scope {
 
 template <class Scope = emit_scope>
 struct emitter {
-  const Scope& sc;
+  Scope sc;  // by value: callers pass temporaries
   code& c;
   iter_space space;
   refine_request req{};
@@ -119,6 +119,25 @@ struct emitter {
     a.node = id;
     a.type = n.type;
     a.at = offset_row(m, n.shape);
+    const int ref = c.add_access(a);
+    if (ref < 0) {
+      fail("a fusion group reads more than 32 distinct operand elements");
+      return -1;
+    }
+    ins in;
+    in.kind = ins_kind::load;
+    in.type = n.type;
+    in.ref = std::int16_t(ref);
+    return push(in, id, m);
+  }
+
+  // A load of node id at a map over its buffer viewed with shape `as` (same size, row-major).
+  constexpr int load_flat(int id, const index_map& m, const dims& as) {
+    const node& n = sc.nodes[id];
+    access a;
+    a.node = id;
+    a.type = n.type;
+    a.at = offset_row(m, as);
     const int ref = c.add_access(a);
     if (ref < 0) {
       fail("a fusion group reads more than 32 distinct operand elements");
@@ -195,6 +214,16 @@ struct emitter {
       case op_kind::transpose: return emit(x, transpose_map(m, n.perm));
       case op_kind::slice: return emit(x, slice_map(m, n.axis, n.begin));
       case op_kind::reshape: {
+        // A reshape of a buffer reads it at the same linear offset: no digits needed.
+        const node& xn = sc.nodes[x];
+        if ((!member(x) || graph::is_leaf(xn.op)) && xn.op != op_kind::constant && xn.op != op_kind::iota &&
+            sc.input_node[0] != x && sc.input_node[1] != x) {
+          index_map flat;
+          flat.rank = 1;
+          flat.row[0] = offset_row(m, out);
+          dims one = make_dims(xs.size());
+          return load_flat(x, flat, one);
+        }
         const map_result r = reshape_map(m, out, xs, space);
         if (!r.req.ok()) {
           if (req.ok()) req = r.req;

@@ -11,54 +11,23 @@
 //    way it reads them, and its single-consumer elementwise successors of the same shape (bias,
 //    scale, activation, residual, cast) as its epilogue; matmuls that read the same left operand
 //    with parameter right operands run as one group (horizontal fusion: Q, K and V together);
-//  * row: softmax, log_softmax, layernorm and rmsnorm, with their elementwise epilogue;
-//  * reduce: a reduction with its elementwise prologue (input fusion);
-//  * attention: softmax(Q Kᵀ · scale [+ mask | where(mask, ·, -inf)]) V, from the composite or written
-//    by hand, is one flash-style group: the scores never leave it;
+//  * row: softmax, log_softmax, layernorm and rmsnorm, with their elementwise prologue (input
+//    fusion) and epilogue;
+//  * reduce: a reduction with its elementwise prologue and epilogue;
+//  * attention: softmax(f(Q Kᵀ)) V, f any chain of elementwise ops (scale, additive or boolean
+//    masks with any fill, biases), from the composite or written by hand, is one flash-style group:
+//    the scores never leave it;
+//  * every group is made in the richest form that lowers to a kernel (plan/lower.hpp), else with
+//    less fused into it (docs/fusion.md, "Refusals");
 //  * repeat: a stacked block is one group of its region's caller; its body is planned on its own.
 // The pass is constexpr code over arrays; the same code runs at run time.
 #include <array>
 
 #include "fusedsl/graph/node.hpp"
+#include "fusedsl/plan/groups.hpp"
+#include "fusedsl/plan/lower.hpp"
 
 namespace fusedsl::plan {
-
-using graph::node;
-using graph::op_kind;
-
-enum class group_kind : std::uint8_t { loop, matmul, row, reduce, attention, repeat };
-
-constexpr std::string_view name_of(group_kind k) {
-  constexpr std::string_view names[] = {"loop", "matmul", "row", "reduce", "attention", "repeat"};
-  return names[std::size_t(k)];
-}
-
-inline constexpr int max_roots = 4;
-
-struct fusion_group {
-  group_kind kind = group_kind::loop;
-  int region = 0;
-  int anchor = -1;                     // the op that gives the group its kind (for loop: the root)
-  std::array<int, max_roots> roots{};  // members whose values leave the group (materialised)
-  int n_roots = 0;
-};
-
-template <std::size_t N>
-struct fusion_plan {
-  std::array<int, N> group_of{};       // group of each node; -1: not computed by any group (leaf)
-  std::array<fusion_group, N> groups{};
-  int n_groups = 0;
-  std::array<int, N> order{};          // groups in execution order (topological)
-  std::array<int, N> n_users{};        // consumers of each node (outputs and region results count)
-
-  constexpr const fusion_group& operator[](int g) const { return groups[std::size_t(g)]; }
-  constexpr int kernels_in_region(int r) const {
-    int k = 0;
-    for (int g = 0; g < n_groups; ++g) k += groups[std::size_t(g)].region == r;
-    return k;
-  }
-  constexpr bool is_member(int node_id, int g) const { return group_of[std::size_t(node_id)] == g; }
-};
 
 namespace detail {
 
@@ -202,11 +171,34 @@ struct fuser {
     gr.roots[std::size_t(gr.n_roots++)] = id;
   }
 
-  // softmax(Q Kᵀ · scale [mask]) V rooted at the second matmul `pv`. Returns the nodes on success.
+  // Does id lead, through single-consumer elementwise ops and reshapes, to the scores matmul Q Kᵀ
+  // (along exactly one operand at each op)?
+  constexpr bool leads_to_scores(int id, int depth) const {
+    if (depth > 16 || !single_use(id) || !free(id)) return false;
+    const node& n = g[id];
+    if (n.op == op_kind::matmul) return !n.trans_a && n.shape.rank >= 3 && (n.trans_b || transposed_last_two(n.in[1]));
+    if (n.op == op_kind::reshape) return leads_to_scores(n.in[0], depth + 1);
+    if (!graph::is_elementwise(n.op) || !(n.shape == g[id].shape)) return false;
+    int count = 0;
+    for (int k = 0; k < n.n_in; ++k) count += leads_to_scores(n.in[std::size_t(k)], depth + 1);
+    return count == 1;
+  }
+  // A single-consumer transpose of the last two axes (K written as transpose(K)).
+  constexpr bool transposed_last_two(int id) const {
+    const node& n = g[id];
+    if (n.op != op_kind::transpose || !single_use(id) || !free(id)) return false;
+    const int r = n.shape.rank;
+    for (int i = 0; i < r - 2; ++i)
+      if (n.perm[std::size_t(i)] != i) return false;
+    return n.perm[std::size_t(r - 2)] == r - 1 && n.perm[std::size_t(r - 1)] == r - 2;
+  }
+
+  // softmax(f(Q Kᵀ)) V rooted at the second matmul `pv`, f any chain of elementwise ops and
+  // reshapes (scale, masks of any kind, biases) with one operand on the path from the scores.
   struct attention_match {
     bool ok = false;
     int scores = -1, softmax = -1, pv = -1;
-    int chain[8]{};
+    std::array<int, 16> chain{};
     int n_chain = 0;
   };
   constexpr attention_match match_attention(int pv) const {
@@ -215,61 +207,68 @@ struct fuser {
     if (n.op != op_kind::matmul || n.trans_a || n.trans_b) return m;
     int s = n.in[0];
     if (g[s].op != op_kind::softmax || g[s].axis != g[s].shape.rank - 1 || !single_use(s) || !free(s)) return m;
+    if (!leads_to_scores(g[s].in[0], 0)) return m;
     m.softmax = s;
     int cur = g[s].in[0];
-    // Between the scores matmul and the softmax: scale, mask (add or select) and reshapes.
     while (g[cur].op != op_kind::matmul) {
+      if (m.n_chain == 16) return m;
+      m.chain[std::size_t(m.n_chain++)] = cur;
       const node& c = g[cur];
-      if (!single_use(cur) || !free(cur) || m.n_chain >= 8) return m;
-      const bool scale = (c.op == op_kind::mul || c.op == op_kind::div) && g[c.in[1]].op == op_kind::constant;
-      const bool add_mask = c.op == op_kind::add;
-      const bool where_mask = c.op == op_kind::select && g[c.in[2]].op == op_kind::constant;
-      const bool reshape = c.op == op_kind::reshape;
-      if (!(scale || add_mask || where_mask || reshape)) return m;
-      m.chain[m.n_chain++] = cur;
-      cur = where_mask ? c.in[1] : c.in[0];
+      int next = -1;
+      for (int k = 0; k < c.n_in && next < 0; ++k)
+        if (leads_to_scores(c.in[std::size_t(k)], 0)) next = c.in[std::size_t(k)];
+      cur = next;
     }
-    const node& qk = g[cur];
-    if (!single_use(cur) || !free(cur) || qk.trans_a || !qk.trans_b) return m;
     m.scores = cur;
     m.pv = pv;
     m.ok = true;
     return m;
   }
 
-  constexpr fusion_plan<N> run() {
-    // 1. Attention first (it spans a matmul, the softmax and the mask between them).
-    for (int i = 0; i < int(N); ++i) {
-      if (g[i].op != op_kind::matmul || !free(i)) continue;
-      const attention_match m = match_attention(i);
-      if (!m.ok) continue;
-      const int gi = new_group(group_kind::attention, i);
-      take(i, gi);
-      take(m.softmax, gi);
-      take(m.scores, gi);
-      for (int c = 0; c < m.n_chain; ++c) {
-        take(m.chain[c], gi);
-        absorb_operands(m.chain[c], gi, false);  // mask computation (iota, compare) fuses in
-      }
-      absorb_operands(m.scores, gi, true);  // Q and K read through their layout ops
-      absorb_operands(i, gi, true);         // V likewise
-      int tail = i;
-      // The output's merge-heads layout ops become the way the group writes its result.
-      while (single_use(tail) && free(user(tail)) && is_view_op(g[user(tail)].op) && g[user(tail)].op != op_kind::broadcast) {
-        tail = user(tail);
-        take(tail, gi);
-      }
-      set_root(gi, tail);
+  // The group just made (the last one) taken back: its members are free again.
+  constexpr void undo_last_group() {
+    const int gi = --p.n_groups;
+    for (std::size_t i = 0; i < N; ++i)
+      if (p.group_of[i] == gi) p.group_of[i] = -1;
+    p.groups[std::size_t(gi)] = fusion_group{};
+  }
+  constexpr bool lowers(int gi) const { return !lower_group(g, p, gi).refused(); }
+
+  constexpr bool make_attention(int i) {
+    const attention_match m = match_attention(i);
+    if (!m.ok) return false;
+    const int gi = new_group(group_kind::attention, i);
+    take(i, gi);
+    take(m.softmax, gi);
+    take(m.scores, gi);
+    for (int c = 0; c < m.n_chain; ++c) {
+      take(m.chain[std::size_t(c)], gi);
+      absorb_operands(m.chain[std::size_t(c)], gi, false);  // mask computation (iota, compare) fuses in
     }
-    // 2. Matmuls with prologue layouts and epilogues; siblings sharing the left operand join.
-    for (int i = 0; i < int(N); ++i) {
-      if (g[i].op != op_kind::matmul || !free(i)) continue;
+    absorb_operands(m.scores, gi, true);  // Q and K read through their layout ops
+    absorb_operands(i, gi, true);         // V likewise
+    int tail = i;
+    // The output's merge-heads layout ops become the way the group writes its result.
+    while (single_use(tail) && free(user(tail)) && is_view_op(g[user(tail)].op) && g[user(tail)].op != op_kind::broadcast) {
+      tail = user(tail);
+      take(tail, gi);
+    }
+    set_root(gi, tail);
+    if (lowers(gi)) return true;
+    undo_last_group();
+    return false;
+  }
+
+  // A matmul with (level 2) its operands' layout ops, its epilogue and its siblings, (1) its
+  // epilogue only, or (0) alone: the richest form that lowers.
+  constexpr void make_matmul(int i) {
+    for (int level = 2; level >= 0; --level) {
       const int gi = new_group(group_kind::matmul, i);
       take(i, gi);
-      absorb_operands(i, gi, true);
-      set_root(gi, absorb_epilogue(i, gi));
+      if (level == 2) absorb_operands(i, gi, true);
+      set_root(gi, level >= 1 ? absorb_epilogue(i, gi) : i);
       const node& a = g[i];
-      for (int j = i + 1; j < int(N) && p.groups[std::size_t(gi)].n_roots < max_roots; ++j) {
+      for (int j = i + 1; level == 2 && j < int(N) && p.groups[std::size_t(gi)].n_roots < max_roots; ++j) {
         const node& b = g[j];
         if (b.op != op_kind::matmul || !free(j) || b.region != a.region || b.in[0] != a.in[0] ||
             b.trans_a != a.trans_a || !detail::is_external(g[b.in[1]].op) || !detail::is_external(g[a.in[1]].op) ||
@@ -278,19 +277,51 @@ struct fuser {
         take(j, gi);
         set_root(gi, absorb_epilogue(j, gi));
       }
+      if (level == 0 || lowers(gi)) return;
+      undo_last_group();
     }
-    // 3. Row composites with their epilogue; reductions with their prologue.
+  }
+
+  // A row composite or reduction with (2) its elementwise prologue and epilogue, (1) its epilogue,
+  // or (0) alone.
+  constexpr void make_row_or_reduce(int i, group_kind kind) {
+    for (int level = 2; level >= 0; --level) {
+      const int gi = new_group(kind, i);
+      take(i, gi);
+      if (level == 2) absorb_operands(i, gi, false);
+      set_root(gi, level >= 1 ? absorb_epilogue(i, gi) : i);
+      if (level == 0 || lowers(gi)) return;
+      undo_last_group();
+    }
+  }
+
+  // A loop group: the node with its single-consumer producers, or alone.
+  constexpr void make_loop(int i) {
+    int gi = new_group(group_kind::loop, i);
+    take(i, gi);
+    absorb_operands(i, gi, false);
+    set_root(gi, i);
+    if (lowers(gi)) return;
+    undo_last_group();
+    gi = new_group(group_kind::loop, i);
+    take(i, gi);
+    set_root(gi, i);
+  }
+
+  constexpr fusion_plan<N> run() {
+    // 1. Attention first (it spans a matmul, the softmax and the mask between them).
+    for (int i = 0; i < int(N); ++i)
+      if (g[i].op == op_kind::matmul && free(i)) make_attention(i);
+    // 2. Matmuls with prologue layouts and epilogues; siblings sharing the left operand join.
+    for (int i = 0; i < int(N); ++i)
+      if (g[i].op == op_kind::matmul && free(i)) make_matmul(i);
+    // 3. Row composites with their prologue and epilogue; reductions likewise.
     for (int i = 0; i < int(N); ++i) {
       if (!free(i)) continue;
       if (graph::is_row_composite(g[i].op)) {
-        const int gi = new_group(group_kind::row, i);
-        take(i, gi);
-        set_root(gi, absorb_epilogue(i, gi));
+        make_row_or_reduce(i, group_kind::row);
       } else if (graph::is_reduce(g[i].op)) {
-        const int gi = new_group(group_kind::reduce, i);
-        take(i, gi);
-        absorb_operands(i, gi, false);
-        set_root(gi, i);
+        make_row_or_reduce(i, group_kind::reduce);
       } else if (g[i].op == op_kind::repeat) {
         const int gi = new_group(group_kind::repeat, i);
         take(i, gi);
@@ -299,14 +330,8 @@ struct fuser {
     }
     // 4. Loop groups: the remaining computed nodes, from the last backwards, each pulling in its
     //    single-consumer producers.
-    for (int i = int(N) - 1; i >= 0; --i) {
-      const op_kind k = g[i].op;
-      if (!free(i) || graph::is_leaf(k)) continue;
-      const int gi = new_group(group_kind::loop, i);
-      take(i, gi);
-      absorb_operands(i, gi, false);
-      set_root(gi, i);
-    }
+    for (int i = int(N) - 1; i >= 0; --i)
+      if (free(i) && !graph::is_leaf(g[i].op)) make_loop(i);
     order_groups();
     return p;
   }

@@ -25,7 +25,7 @@
 #include <limits>
 
 #include "fusedsl/plan/code.hpp"
-#include "fusedsl/plan/fusion.hpp"
+#include "fusedsl/plan/groups.hpp"
 #include "fusedsl/plan/view.hpp"
 
 namespace fusedsl::plan {
@@ -37,7 +37,7 @@ constexpr std::string_view name_of(kernel_kind k) {
   return names[std::size_t(k)];
 }
 
-inline constexpr int max_segments = 4;
+inline constexpr int max_segments = 8;
 
 // One box of the iteration space and the instructions that compute the root's value there.
 struct segment {
@@ -172,7 +172,7 @@ struct lowerer {
           if (!ref.split(e.req.axis, e.req.at)) return "a reshape needs a finer iteration than the kernel has axes";
           restart = true;
         } else if (e.req.kind == refine_request::split_box) {
-          if (d.n_seg == max_segments) return "concats cut the iteration into more than four parts";
+          if (d.n_seg == max_segments) return "concats cut the iteration into more than eight parts";
           const int t = e.req.axis;
           segment cut = d.seg[std::size_t(s)];
           d.seg[std::size_t(s)].hi[std::size_t(t)] = e.req.at;
@@ -309,6 +309,7 @@ struct lowerer {
       // gamma, beta: [C] loads along the row axis
       for (int k = 1; k < n.n_in; ++k) {
         const int p = n.in[std::size_t(k)];
+        if (member(p)) return refuse("a norm whose gamma or beta is computed in its group");
         access a;
         a.node = p;
         a.type = g[p].type;
@@ -479,12 +480,20 @@ struct lowerer {
       if (!member(qk)) return refuse("an attention whose scores are not a member matmul");
     }
     const node& s = g[qk];
-    if (s.trans_a || !s.trans_b) return refuse("an attention whose scores are not Q Kᵀ");
+    if (s.trans_a) return refuse("an attention whose scores are not Q Kᵀ");
     // Q: [..., H, L, dh], possibly through the grouped-heads reshape [..., Hkv, G*L, dh].
     int qn = s.in[0];
     if (g[qn].op == op_kind::reshape && member(qn) && g[g[qn].in[0]].shape.rank == g[qn].shape.rank) qn = g[qn].in[0];
     a.q = read_view(g, f, gi, qn);
     a.k = read_view(g, f, gi, s.in[1]);
+    if (!s.trans_b && a.k.ok) {  // K read through a transpose of its last two axes: undo it
+      const int rk = a.k.shape.rank;
+      const std::int64_t e = a.k.shape[rk - 1], st = a.k.stride[std::size_t(rk - 1)];
+      a.k.shape[rk - 1] = a.k.shape[rk - 2];
+      a.k.stride[std::size_t(rk - 1)] = a.k.stride[std::size_t(rk - 2)];
+      a.k.shape[rk - 2] = e;
+      a.k.stride[std::size_t(rk - 2)] = st;
+    }
     a.v = read_view(g, f, gi, g[pv].in[1]);
     // O: the value after pv, after the grouped-heads reshape back to [..., H, L, dh], if any.
     int on = pv;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fusedsl/plan/fusion.hpp"
+#include "fusedsl/plan/lower.hpp"
 
 namespace fusedsl::plan {
 
@@ -73,23 +74,45 @@ struct planner {
     return false;
   }
 
-  // Does group gi read buffer b only at the index it writes (so its root may overwrite b)?
+  // Does group gi's kernel read buffer b only at the element it writes, before it writes it (so
+  // its root may overwrite b)? Read off the group's kernel descriptor (plan/lower.hpp): every load
+  // of b must be at the store's offset. Loop and row kernels read an element before they write
+  // it; a GEMM's epilogue reads its operands after the last k block, so only an unblocked GEMM
+  // (k <= 512, kernels/gemm.hpp) may write over one, and never over A or B; reductions, attention
+  // and groups the interpreter runs never write over an operand.
   constexpr bool reads_elementwise(int gi, int b, int root) const {
     const fusion_group& gr = f.groups[std::size_t(gi)];
     if (!(g[b].shape == g[root].shape) || size_of(g[b].type) != size_of(g[root].type)) return false;
-    if (gr.kind == group_kind::attention || gr.kind == group_kind::repeat || gr.kind == group_kind::reduce) return false;
-    if (gr.n_roots != 1) return false;
-    for (int i = 0; i < int(N); ++i) {
-      if (f.group_of[std::size_t(i)] != gi) continue;
-      const node& n = g[i];
-      for (int k = 0; k < n.n_in; ++k) {
-        if (n.in[std::size_t(k)] != b) continue;
-        const bool elementwise_same_shape = graph::is_elementwise(n.op) && n.shape == g[b].shape;
-        const bool row_input = graph::is_row_composite(n.op) && k == 0;
-        if (!(elementwise_same_shape || row_input)) return false;  // matmul operands, layouts, ...
+    if (gr.n_roots != 1 && gr.kind != group_kind::matmul) return false;
+    const kernel_desc d = lower_group(g, f, gi);
+    auto loads_at = [&](int begin, int end, int store) {
+      const affine_row& at = d.c.acc[std::size_t(store)].at;
+      for (int i = begin; i < end; ++i) {
+        const ins& x = d.c.instr[std::size_t(i)];
+        if (x.kind == ins_kind::load && d.c.acc[std::size_t(x.ref)].node == b && !(d.c.acc[std::size_t(x.ref)].at == at))
+          return false;
       }
+      return true;
+    };
+    switch (d.kind) {
+      case kernel_kind::loop:
+        return loads_at(0, d.c.n_ins, d.store);
+      case kernel_kind::row:
+        return loads_at(0, d.c.n_ins, d.store);
+      case kernel_kind::gemm:
+        for (int q = 0; q < d.n_gemm; ++q) {
+          const gemm_part& p = d.gemm[std::size_t(q)];
+          if (p.a.base == b || p.b.base == b) return false;
+          if (p.out == root && (p.k > 512 || !loads_at(p.epilogue.begin, p.epilogue.end, p.store))) return false;
+          if (p.out != root)  // another matmul of the group may run after this one: it must not read b
+            for (int i = p.epilogue.begin; i < p.epilogue.end; ++i)
+              if (d.c.instr[std::size_t(i)].kind == ins_kind::load && d.c.acc[std::size_t(d.c.instr[std::size_t(i)].ref)].node == b)
+                return false;
+        }
+        return true;
+      default:
+        return false;
     }
-    return true;
   }
 
   constexpr void plan_region(int r) {

@@ -5,9 +5,62 @@
 #include <string>
 
 #include "fusedsl/graph/print.hpp"
+#include "fusedsl/plan/lower.hpp"
 #include "fusedsl/plan/stats.hpp"
 
 namespace fusedsl::plan {
+
+// One line on a kernel descriptor: its kind and iteration, or why the group is refused.
+inline std::string describe(const kernel_desc& d) {
+  std::ostringstream os;
+  if (d.refused()) {
+    os << "refused (runs in the interpreter): " << d.why;
+    return os.str();
+  }
+  auto space = [&] {
+    os << "[";
+    for (int t = 0; t < d.rank; ++t) os << (t ? "," : "") << d.extent[std::size_t(t)];
+    os << "]";
+  };
+  os << "generated " << name_of(d.kind) << " kernel";
+  switch (d.kind) {
+    case kernel_kind::loop:
+      os << " over ";
+      space();
+      os << ", " << d.n_seg << " segment" << (d.n_seg == 1 ? "" : "s") << ", " << d.c.n_ins << " instructions";
+      break;
+    case kernel_kind::reduce:
+      os << ": " << graph::name_of(d.reduce_op) << " over ";
+      space();
+      os << ", " << d.c.n_ins << " instructions";
+      break;
+    case kernel_kind::row:
+      os << ": " << graph::name_of(d.row_op) << " over ";
+      space();
+      os << ", prologue " << (d.seg[0].end - d.seg[0].begin) << " and epilogue " << (d.epilogue.end - d.epilogue.begin)
+         << " instructions";
+      break;
+    case kernel_kind::gemm:
+      for (int q = 0; q < d.n_gemm; ++q) {
+        const gemm_part& p = d.gemm[std::size_t(q)];
+        os << (q ? "; " : ": ") << p.m << "x" << p.n << "x" << p.k;
+        if (!p.folded && p.batch_rank > 0) os << " x" << p.batch.size() << " batches";
+        os << (p.b_param ? ", B packed at bind" : ", B packed per call") << ", epilogue "
+           << (p.epilogue.end - p.epilogue.begin) << " instructions";
+      }
+      break;
+    case kernel_kind::attention:
+      os << ": " << d.att.heads << " heads (" << d.att.kv_heads << " kv), " << d.att.seq_q << "x" << d.att.seq_kv
+         << ", head_dim " << d.att.head_dim;
+      if (d.att.batch.size() > 1) os << ", batch " << d.att.batch.size();
+      if (d.att.causal) os << ", causal";
+      if (!d.att.score.empty()) os << ", score program " << (d.att.score.end - d.att.score.begin) << " instructions";
+      break;
+    default:
+      break;
+  }
+  return os.str();
+}
 
 template <std::size_t N>
 std::string print_plan(const graph::graph<N>& g, const fusion_plan<N>& f, const memory_plan<N>& m) {
@@ -39,6 +92,7 @@ std::string print_plan(const graph::graph<N>& g, const fusion_plan<N>& f, const 
         if (m.alias_of[std::size_t(root)] >= 0) os << " in place of %" << m.alias_of[std::size_t(root)];
         os << "\n";
       }
+      os << "    " << describe(lower_group(g, f, gi)) << "\n";
       if (gr.kind == group_kind::repeat) {
         const node& n = g[gr.anchor];
         os << "    runs region " << n.body << " x" << n.count << ", scratch at arena+" << m.scratch_offset[std::size_t(gr.anchor)]

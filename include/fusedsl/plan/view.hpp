@@ -5,7 +5,7 @@
 // heads). constexpr, like the plan it reads; every backend's kernels take these views.
 #include <array>
 
-#include "fusedsl/plan/fusion.hpp"
+#include "fusedsl/plan/groups.hpp"
 
 namespace fusedsl::plan {
 
