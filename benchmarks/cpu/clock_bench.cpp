@@ -50,8 +50,8 @@ void run_microkernel(aligned_floats& a, aligned_floats& b, aligned_floats& c, in
   for (int rep = 0; rep < tiles; ++rep) {
     typename mk::tile acc;
     mk::compute_rows<mk::MR>(128, a.data(), 128, 1, b.data(), mk::NR, acc);
-    k::detail::store_tile<k::native_arch, k::activation::none>(acc, mk::MR, mk::NR, 0, 0, c.data(),
-                                                               mk::NR, k::gemm_epilogue{});
+    k::detail::store_tile<k::native_arch>(acc, mk::MR, mk::NR, 0, 0, c.data(), mk::NR,
+                                          k::no_epilogue{});
     benchmark::DoNotOptimize(c.data());
   }
 }

@@ -63,8 +63,8 @@ void BM_gemm_microkernel_l1(benchmark::State& state) {
   auto call = [&] {
     typename mk::tile acc;
     mk::compute_rows<mk::MR>(kk, a.data(), 1, mk::MR, b.data(), mk::NR, acc);
-    k::detail::store_tile<k::native_arch, k::activation::none>(acc, mk::MR, mk::NR, 0, 0, c.data(),
-                                                               mk::NR, k::gemm_epilogue{});
+    k::detail::store_tile<k::native_arch>(acc, mk::MR, mk::NR, 0, 0, c.data(), mk::NR,
+                                          k::no_epilogue{});
     benchmark::DoNotOptimize(c.data());
   };
   const double best = fastest_call(state, call);

@@ -104,12 +104,11 @@ TEST_CASE_TEMPLATE("gemm matches the reference on odd shapes with every transpos
 
 TEST_CASE_TEMPLATE("gemm applies every epilogue combination", Arch, FUSEDSL_CPU_ARCHS) {
   const problem pr(29, 70, 19, false, true);
-  for (auto act : {k::activation::none, k::activation::relu, k::activation::gelu_erf,
-                   k::activation::gelu_tanh, k::activation::silu, k::activation::sigmoid})
+  for (auto act : fusedsl_test::all_activations)
     for (bool bias : {false, true})
       for (bool res : {false, true})
         for (float scale : {1.0f, 0.125f}) {
-          CAPTURE(k::name_of(act));
+          CAPTURE(fusedsl_test::name_of(act));
           CAPTURE(bias);
           CAPTURE(res);
           CAPTURE(scale);
@@ -124,7 +123,7 @@ TEST_CASE_TEMPLATE("gemm applies every epilogue combination", Arch, FUSEDSL_CPU_
 TEST_CASE_TEMPLATE("gemm writes bf16 C rounded from the f32 result", Arch, FUSEDSL_CPU_ARCHS) {
   const problem pr(21, 77, 40, true, false);
   k::gemm_epilogue ep;
-  ep.bias = pr.bias.data(), ep.act = k::activation::gelu_tanh;
+  ep.bias = pr.bias.data(), ep.act = fusedsl::graph::op_kind::gelu_tanh;
   const auto c16 = run<Arch, k::bf16_bits>(pr, ep);
   const auto c32 = run<Arch, float>(pr, ep);
   int bad = 0;
@@ -160,7 +159,7 @@ TEST_CASE_TEMPLATE("gemm with long k sums k blocks through C and applies the epi
   for (bool ta : {false, true}) {
     const problem pr(37, 45, 1100, ta, !ta);  // k > 512: three k blocks of 367
     k::gemm_epilogue ep;
-    ep.act = k::activation::gelu_tanh, ep.scale = 0.5f, ep.bias = pr.bias.data();
+    ep.act = fusedsl::graph::op_kind::gelu_tanh, ep.scale = 0.5f, ep.bias = pr.bias.data();
     ep.residual = pr.res.data(), ep.ld_residual = pr.ldc;
     CAPTURE(ta);
     check_f32<Arch>(pr, ep);
@@ -185,7 +184,7 @@ TEST_CASE_TEMPLATE("gemm propagates NaN and infinity", Arch, FUSEDSL_CPU_ARCHS) 
   for (std::ptrdiff_t p = 0; p < pr.kk; ++p) pr.a[std::size_t(4 * pr.lda + p)] = 1.0f;
   pr.a[std::size_t(4 * pr.lda)] = std::numeric_limits<float>::infinity();  // row 4
   k::gemm_epilogue ep;
-  ep.act = k::activation::relu;
+  ep.act = fusedsl::graph::op_kind::relu;
   const auto c = run<Arch, float>(pr, ep);
   for (std::ptrdiff_t j = 0; j < pr.n; ++j) {
     CHECK(std::isnan(c[std::size_t(2 * pr.ldc + j)]));
@@ -202,7 +201,7 @@ TEST_CASE_TEMPLATE("gemm results are bitwise identical for 1, 2 and 3 threads", 
   for (std::ptrdiff_t kk : {std::ptrdiff_t(50), std::ptrdiff_t(300)}) {
     const problem pr(100, 90, kk, false, false);
     k::gemm_epilogue ep;
-    ep.act = k::activation::silu, ep.bias = pr.bias.data();
+    ep.act = fusedsl::graph::op_kind::silu, ep.bias = pr.bias.data();
     const auto one = run<Arch, float>(pr, ep);
     for (int t : {2, 3}) {
       k::thread_pool pool(t);
@@ -221,7 +220,7 @@ TEST_CASE("gemm with k = 0 gives the epilogue of zero") {
   std::vector<float> packed(1), ws(k::gemm_workspace_floats(0)), c(6, 9.0f);
   const auto pb = k::pack_b(0, 3, static_cast<const float*>(nullptr), 3, false, packed.data());
   k::gemm_epilogue ep;
-  ep.bias = bias, ep.act = k::activation::relu;
+  ep.bias = bias, ep.act = fusedsl::graph::op_kind::relu;
   k::gemm(2, 3, 0, static_cast<const float*>(nullptr), 0, false, pb, c.data(), 3, ep, ws.data());
   CHECK(c == std::vector<float>{1, 0, 3, 1, 0, 3});
 }

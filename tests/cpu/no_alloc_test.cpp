@@ -44,7 +44,7 @@ TEST_CASE("gemm, flash attention, row kernels and map do not allocate, with or w
   args.causal = true;
   k::thread_pool pool(2);  // threads start here, outside the counted region
   k::gemm_epilogue ep;
-  ep.act = k::activation::gelu_erf;
+  ep.act = fusedsl::graph::op_kind::gelu_erf;
   const long before = g_news.load();
   for (k::thread_pool* p : {static_cast<k::thread_pool*>(nullptr), &pool}) {
     k::gemm(m, n, kk, a.data(), kk, false, pb, c.data(), n, ep, gws.data(), p);
