@@ -197,9 +197,9 @@ constexpr digits_result split_digits(const affine_row& v, const std::int64_t* ex
       r.req = {refine_request::fail, -1, 0, "a reshape of a reversed index"};
       return r;
     }
-    // The digit this term lands on: the innermost of extent > 1 whose stride divides c.
+    // The digit this term lands on: the outermost of extent > 1 whose stride divides c.
     int k = -1;
-    for (int j = q - 1; j >= 0; --j)
+    for (int j = 0; j < q; ++j)
       if (ext[j] > 1 && c % stride[std::size_t(j)] == 0) {
         k = j;
         break;

@@ -360,9 +360,6 @@ struct lowerer {
     p.b = read_view(g, f, gi, n.in[1]);
     if (!p.a.ok || !p.b.ok) return "a matmul operand read through an op that is not a view";
     const int ra = p.a.shape.rank, rb = p.b.shape.rank, ro = n.shape.rank;
-    if (g[p.a.base].type != dtype::f32) return "a matmul whose A is not f32";
-    if (g[p.b.base].type != dtype::f32 && !(g[p.b.base].type == dtype::bf16 && g[p.b.base].op == op_kind::param))
-      return "a matmul whose B is neither f32 nor a bf16 parameter";
     p.n = n.shape[ro - 1];
     p.trans_a = n.trans_a;
     // A: unit stride along k (or, transposed, along m).
@@ -507,8 +504,6 @@ struct lowerer {
     if (a.q.stride[std::size_t(r - 1)] != 1 || a.k.stride[std::size_t(r - 1)] != 1 ||
         a.v.stride[std::size_t(r - 1)] != 1 || a.o.stride[std::size_t(r - 1)] != 1)
       return refuse("an attention whose head_dim axis is not contiguous");
-    for (const strided_view* v : {&a.q, &a.k, &a.v, &a.o})
-      if (g[v->base].type != dtype::f32) return refuse("an attention over values that are not f32");
     a.batch_rank = r - 3;
     a.batch.rank = r - 3;
     for (int c = 0; c < r - 3; ++c) {

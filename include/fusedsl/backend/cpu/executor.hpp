@@ -348,6 +348,7 @@ class executor {
           const plan::gemm_part& p = d.gemm[std::size_t(q)];
           std::size_t w = kernels::gemm_workspace_floats<arch>(p.k, int(threads)) + 64;
           if (!p.b_param) w += kernels::packed_b_floats<arch>(p.k, p.n) + 16;
+          if (g[p.a.base].type != dtype::f32) w += std::size_t(p.a.shape.size()) + 16;  // A widened per call
           const bool amx = amx_ && uses_amx_tiles(p);
           if (amx) w = std::max(w, kernels::gemm_amx_workspace_elements(p.m, p.k) / 2 + 64);
           need = std::max(need, w);
@@ -364,6 +365,8 @@ class executor {
         }
       } else if (d.kind == plan::kernel_kind::attention) {
         std::size_t w = kernels::attention_workspace_floats<arch>(d.att.head_dim, int(threads)) + 64;
+        for (const plan::strided_view* v : {&d.att.q, &d.att.k, &d.att.v, &d.att.o})  // widened per call
+          if (g[v->base].type != dtype::f32) w += std::size_t(v->shape.size()) + 16;
         if (amx_attention_ && d.att.score.empty())
           w = std::max(w, kernels::attention_amx_workspace_elements(d.att.head_dim, d.att.seq_kv, int(threads)) / 2 + 64);
         need = std::max(need, w);
@@ -535,19 +538,28 @@ class executor {
     float* ws = scratch();
     const auto pool = pool_for(double(p.m) * double(p.n) * double(p.k) * double(p.folded ? 1 : p.batch.size()));
     const std::int64_t batches = p.folded ? 1 : p.batch.size();
+    // A of another dtype: widened into the workspace, in its logical row-major order.
+    constexpr bool widen_a = g[p.a.base].type != dtype::f32;
+    static constexpr plan::gemm_part q = widen_a ? widened_a_part(p) : p;
+    const float* a_base = static_cast<const float*>(val_[std::size_t(p.a.base)]);
+    if constexpr (widen_a) {
+      view_to_f32(p.a, ws);
+      a_base = ws;
+      ws += p.a.shape.size() + 16;
+    }
     for (std::int64_t b = 0; b < batches; ++b) {
-      std::int64_t a_off = p.a.offset, b_off = p.b.offset, rest = b;
+      std::int64_t a_off = widen_a ? 0 : p.a.offset, b_off = p.b.offset, rest = b;
       for (int c = p.batch_rank - 1; c >= 0 && !p.folded; --c) {
         const std::int64_t ix = rest % p.batch[c];
         rest /= p.batch[c];
-        a_off += ix * p.a_batch_stride[std::size_t(c)];
+        a_off += ix * (widen_a ? q.a_batch_stride : p.a_batch_stride)[std::size_t(c)];
         b_off += ix * p.b_batch_stride[std::size_t(c)];
       }
-      const float* a = static_cast<const float*>(val_[std::size_t(p.a.base)]) + a_off;
+      const float* a = a_base + a_off;
       OutT* c = static_cast<OutT*>(val_[std::size_t(p.out)]) + (p.folded ? 0 : b * p.m * p.n);
       const kernels::gen::gemm_epilogue<D, P> ep{val_.data(), b};
       if (pre && pre->amx) {
-        kernels::gemm_amx_with(p.m, p.n, p.k, a, p.lda, p.trans_a, kernels::packed_b_bf16{pre->amx_data, p.k, p.n}, c,
+        kernels::gemm_amx_with(p.m, p.n, p.k, a, q.lda, q.trans_a, kernels::packed_b_bf16{pre->amx_data, p.k, p.n}, c,
                                p.n, ep, reinterpret_cast<kernels::bf16_bits*>(ws), pool);
         continue;
       }
@@ -556,6 +568,8 @@ class executor {
       if (pre) {
         bp = kernels::packed_b<arch>{reinterpret_cast<const float*>(packed_.data()) + pre->offset, p.k, p.n};
       } else {
+        static_assert(g[p.b.base].type == dtype::f32 || g[p.b.base].type == dtype::bf16,
+                      "cpu::executor: a matmul's B must be f32 or bf16 (cast it)");
         if constexpr (g[p.b.base].type == dtype::bf16)
           bp = kernels::pack_b_strided<arch>(p.k, p.n, static_cast<const kernels::bf16_bits*>(val_[std::size_t(p.b.base)]) + b_off,
                                              p.b_ks, p.b_ns, ws);
@@ -564,8 +578,48 @@ class executor {
                                              p.b_ns, ws);
         work = ws + kernels::packed_b_floats<arch>(p.k, p.n) + 16;
       }
-      kernels::gemm_with<arch>(p.m, p.n, p.k, a, p.lda, p.trans_a, bp, c, p.n, ep, work, pool);
+      kernels::gemm_with<arch>(p.m, p.n, p.k, a, q.lda, q.trans_a, bp, c, p.n, ep, work, pool);
     }
+  }
+
+  // The part with A as a contiguous row-major copy of its logical shape (what view_to_f32 writes).
+  static constexpr plan::gemm_part widened_a_part(plan::gemm_part p) {
+    const dims& s = p.a.shape;
+    const int ra = s.rank, ro = p.batch_rank + 2;
+    p.trans_a = g[p.matmul].trans_a;
+    p.lda = s[ra - 1];
+    for (int c = 0; c < p.batch_rank; ++c) {
+      const int ca = c - (ro - ra);
+      p.a_batch_stride[std::size_t(c)] = ca >= 0 && s[ca] != 1 ? s.stride(ca) : 0;
+    }
+    return p;
+  }
+
+  // A strided view of a value of any dtype, copied to contiguous f32 (row-major over its shape),
+  // and back.
+  template <class F>
+  static void for_each_in_view(const plan::strided_view& v, F&& f) {
+    std::int64_t idx[max_rank]{}, off = v.offset;
+    const std::int64_t total = v.shape.size();
+    for (std::int64_t flat = 0; flat < total; ++flat) {
+      f(flat, off);
+      for (int c = v.shape.rank - 1; c >= 0; --c) {
+        off += v.stride[std::size_t(c)];
+        if (++idx[c] < v.shape[c]) break;
+        off -= v.stride[std::size_t(c)] * v.shape[c];
+        idx[c] = 0;
+      }
+    }
+  }
+  void view_to_f32(const plan::strided_view& v, float* dst) const {
+    const dtype t = g[v.base].type;
+    const char* src = static_cast<const char*>(val_[std::size_t(v.base)]);
+    for_each_in_view(v, [&](std::int64_t flat, std::int64_t off) { load_to_f32(t, src + off * size_of(t), dst + flat, 1); });
+  }
+  void f32_to_view(const float* src, const plan::strided_view& v) {
+    const dtype t = g[v.base].type;
+    char* dst = static_cast<char*>(val_[std::size_t(v.base)]);
+    for_each_in_view(v, [&](std::int64_t flat, std::int64_t off) { store_from_f32(t, src + flat, dst + off * size_of(t), 1); });
   }
 
   // ---- attention ----
@@ -582,37 +636,54 @@ class executor {
     sh.seq_kv = a.seq_kv;
     kernels::thread_pool* pool = pool_for(double(a.heads) * double(a.seq_q) * double(a.seq_kv) * double(a.head_dim) * 2 *
                                           double(a.batch.size()));
+    // Q, K, V or O of another dtype go through contiguous f32 copies in the workspace.
+    float* ws = scratch();
+    auto operand = [&](const plan::strided_view& v, bool in, plan::strided_view& used) -> float* {
+      used = v;
+      if (g[v.base].type == dtype::f32) return static_cast<float*>(val_[std::size_t(v.base)]);
+      used = plan::contiguous_view(v.base, v.shape);
+      float* copy = ws;
+      ws += v.shape.size() + 16;
+      if (in) view_to_f32(v, copy);
+      return copy;
+    };
+    plan::strided_view qv, kv, vv, ov;
+    const float* qp = operand(a.q, true, qv);
+    const float* kp = operand(a.k, true, kv);
+    const float* vp = operand(a.v, true, vv);
+    float* op = operand(a.o, false, ov);
     for (std::int64_t b = 0; b < a.batch.size(); ++b) {
-      std::int64_t qo = a.q.offset, ko = a.k.offset, vo = a.v.offset, oo = a.o.offset, rest = b;
+      std::int64_t qo = qv.offset, ko = kv.offset, vo = vv.offset, oo = ov.offset, rest = b;
       for (int c = a.batch_rank - 1; c >= 0; --c) {
         const std::int64_t ix = rest % a.batch[c];
         rest /= a.batch[c];
-        qo += ix * a.q.stride[std::size_t(c)];
-        ko += ix * a.k.stride[std::size_t(c)];
-        vo += ix * a.v.stride[std::size_t(c)];
-        oo += ix * a.o.stride[std::size_t(c)];
+        qo += ix * qv.stride[std::size_t(c)];
+        ko += ix * kv.stride[std::size_t(c)];
+        vo += ix * vv.stride[std::size_t(c)];
+        oo += ix * ov.stride[std::size_t(c)];
       }
       kernels::attention_args args;
-      args.q = static_cast<const float*>(val_[std::size_t(a.q.base)]) + qo;
-      args.q_head_stride = a.q.stride[std::size_t(r - 3)], args.q_row_stride = a.q.stride[std::size_t(r - 2)];
-      args.k = static_cast<const float*>(val_[std::size_t(a.k.base)]) + ko;
-      args.k_head_stride = a.k.stride[std::size_t(r - 3)], args.k_row_stride = a.k.stride[std::size_t(r - 2)];
-      args.v = static_cast<const float*>(val_[std::size_t(a.v.base)]) + vo;
-      args.v_head_stride = a.v.stride[std::size_t(r - 3)], args.v_row_stride = a.v.stride[std::size_t(r - 2)];
-      args.o = static_cast<float*>(val_[std::size_t(a.o.base)]) + oo;
-      args.o_head_stride = a.o.stride[std::size_t(r - 3)], args.o_row_stride = a.o.stride[std::size_t(r - 2)];
+      args.q = qp + qo;
+      args.q_head_stride = qv.stride[std::size_t(r - 3)], args.q_row_stride = qv.stride[std::size_t(r - 2)];
+      args.k = kp + ko;
+      args.k_head_stride = kv.stride[std::size_t(r - 3)], args.k_row_stride = kv.stride[std::size_t(r - 2)];
+      args.v = vp + vo;
+      args.v_head_stride = vv.stride[std::size_t(r - 3)], args.v_row_stride = vv.stride[std::size_t(r - 2)];
+      args.o = op + oo;
+      args.o_head_stride = ov.stride[std::size_t(r - 3)], args.o_row_stride = ov.stride[std::size_t(r - 2)];
       args.scale = a.scale;
       args.causal = a.causal;
       using mod_t = kernels::gen::score_mod<D, arch>;
       if constexpr (mod_t::active) {
-        kernels::flash_attention<arch>(sh, args, scratch(), pool, kernels::attention_path::automatic, mod_t{val_.data(), b});
+        kernels::flash_attention<arch>(sh, args, ws, pool, kernels::attention_path::automatic, mod_t{val_.data(), b});
       } else {
         if (amx_attention_)
-          kernels::flash_attention_amx<arch>(sh, args, reinterpret_cast<kernels::bf16_bits*>(scratch()), pool);
+          kernels::flash_attention_amx<arch>(sh, args, reinterpret_cast<kernels::bf16_bits*>(ws), pool);
         else
-          kernels::flash_attention<arch>(sh, args, scratch(), pool);
+          kernels::flash_attention<arch>(sh, args, ws, pool);
       }
     }
+    if (g[a.o.base].type != dtype::f32) f32_to_view(op, a.o);
   }
 
   // ---- repeat ----

@@ -398,7 +398,7 @@ struct mapper {
     } else {
       strided_view v = plan::read_view(g, f, gi, id);
       if (!v.ok || !is_storage(g[v.base].type) || lp.n_loads >= max_loop_loads) return -1;
-      v = cpu::broadcast_view(v, lp.shape);
+      v = plan::broadcast_view(v, lp.shape);
       if (!v.ok) return -1;
       loop_load& ld = lp.loads[std::size_t(lp.n_loads)];
       ld.node = v.base;
@@ -463,7 +463,7 @@ struct mapper {
           return fail(gi, "loop group needs more than 32 steps");
         reg[std::size_t(i)] = lp.n_instructions;
         lp.code[std::size_t(lp.n_instructions++)] = in;
-      } else if (plan::detail::is_layout(n.op) || n.op == op_kind::slice) {
+      } else if (plan::detail::is_view_op(n.op) || n.op == op_kind::slice) {
         // Read through by the consumer's view; a layout op that is itself written is one load.
         if (is_root(i, gi) && operand_register(lp, reg, gi, i) < 0)
           return fail(gi, "loop group writes a layout op of a value computed inside the group");
