@@ -86,6 +86,11 @@ template <bool Ok, class Shape>
 struct sequence_input {
   static_assert(Ok, "nn: the input must be [seq, d_model] or [batch, seq, d_model]");
 };
+template <bool Ok, class XShape, class MaskShape>
+struct attention_mask {
+  static_assert(Ok, "attention: the mask must be [seq] for x [seq, d] or [batch, seq] for x [batch, seq, d], "
+                    "boolean or of x's dtype");
+};
 template <bool Ok, class Shape>
 struct block_shape {
   static_assert(Ok, "stack: a repeated block must return a tensor of its input's shape and dtype");
