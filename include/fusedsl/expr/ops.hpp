@@ -54,7 +54,7 @@ struct cast_t : node_base<A> {
 
 template <op_kind K, int Axis, bool Keep, class A>
 struct reduce_t : node_base<A> {
-  static constexpr dtype type = A::type;
+  static constexpr dtype type = K == op_kind::argmax ? dtype::i32 : A::type;
   static constexpr dims shape = reduce_shape(A::shape, Axis, Keep).value;
   static constexpr int emit(builder& b, std::array<int, 1> x) { return b.reduce(K, x[0], Axis, Keep); }
   static constexpr bool well_formed = reduce_shape(A::shape, Axis, Keep).ok() && node_base<A>::operands_well_formed;
@@ -122,6 +122,39 @@ struct concat_t : node_base<As...> {
   }() && node_base<As...>::operands_well_formed;
 };
 
+template <class T, class I>
+struct gather_t : node_base<T, I> {
+  static constexpr dtype type = T::type;
+  static constexpr dims shape = [] {
+    dims d;
+    d.rank = I::shape.rank + T::shape.rank - 1;
+    for (int c = 0; c < I::shape.rank; ++c) d[c] = I::shape[c];
+    for (int c = 1; c < T::shape.rank; ++c) d[I::shape.rank + c - 1] = T::shape[c];
+    return d;
+  }();
+  static constexpr int emit(builder& b, std::array<int, 2> x) { return b.gather(x[0], x[1]); }
+};
+
+template <int Axis, std::int64_t Size, class X, class S>
+struct dynamic_slice_t : node_base<X, S> {
+  static constexpr dtype type = X::type;
+  static constexpr dims shape = [] {
+    dims d = X::shape;
+    d[normalize_axis(Axis, d.rank)] = Size;
+    return d;
+  }();
+  static constexpr int emit(builder& b, std::array<int, 2> x) { return b.dynamic_slice(x[0], x[1], Axis, Size); }
+};
+
+template <int Axis, class X, class U, class S>
+struct dynamic_update_slice_t : node_base<X, U, S> {
+  static constexpr dtype type = X::type;
+  static constexpr dims shape = X::shape;
+  static constexpr int emit(builder& b, std::array<int, 3> x) {
+    return b.dynamic_update_slice(x[0], x[1], x[2], Axis);
+  }
+};
+
 }  // namespace expr
 
 // ---- elementwise ----
@@ -142,6 +175,8 @@ FUSEDSL_UNARY(sigmoid, sigmoid)
 FUSEDSL_UNARY(relu, relu)
 FUSEDSL_UNARY(silu, silu)
 FUSEDSL_UNARY(abs, abs)
+FUSEDSL_UNARY(sin, sin)
+FUSEDSL_UNARY(cos, cos)
 FUSEDSL_UNARY(neg, neg)
 #undef FUSEDSL_UNARY
 
@@ -223,6 +258,50 @@ template <int Axis, bool Keep = false, expression A>
 constexpr auto max(A) { return expr::make_reduce<graph::op_kind::reduce_max, Axis, Keep, A>(); }
 template <int Axis, bool Keep = false, expression A>
 constexpr auto min(A) { return expr::make_reduce<graph::op_kind::reduce_min, Axis, Keep, A>(); }
+// The index (i32) of the first maximum along Axis; NaN counts as the maximum (NumPy's argmax).
+template <int Axis, bool Keep = false, expression A>
+constexpr auto argmax(A) { return expr::make_reduce<graph::op_kind::argmax, Axis, Keep, A>(); }
+
+// ---- data movement at run-time positions ----
+
+// table[ids]: rows of `table` picked by i32 ids (an embedding lookup); the result is
+// ids.shape ++ table.shape[1:]. Ids outside the table read its nearest row (XLA clamps them).
+template <expression T, expression I>
+constexpr auto gather(T, I) {
+  static_assert(T::shape.rank >= 1, "gather: the table must have rank 1 or more");
+  static_assert(I::type == dtype::i32, "gather: the indices must be an i32 tensor");
+  static_assert(I::shape.rank + T::shape.rank - 1 <= max_rank, "gather: the result has more than 6 axes");
+  return expr::gather_t<T, I>{};
+}
+
+// x[start : start + Size] along Axis, start an i32 scalar (a run-time position), clamped to
+// [0, dim - Size] as XLA's dynamic-slice.
+template <int Axis, std::int64_t Size, expression X, expression S>
+constexpr auto dynamic_slice(X, S) {
+  static_assert(axis_in_range(Axis, X::shape.rank), "dynamic_slice: axis out of range");
+  static_assert(Size >= 1 && Size <= X::shape[normalize_axis(Axis, X::shape.rank)],
+                "dynamic_slice: the size must be between 1 and the axis' length");
+  static_assert(S::type == dtype::i32 && S::shape.rank == 0, "dynamic_slice: the start must be an i32 scalar");
+  return expr::dynamic_slice_t<Axis, Size, X, S>{};
+}
+
+// x with update written at [start, start + len) along Axis (start clamped as XLA's
+// dynamic-update-slice).
+template <int Axis, expression X, expression U, expression S>
+constexpr auto dynamic_update_slice(X, U, S) {
+  static_assert(axis_in_range(Axis, X::shape.rank), "dynamic_update_slice: axis out of range");
+  constexpr bool fits = [] {
+    if (U::shape.rank != X::shape.rank) return false;
+    const int a = normalize_axis(Axis, X::shape.rank);
+    for (int c = 0; c < X::shape.rank; ++c)
+      if (c == a ? U::shape[c] > X::shape[c] : U::shape[c] != X::shape[c]) return false;
+    return true;
+  }();
+  static_assert(fits, "dynamic_update_slice: the update must match the operand off Axis and fit along it");
+  static_assert(U::type == X::type, "dynamic_update_slice: the update's dtype differs from the operand's");
+  static_assert(S::type == dtype::i32 && S::shape.rank == 0, "dynamic_update_slice: the start must be an i32 scalar");
+  return expr::dynamic_update_slice_t<Axis, X, U, S>{};
+}
 
 // ---- matmul ----
 

@@ -138,7 +138,7 @@ class builder {
     if (!s.ok()) fail("reduce: axis out of range");
     node n;
     n.op = k;
-    n.type = at(x).type;
+    n.type = k == op_kind::argmax ? dtype::i32 : at(x).type;
     n.shape = s.value;
     n.axis = normalize_axis(axis, at(x).shape.rank);
     n.keepdims = keepdims;
@@ -233,6 +233,67 @@ class builder {
     n.axis = normalize_axis(axis, parts[0].rank);
     n.n_in = int(xs.size());
     for (std::size_t i = 0; i < xs.size(); ++i) n.in[i] = xs[i];
+    return add(n);
+  }
+
+  // ---- data movement at run-time positions ----
+  // table[ids]: rows of `table` (axis 0) picked by the i32 `ids`; result ids.shape ++ table.shape[1:].
+  // An id outside [0, rows) reads the nearest row (XLA's gather clamps its indices).
+  constexpr int gather(int table, int ids) {
+    const dims t = at(table).shape, i = at(ids).shape;
+    if (t.rank < 1) fail("gather: the table must have rank 1 or more");
+    if (at(ids).type != dtype::i32) fail("gather: the indices must be i32");
+    if (i.rank + t.rank - 1 > max_rank) fail("gather: the result has more than 6 axes");
+    node n;
+    n.op = op_kind::gather;
+    n.type = at(table).type;
+    n.shape.rank = i.rank + t.rank - 1;
+    for (int c = 0; c < i.rank; ++c) n.shape[c] = i[c];
+    for (int c = 1; c < t.rank; ++c) n.shape[i.rank + c - 1] = t[c];
+    n.n_in = 2;
+    n.in[0] = table;
+    n.in[1] = ids;
+    return add(n);
+  }
+  // x[start : start + size] along axis, start an i32 scalar clamped to [0, dim - size] (XLA's
+  // dynamic-slice).
+  constexpr int dynamic_slice(int x, int start, int axis, std::int64_t size) {
+    const dims xs = at(x).shape;
+    if (!axis_in_range(axis, xs.rank)) fail("dynamic_slice: axis out of range");
+    const int a = normalize_axis(axis, xs.rank);
+    if (size < 1 || size > xs[a]) fail("dynamic_slice: the size must be between 1 and the axis' length");
+    if (at(start).type != dtype::i32 || at(start).shape.rank != 0) fail("dynamic_slice: the start must be an i32 scalar");
+    node n;
+    n.op = op_kind::dynamic_slice;
+    n.type = at(x).type;
+    n.shape = xs;
+    n.shape[a] = size;
+    n.axis = a;
+    n.n_in = 2;
+    n.in[0] = x;
+    n.in[1] = start;
+    return add(n);
+  }
+  // x with x[start : start + len] along axis replaced by `update` (len its extent there), start an
+  // i32 scalar clamped to [0, dim - len] (XLA's dynamic-update-slice).
+  constexpr int dynamic_update_slice(int x, int update, int start, int axis) {
+    const dims xs = at(x).shape, us = at(update).shape;
+    if (!axis_in_range(axis, xs.rank)) fail("dynamic_update_slice: axis out of range");
+    const int a = normalize_axis(axis, xs.rank);
+    if (us.rank != xs.rank || us[a] > xs[a]) fail("dynamic_update_slice: the update does not fit the operand");
+    for (int c = 0; c < xs.rank; ++c)
+      if (c != a && us[c] != xs[c]) fail("dynamic_update_slice: the update differs from the operand off its axis");
+    if (at(update).type != at(x).type) fail("dynamic_update_slice: the update's dtype differs from the operand's");
+    if (at(start).type != dtype::i32 || at(start).shape.rank != 0) fail("dynamic_update_slice: the start must be an i32 scalar");
+    node n;
+    n.op = op_kind::dynamic_update_slice;
+    n.type = at(x).type;
+    n.shape = xs;
+    n.axis = a;
+    n.n_in = 3;
+    n.in[0] = x;
+    n.in[1] = update;
+    n.in[2] = start;
     return add(n);
   }
 

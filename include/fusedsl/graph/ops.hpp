@@ -40,6 +40,7 @@ enum class op_category : std::uint8_t {
   reduce,   // one axis reduced
   matmul,   // batched matrix product over the last two axes
   layout,   // data movement: transpose, reshape, slice, concat, broadcast
+  index,    // data movement at run-time positions: gather, dynamic_slice, dynamic_update_slice
   row,      // row composites over one axis (softmax, log_softmax, layernorm, rmsnorm)
   repeat,   // a block body applied `count` times
 };
@@ -65,6 +66,8 @@ enum class op_category : std::uint8_t {
   X(gelu_erf, unary, 1, "composite", true)                         \
   X(gelu_tanh, unary, 1, "composite", true)                        \
   X(silu, unary, 1, "composite", true)                             \
+  X(sin, unary, 1, "sine", true)                          \
+  X(cos, unary, 1, "cosine", true)                        \
   X(add, binary, 2, "add", true)                          \
   X(sub, binary, 2, "subtract", true)                     \
   X(mul, binary, 2, "multiply", true)                     \
@@ -84,12 +87,16 @@ enum class op_category : std::uint8_t {
   X(reduce_mean, reduce, 1, "composite", false)                    \
   X(reduce_max, reduce, 1, "reduce", false)               \
   X(reduce_min, reduce, 1, "reduce", false)               \
+  X(argmax, reduce, 1, "composite", false)                \
   X(matmul, matmul, 2, "dot", false)                      \
   X(transpose, layout, 1, "transpose", false)             \
   X(reshape, layout, 1, "reshape", false)                 \
   X(slice, layout, 1, "slice", false)                     \
   X(concat, layout, -1, "concatenate", false)             \
   X(broadcast, layout, 1, "broadcast", false)             \
+  X(gather, index, 2, "gather", false)                    \
+  X(dynamic_slice, index, 2, "dynamic-slice", false)      \
+  X(dynamic_update_slice, index, 3, "dynamic-update-slice", false) \
   X(softmax, row, 1, "composite", false)                           \
   X(log_softmax, row, 1, "composite", false)                       \
   X(layernorm, row, -1, "composite", false)                        \
@@ -135,6 +142,7 @@ constexpr bool is_compare(op_kind k) { return category_of(k) == op_category::com
 constexpr bool is_reduce(op_kind k) { return category_of(k) == op_category::reduce; }
 constexpr bool is_row_composite(op_kind k) { return category_of(k) == op_category::row; }
 constexpr bool is_layout(op_kind k) { return category_of(k) == op_category::layout; }
+constexpr bool is_index(op_kind k) { return category_of(k) == op_category::index; }
 // Elementwise: each output element depends on the same-index (broadcast) elements of the operands.
 constexpr bool is_elementwise(op_kind k) {
   const op_category c = category_of(k);
@@ -193,8 +201,8 @@ constexpr V splat(double c) {
 
 using detail::splat;
 
-// Primitives every policy provides: neg, abs, exp, log, sqrt, tanh, erf, erfc, max, min
-// (both NaN-propagating, as XLA's), pow, the comparisons, select, reciprocal.
+// Primitives every policy provides: neg, abs, exp, log, sqrt, tanh, erf, erfc, sin, cos, max, min
+// (both NaN-propagating, as XLA's), pow, the comparisons, select.
 FUSEDSL_UNARY_BODY(neg, M::neg(x))
 FUSEDSL_UNARY_BODY(abs, M::abs(x))
 FUSEDSL_UNARY_BODY(exp, M::exp(x))
@@ -216,6 +224,8 @@ FUSEDSL_UNARY_BODY(gelu_tanh,
                         M::exp(splat<V>(-2.0 * 0.79788456080286536) *
                                (x + splat<V>(0.044715) * x * x * x))))
 FUSEDSL_UNARY_BODY(silu, x / (splat<V>(1.0) + M::exp(M::neg(x))))
+FUSEDSL_UNARY_BODY(sin, M::sin(x))
+FUSEDSL_UNARY_BODY(cos, M::cos(x))
 
 FUSEDSL_BINARY_BODY(add, x + y)
 FUSEDSL_BINARY_BODY(sub, x - y)
@@ -289,6 +299,17 @@ template <>
 struct op_traits<op_kind::reduce_max> : reduce_body<op_kind::reduce_max> {};
 template <>
 struct op_traits<op_kind::reduce_min> : reduce_body<op_kind::reduce_min> {};
+// argmax: the index of the first maximum along the axis (NaN counts as the maximum, the first NaN
+// wins, as NumPy's). A kernel carries (best value, its index): take(x, best) says whether x
+// replaces best as it meets x at a later index.
+template <>
+struct op_traits<op_kind::argmax> : detail::body_base<op_kind::argmax> {
+  template <class M, class V>
+  static V take(const V& x, const V& best) {
+    // x > best, or x is NaN and best is not
+    return M::select(M::lt(best, x), splat<V>(1.0), M::select(M::ne(x, x), M::select(M::ne(best, best), splat<V>(0.0), splat<V>(1.0)), splat<V>(0.0)));
+  }
+};
 
 // Every computed elementwise and reduce kind has a body; every table row names its own kind.
 namespace detail {

@@ -17,6 +17,8 @@
 //   attention  Q, K, V, O as strided views [batch..., heads, seq, head_dim], grouped heads, the
 //              scale, causal (iota-compare select with -inf), and anything else between Q Kᵀ and
 //              the softmax as a score program over (batch..., kv head, group, query, key)
+//   update     dynamic_update_slice: the operand copied to the result (nothing, when the result
+//              takes the operand's buffer) and the update written at the run-time start
 //   repeat     a stacked block (its body's groups have descriptors of their own)
 // A refused group names its reason; the reasons are a closed list (docs/fusion.md, "Refusals"),
 // and backends run such a group through their general path (the CPU interpreter).
@@ -30,10 +32,10 @@
 
 namespace fusedsl::plan {
 
-enum class kernel_kind : std::uint8_t { loop, reduce, row, gemm, attention, repeat, refused };
+enum class kernel_kind : std::uint8_t { loop, reduce, row, gemm, attention, update, repeat, refused };
 
 constexpr std::string_view name_of(kernel_kind k) {
-  constexpr std::string_view names[] = {"loop", "reduce", "row", "gemm", "attention", "repeat", "refused"};
+  constexpr std::string_view names[] = {"loop", "reduce", "row", "gemm", "attention", "update", "repeat", "refused"};
   return names[std::size_t(k)];
 }
 
@@ -109,6 +111,11 @@ struct kernel_desc {
   std::array<gemm_part, max_roots> gemm{};
   // attention
   attention_part att{};
+  // update: result = x with `update` at [start, start + len) along update_axis
+  int update_x = -1, update_value = -1, update_start = -1;  // nodes (start: an i32 scalar)
+  int update_axis = 0;
+  bool start_is_constant = false;
+  std::int64_t start_constant = 0;
 
   constexpr bool refused() const { return kind == kernel_kind::refused; }
 };
@@ -199,11 +206,34 @@ struct lowerer {
 
   static constexpr index_map plain_root(const refinement& r) { return r.root_map(); }
 
+  // ---- update ----
+  constexpr kernel_desc update(int root) {
+    const node& n = g[root];
+    for (int k = 0; k < 3; ++k)
+      if (member(n.in[std::size_t(k)]) && !graph::is_leaf(g[n.in[std::size_t(k)]].op))
+        return refuse("a dynamic update slice whose operands are computed in its kernel");
+    d.kind = kernel_kind::update;
+    d.root = root;
+    d.update_x = n.in[0];
+    d.update_value = n.in[1];
+    d.update_start = n.in[2];
+    d.update_axis = n.axis;
+    if (g[n.in[2]].op == op_kind::constant) {
+      d.start_is_constant = true;
+      d.start_constant = std::int64_t(g[n.in[2]].value);
+    }
+    if (g[n.in[0]].op == op_kind::constant || g[n.in[0]].op == op_kind::iota || g[n.in[1]].op == op_kind::constant ||
+        g[n.in[1]].op == op_kind::iota)
+      return refuse("a dynamic update slice of a constant or iota");
+    return d;
+  }
+
   // ---- loop ----
   constexpr kernel_desc loop() {
     const fusion_group& gr = f.groups[std::size_t(gi)];
     if (gr.n_roots != 1) return refuse("a loop group with more than one result");
     const int root = gr.roots[0];
+    if (g[root].op == op_kind::dynamic_update_slice) return update(root);
     d.kind = kernel_kind::loop;
     d.root = root;
     refinement ref = refinement::of(g[root].shape);

@@ -99,6 +99,8 @@ struct planner {
         return loads_at(0, d.c.n_ins, d.store);
       case kernel_kind::row:
         return loads_at(0, d.c.n_ins, d.store);
+      case kernel_kind::update:  // reads x at the element it writes, before the window is written
+        return b == d.update_x;
       case kernel_kind::gemm:
         for (int q = 0; q < d.n_gemm; ++q) {
           const gemm_part& p = d.gemm[std::size_t(q)];

@@ -19,7 +19,9 @@
 //                 operands read through their layout ops as strided views;
 //   attention     flash attention (online softmax, causal blocks skipped, grouped heads, batch),
 //                 any score ops between Q Kᵀ and the softmax (masks of any kind) generated into
-//                 the kernel, no [L, L] buffer.
+//                 the kernel, no [L, L] buffer;
+//   update        dynamic_update_slice: the window written, in place when the plan lets the
+//                 result take its operand's buffer.
 // A group the lowering refuses (plan/lower.hpp's closed list) runs through the interpreter;
 // `interpreter_only{}` runs every group that way, as a cross-check. `stats()` counts both.
 //
@@ -127,6 +129,7 @@ class executor {
   template <int GI>
   struct desc {
     static constexpr const plan::kernel_desc& value = lowered::value.desc[std::size_t(GI)];
+    static constexpr const auto& nodes = g.nodes;
   };
 
  public:
@@ -518,6 +521,8 @@ class executor {
       }(std::make_integer_sequence<int, D::value.n_gemm>{});
     } else if constexpr (d.kind == plan::kernel_kind::attention) {
       run_attention<GI>();
+    } else if constexpr (d.kind == plan::kernel_kind::update) {
+      kernels::gen::run_update<D>(val_.data());
     }
   }
 

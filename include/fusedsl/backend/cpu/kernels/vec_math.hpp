@@ -26,6 +26,16 @@ template <class A>
 xsimd::batch<float, A> pow_of(const xsimd::batch<float, A>& x, const xsimd::batch<float, A>& y) {
   return xsimd::pow(x, y);
 }
+inline float sin_of(float x) { return std::sin(x); }
+template <class A>
+xsimd::batch<float, A> sin_of(const xsimd::batch<float, A>& x) {
+  return xsimd::sin(x);
+}
+inline float cos_of(float x) { return std::cos(x); }
+template <class A>
+xsimd::batch<float, A> cos_of(const xsimd::batch<float, A>& x) {
+  return xsimd::cos(x);
+}
 inline float trunc_of(float x) { return std::trunc(x); }
 template <class A>
 xsimd::batch<float, A> trunc_of(const xsimd::batch<float, A>& x) {
@@ -65,6 +75,14 @@ struct vec_math {
   template <class V>
   static V erfc(const V& x) {
     return verfc(x);
+  }
+  template <class V>
+  static V sin(const V& x) {
+    return detail::sin_of(x);
+  }
+  template <class V>
+  static V cos(const V& x) {
+    return detail::cos_of(x);
   }
   template <class V>
   static V pow(const V& x, const V& y) {
@@ -140,7 +158,7 @@ constexpr bool is_transcendental(graph::op_kind k) {
   switch (k) {
     case op_kind::exp: case op_kind::log: case op_kind::tanh: case op_kind::erf:
     case op_kind::sigmoid: case op_kind::gelu_erf: case op_kind::gelu_tanh: case op_kind::silu:
-    case op_kind::pow:
+    case op_kind::pow: case op_kind::sin: case op_kind::cos:
       return true;
     default:
       return false;
