@@ -58,6 +58,24 @@ struct masked_composite_t : node_base<X, M> {
                                       node_base<X, M>::operands_well_formed;
 };
 
+// A composite of several operands: Fn::emit(builder&, int x, int y...) -> int, the result of x's
+// dtype and of Fn::result_shape<X>(); Fn::template valid<X, Ys...>() (if present) says whether
+// the operands fit.
+template <class Fn, class X, class... Ys>
+struct composite_of_t : node_base<X, Ys...> {
+  static constexpr dtype type = X::type;
+  static constexpr dims shape = Fn::template result_shape<X>();
+  static constexpr int emit(builder& b, std::array<int, 1 + sizeof...(Ys)> x) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return Fn::emit(b, x[I]...);
+    }(std::make_index_sequence<1 + sizeof...(Ys)>{});
+  }
+  static constexpr bool well_formed = [] {
+    if constexpr (requires { Fn::template valid<X, Ys...>(); }) return Fn::template valid<X, Ys...>();
+    else return true;
+  }() && node_base<X, Ys...>::operands_well_formed;
+};
+
 // A block body applied Count times, with parameters named "<Name>.<i>.<param>".
 template <fixed_string Name, int Count, class Block, class X>
 struct repeat_t : node_base<X> {
@@ -214,46 +232,29 @@ constexpr int merge_heads(builder& b, int x) {
   return b.reshape(y, r);
 }
 
-// Multi-head scaled dot-product attention (Vaswani et al., 2017), with grouped/multi-query heads
-// (Ainslie et al., 2023): head h reads key/value head h / (heads / kv_heads). Params under
-// "<prefix>": q, k, v, o (each .w and .b). x: [L, D] or [B, L, D]. `mask` (-1: none) is a
-// key-padding mask over x's positions, [L] or [B, L]: boolean (true: attend; a query whose keys
-// are all masked gets zeros) or floating (added to the scores, as frameworks' extended masks).
-constexpr int emit_attention(builder& b, int x, std::string_view prefix, int heads, int kv_heads, bool causal,
-                             int mask = -1, int wt = -1) {
-  const dims xs = b.at(x).shape;
-  const std::int64_t d = xs.back(), dh = d / heads, len = xs[xs.rank - 2];
-  const int group = heads / kv_heads;
-  const int q = split_heads(b, emit_linear(b, x, join(prefix, "q").view(), d, true, wt), heads);
-  const int k = split_heads(b, emit_linear(b, x, join(prefix, "k").view(), kv_heads * dh, true, wt), kv_heads);
-  const int v = split_heads(b, emit_linear(b, x, join(prefix, "v").view(), kv_heads * dh, true, wt), kv_heads);
+// Scaled dot-product attention over split heads (Vaswani et al., 2017), with grouped/multi-query
+// heads (Ainslie et al., 2023): q [.., H, L, dh], k and v [.., Hkv, Lk, dh]; head h reads key/value
+// head h / (H / Hkv). Returns the heads merged, [.., L, H * dh]. `mask` (-1: none) is a
+// key-padding mask over the keys, [Lk] or [B, Lk]: boolean (true: attend; a query whose keys are
+// all masked gets zeros) or floating (added to the scores, as frameworks' extended masks).
+// Causal: query i sees keys j <= i + Lk - L. The causal select comes last, next to the softmax, so
+// the attention kernel skips the blocks it masks (plan/lower.hpp).
+constexpr int emit_attention_core(builder& b, int q, int k, int v, bool causal, int mask = -1) {
+  const dims qs = b.at(q).shape, ks = b.at(k).shape;
+  const int r = qs.rank;
+  const std::int64_t heads = qs[r - 3], kv_heads = ks[r - 3], len = qs[r - 2], len_kv = ks[r - 2], dh = qs[r - 1];
+  const std::int64_t group = heads / kv_heads;
   // Queries of one group share a key/value head: fold the group into the rows, [.., Hkv, G*L, dh].
-  dims qg = b.at(q).shape;
-  qg[qg.rank - 3] = kv_heads;
-  qg[qg.rank - 2] = group * len;
+  dims qg = qs;
+  qg[r - 3] = kv_heads;
+  qg[r - 2] = group * len;
   const int qf = b.reshape(q, qg);
-  int s = b.matmul(qf, k, false, true);  // [.., Hkv, G*L, L]
+  int s = b.matmul(qf, k, false, true);  // [.., Hkv, G*L, Lk]
   s = b.binary(op_kind::mul, s, b.constant(1.0 / sqrt_of(double(dh))));
-  if (causal) {
-    // [.., Hkv, G, L, L] so that one [L, L] mask broadcasts over heads and groups.
-    dims s5 = b.at(s).shape;
-    s5.rank += 1;
-    s5[s5.rank - 1] = len;
-    s5[s5.rank - 2] = len;
-    s5[s5.rank - 3] = group;
-    const int sg = b.reshape(s, s5);
-    const dims ll = make_dims(len, len);
-    const int rows = b.iota(dtype::i32, ll, 0);
-    const int cols = b.iota(dtype::i32, ll, 1);
-    const int keep = b.binary(op_kind::ge, rows, cols);
-    const int neg_inf = b.constant(-std::numeric_limits<double>::infinity());
-    const int masked = b.select(keep, sg, neg_inf);
-    s = b.reshape(masked, b.at(s).shape);
-  }
   if (mask >= 0) {
-    // [..., L] -> [..., 1, 1, L]: one row of key flags per sequence, over heads and queries.
+    // [..., Lk] -> [..., 1, 1, Lk]: one row of key flags per sequence, over heads and queries.
     const dims ms = b.at(mask).shape;
-    if (!(ms.back() == len) || ms.rank != xs.rank - 1) graph::fail("attention: the mask must be [L] or [B, L] for x [L, D] or [B, L, D]");
+    if (!(ms.back() == len_kv) || ms.rank != r - 2) graph::fail("attention: the mask must be [L] or [B, L] for x [L, D] or [B, L, D]");
     dims m4 = b.at(s).shape;
     for (int c = ms.rank - 1; c < m4.rank - 1; ++c) m4[c] = 1;
     const int mr = b.reshape(mask, m4);
@@ -264,12 +265,45 @@ constexpr int emit_attention(builder& b, int x, std::string_view prefix, int hea
       s = b.binary(op_kind::add, s, mr);
     }
   }
+  if (causal) {
+    // [.., Hkv, G, L, Lk] so that one [L, Lk] mask broadcasts over heads and groups.
+    dims s5 = b.at(s).shape;
+    s5.rank += 1;
+    s5[s5.rank - 1] = len_kv;
+    s5[s5.rank - 2] = len;
+    s5[s5.rank - 3] = group;
+    const int sg = b.reshape(s, s5);
+    const dims ll = make_dims(len, len_kv);
+    int rows = b.iota(dtype::i32, ll, 0);
+    if (len_kv != len) {
+      const int shift = b.constant(double(len_kv - len), dtype::i32);
+      rows = b.binary(op_kind::add, rows, shift);
+    }
+    const int cols = b.iota(dtype::i32, ll, 1);
+    const int keep = b.binary(op_kind::ge, rows, cols);
+    const int neg_inf = b.constant(-std::numeric_limits<double>::infinity());
+    const int masked = b.select(keep, sg, neg_inf);
+    s = b.reshape(masked, b.at(s).shape);
+  }
   const int p = b.softmax(s, -1);
   const int o = b.matmul(p, v);  // [.., Hkv, G*L, dh]
   dims oh = b.at(o).shape;
-  oh[oh.rank - 3] = heads;
-  oh[oh.rank - 2] = len;
-  return emit_linear(b, merge_heads(b, b.reshape(o, oh)), join(prefix, "o").view(), d, true, wt);
+  oh[r - 3] = heads;
+  oh[r - 2] = len;
+  return merge_heads(b, b.reshape(o, oh));
+}
+
+// Multi-head self-attention: projections q, k, v, o (each .w and .b, under "<prefix>") around
+// emit_attention_core. x: [L, D] or [B, L, D]; mask as emit_attention_core's (over x's positions).
+constexpr int emit_attention(builder& b, int x, std::string_view prefix, int heads, int kv_heads, bool causal,
+                             int mask = -1, int wt = -1) {
+  const dims xs = b.at(x).shape;
+  const std::int64_t d = xs.back(), dh = d / heads;
+  const int q = split_heads(b, emit_linear(b, x, join(prefix, "q").view(), d, true, wt), heads);
+  const int k = split_heads(b, emit_linear(b, x, join(prefix, "k").view(), kv_heads * dh, true, wt), kv_heads);
+  const int v = split_heads(b, emit_linear(b, x, join(prefix, "v").view(), kv_heads * dh, true, wt), kv_heads);
+  const int o = emit_attention_core(b, q, k, v, causal, mask);
+  return emit_linear(b, o, join(prefix, "o").view(), d, true, wt);
 }
 
 struct post_ln {};  // y = LN(x + f(x)), the original Transformer

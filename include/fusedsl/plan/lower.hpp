@@ -481,17 +481,33 @@ struct lowerer {
   }
 
   // ---- attention ----
-  // pred is iota over the query axis >= iota over the key axis (+ an offset): the causal mask.
+  // The index an iota-like value holds at map m: an iota, or an iota plus a constant.
+  constexpr bool iota_index(int id, const index_map& m, affine_row& out) const {
+    const node& n = g[id];
+    if (n.op == op_kind::iota) {
+      out = m.row[std::size_t(n.axis)];
+      return true;
+    }
+    if (n.op != op_kind::add) return false;
+    for (int k = 0; k < 2; ++k) {
+      const node &a = g[n.in[std::size_t(k)]], &c = g[n.in[std::size_t(1 - k)]];
+      if (c.op == op_kind::constant && iota_index(n.in[std::size_t(k)], broadcast_map(m, a.shape, n.shape), out)) {
+        out.base += std::int64_t(c.value);
+        return true;
+      }
+    }
+    return false;
+  }
+  // pred is (query index + a) >= (key index + b) with a - b = seq_kv - seq_q: the causal mask, as
+  // the kernel aligns it (the last query with the last key).
   constexpr bool is_causal_pred(int pred, const index_map& m, int tq, int tk, std::int64_t offset) const {
     const node& p = g[pred];
     if (p.op != op_kind::ge) return false;
-    const node &a = g[p.in[0]], &b = g[p.in[1]];
-    if (a.op != op_kind::iota || b.op != op_kind::iota) return false;
-    const index_map ma = broadcast_map(m, a.shape, p.shape), mb = broadcast_map(m, b.shape, p.shape);
-    const affine_row& ra = ma.row[std::size_t(a.axis)];
-    const affine_row& rb = mb.row[std::size_t(b.axis)];
-    return unit_axis(ra, max_iter_rank) == tq && unit_axis(rb, max_iter_rank) == tk &&
-           ra.base + offset == rb.base;
+    affine_row ra, rb;
+    if (!iota_index(p.in[0], broadcast_map(m, g[p.in[0]].shape, p.shape), ra) ||
+        !iota_index(p.in[1], broadcast_map(m, g[p.in[1]].shape, p.shape), rb))
+      return false;
+    return unit_axis(ra, max_iter_rank) == tq && unit_axis(rb, max_iter_rank) == tk && ra.base - rb.base == offset;
   }
 
   constexpr kernel_desc attention() {
