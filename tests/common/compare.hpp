@@ -61,6 +61,7 @@ struct comparison {
   std::size_t worst = none;  // index of the worst element
   double got = 0, want = 0, error = 0, allowed = 0;  // at the worst element
   double max_error = 0;  // largest |got - want| (inf when a non-finite value mismatches)
+  double max_ratio = 0;  // largest |got - want| / allowed (inf likewise)
   std::string tolerance_text, problem, note;
   bool norm_wise = false;  // compare_rel_l2: failures counts the non-finite elements (or 1)
 
@@ -125,8 +126,8 @@ inline std::string tolerance_text(const tolerance& t) {
 
 // The rules above for n elements; allowed(i, want) is the tolerance of element i.
 template <class Got, class Want, class Allowed>
-comparison compare_elements(std::size_t n, Got got_at, Want want_at, Allowed allowed_at, nans policy,
-                            std::string tol_text) {
+comparison compare_elements(std::size_t n, Got got_at, Want want_at, Allowed allowed_at,
+                            nans policy, std::string tol_text) {
   comparison c;
   c.count = n;
   c.tolerance_text = std::move(tol_text);
@@ -160,7 +161,7 @@ comparison compare_elements(std::size_t n, Got got_at, Want want_at, Allowed all
     c.max_error = std::max(c.max_error, err);
     // Passing elements have ratio <= 1, failing ones > 1: the first of the largest is reported.
     if (ratio > worst_ratio) {
-      worst_ratio = ratio;
+      worst_ratio = c.max_ratio = ratio;
       c.worst = i, c.got = g, c.want = w, c.error = err, c.allowed = allowed;
     }
   }
@@ -172,7 +173,8 @@ comparison compare_elements(std::size_t n, Got got_at, Want want_at, Allowed all
 // Element by element; got and want: arithmetic scalars, or ranges with size() and operator[]
 // (std::vector, std::span, fusedsl::tensor, Eigen vectors, ...) of arithmetic or bf16/f16 values.
 template <class Got, class Want>
-comparison compare(const Got& got, const Want& want, tolerance tol, nans policy = nans::unexpected) {
+comparison compare(const Got& got, const Want& want, tolerance tol,
+                   nans policy = nans::unexpected) {
   const std::size_t n = detail::length(want);
   comparison c = detail::compare_elements(
       std::min(n, detail::length(got)), [&](std::size_t i) { return detail::element(got, i); },

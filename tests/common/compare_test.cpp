@@ -54,7 +54,8 @@ TEST_CASE("NaN in the reference passes only when the test says NaN is expected")
   CHECK_FALSE(unexpected);
   CHECK(unexpected.text().find("reference holds NaN at index 0") != std::string::npos);
   CHECK(ft::compare(std::vector<double>{qnan, 1.0}, want, ft::abs_tol(0.0), ft::nans::expected));
-  CHECK_FALSE(ft::compare(std::vector<double>{0.0, 1.0}, want, ft::abs_tol(1.0), ft::nans::expected));
+  CHECK_FALSE(
+      ft::compare(std::vector<double>{0.0, 1.0}, want, ft::abs_tol(1.0), ft::nans::expected));
   CHECK_FALSE(ft::compare(inf, qnan, ft::abs_tol(1.0), ft::nans::expected));
 }
 
@@ -103,6 +104,7 @@ TEST_CASE("compare_rel_l2 is norm-wise and fails on any non-finite element") {
   CHECK(n.worst == 0);
   CHECK(n.max_error == inf);
   CHECK_FALSE(ft::compare_rel_l2(std::vector<double>{inf, 4.0}, want, 1e9));
-  CHECK_FALSE(ft::compare_rel_l2(std::vector<double>{3.0, 4.0}, std::vector<double>{qnan, 4.0}, 1e9));
+  CHECK_FALSE(
+      ft::compare_rel_l2(std::vector<double>{3.0, 4.0}, std::vector<double>{qnan, 4.0}, 1e9));
   CHECK(ft::compare_rel_l2(std::vector<double>{0.0}, std::vector<double>{0.0}, 0.0));
 }
