@@ -17,7 +17,9 @@
 namespace fusedsl::plan {
 
 inline constexpr std::int64_t arena_alignment = 64;
-constexpr std::int64_t align_up(std::int64_t b) { return (b + arena_alignment - 1) / arena_alignment * arena_alignment; }
+constexpr std::int64_t align_up(std::int64_t b) {
+  return (b + arena_alignment - 1) / arena_alignment * arena_alignment;
+}
 
 struct live_range {
   int begin = 0, end = 0;  // schedule positions (inclusive) within the region
@@ -77,7 +79,9 @@ struct planner {
   constexpr bool reads_elementwise(int gi, int b, int root) const {
     const fusion_group& gr = f.groups[std::size_t(gi)];
     if (!(g[b].shape == g[root].shape) || size_of(g[b].type) != size_of(g[root].type)) return false;
-    if (gr.kind == group_kind::attention || gr.kind == group_kind::repeat || gr.kind == group_kind::reduce) return false;
+    if (gr.kind == group_kind::attention || gr.kind == group_kind::repeat ||
+        gr.kind == group_kind::reduce)
+      return false;
     if (gr.n_roots != 1) return false;
     for (int i = 0; i < int(N); ++i) {
       if (f.group_of[std::size_t(i)] != gi) continue;
@@ -148,9 +152,12 @@ struct planner {
         if (f.group_of[std::size_t(i)] != gi) continue;
         for (int k = 0; k < g[i].n_in; ++k) {
           const int a = g[i].in[std::size_t(k)];
-          if (owner[std::size_t(a)] < 0 || f.group_of[std::size_t(a)] == gi || g[a].op == op_kind::repeat) continue;
+          if (owner[std::size_t(a)] < 0 || f.group_of[std::size_t(a)] == gi ||
+              g[a].op == op_kind::repeat)
+            continue;
           const int rep = owner[std::size_t(a)];
-          if (m.live[std::size_t(a)].end != p || sz[std::size_t(rep)] != sz[std::size_t(b)]) continue;
+          if (m.live[std::size_t(a)].end != p || sz[std::size_t(rep)] != sz[std::size_t(b)])
+            continue;
           if (!reads_elementwise(gi, a, b)) continue;
           // Every member of a's set must die by p (the set's range ends at a's last use).
           if (m.live[std::size_t(rep)].end > p) continue;
@@ -169,7 +176,8 @@ struct planner {
       for (std::size_t j = i; j > 0; --j) {
         const int a = reps[j - 1], c = reps[j];
         const bool before = sz[std::size_t(c)] > sz[std::size_t(a)] ||
-                            (sz[std::size_t(c)] == sz[std::size_t(a)] && m.live[std::size_t(c)].begin < m.live[std::size_t(a)].begin);
+                            (sz[std::size_t(c)] == sz[std::size_t(a)] &&
+                             m.live[std::size_t(c)].begin < m.live[std::size_t(a)].begin);
         if (!before) break;
         reps[j - 1] = c;
         reps[j] = a;

@@ -238,7 +238,8 @@ using graph::scalar::nan_max;
 using graph::scalar::nan_min;
 
 inline float apply_unary(op_kind k, float x) {
-  if (!graph::is_unary(k)) throw error(std::string("reference: not a unary op: ") + std::string(graph::name_of(k)));
+  if (!graph::is_unary(k))
+    throw error(std::string("reference: not a unary op: ") + std::string(graph::name_of(k)));
   return graph::scalar::unary(k, x);
 }
 
@@ -289,7 +290,8 @@ void with_float_arithmetic(op_kind k, Fn&& fn) {
 }
 
 inline bool float_compare(op_kind k, float x, float y) {
-  if (!graph::is_compare(k)) throw error(std::string("reference: not a comparison: ") + std::string(graph::name_of(k)));
+  if (!graph::is_compare(k))
+    throw error(std::string("reference: not a comparison: ") + std::string(graph::name_of(k)));
   return graph::scalar::compare(k, x, y);
 }
 
