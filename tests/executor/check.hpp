@@ -9,6 +9,7 @@
 #include "fusedsl/backend/cpu/executor.hpp"
 #include "fusedsl/backend/reference/evaluate.hpp"
 #include "fusedsl/fusedsl.hpp"
+#include "../common/compare.hpp"
 
 namespace fusedsl::test {
 
@@ -43,9 +44,11 @@ bound_program bind_random(Exec& ex, unsigned seed) {
   return b;
 }
 
-// Max |cpu - reference| / max(1, |reference|) over all outputs.
+// Runs the executor and compares every output with the Eigen reference on the same bindings
+// (compare.hpp's rules; the outputs as one sequence, output 0 first).
 template <class Program>
-double max_relative_error(cpu::executor<Program>& ex, const bound_program& b) {
+comparison compare_with_reference(cpu::executor<Program>& ex, const bound_program& b, tolerance tol,
+                                  nans policy = nans::unexpected) {
   std::vector<dynamic_tensor> outs;
   for (int o = 0; o < Program::graph.n_outputs; ++o) {
     const graph::node& n = Program::graph[Program::graph.outputs[std::size_t(o)]];
@@ -53,21 +56,24 @@ double max_relative_error(cpu::executor<Program>& ex, const bound_program& b) {
     ex.bind_output(o, outs.back().ref());
   }
   ex.run();
-  const auto expected = reference::run(graph::graph_view(Program::graph), std::span<const reference::binding>(b.refs));
-  double worst = 0;
+  const auto expected = reference::run(graph::graph_view(Program::graph),
+                                       std::span<const reference::binding>(b.refs));
+  std::vector<double> got, want;
   for (std::size_t o = 0; o < outs.size(); ++o) {
     REQUIRE(expected[o].shape() == outs[o].shape());
     for (std::int64_t i = 0; i < outs[o].shape().size(); ++i) {
-      const double want = expected[o].data<float>()[i], got = outs[o].data<float>()[i];
-      if (std::isnan(want)) {
-        CHECK(std::isnan(got));
-        continue;
-      }
-      const double err = std::fabs(got - want) / std::max(1.0, std::fabs(want));
-      if (!(err <= worst)) worst = err;  // NaN in got counts as the worst error
+      got.push_back(outs[o].data<float>()[i]);
+      want.push_back(expected[o].data<float>()[i]);
     }
   }
-  return worst;
+  return compare(got, want, tol, policy);
+}
+
+// The largest |cpu - reference| / max(1, |reference|) over all outputs; +inf where a NaN or an
+// inf differs from the reference.
+template <class Program>
+double max_relative_error(cpu::executor<Program>& ex, const bound_program& b) {
+  return compare_with_reference(ex, b, rel_tol(1.0)).max_ratio;
 }
 
 }  // namespace fusedsl::test

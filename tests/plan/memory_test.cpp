@@ -40,10 +40,12 @@ TEST_CASE("buffers live at the same time never overlap; dead ones are reused") {
 
 TEST_CASE("an elementwise kernel writes in place over an operand that dies in it") {
   constexpr auto h = fd::matmul(x, w1);
-  constexpr auto s = fd::softmax(h * fd::lit<2.0> + fd::matmul(x, w2));  // row kernel over a dead buffer
+  constexpr auto s =
+      fd::softmax(h * fd::lit<2.0> + fd::matmul(x, w2));  // row kernel over a dead buffer
   constexpr auto p = fd::compile(fd::matmul(s, w3));
   bool in_place = false;
-  for (int i = 0; i < p.graph.size(); ++i) in_place = in_place || p.memory.alias_of[std::size_t(i)] >= 0;
+  for (int i = 0; i < p.graph.size(); ++i)
+    in_place = in_place || p.memory.alias_of[std::size_t(i)] >= 0;
   CHECK(in_place);
   CHECK(p.check.ok());
 }

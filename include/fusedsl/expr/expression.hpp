@@ -65,7 +65,9 @@ struct input_t : node_base<> {
   static_assert(Name.size() > 0, "input: the name must not be empty");
   static constexpr dtype type = dtype_of<T>;
   static constexpr dims shape = make_dims(Ds...);
-  static constexpr int emit(builder& b, std::array<int, 0>) { return b.input(Name.view(), type, shape); }
+  static constexpr int emit(builder& b, std::array<int, 0>) {
+    return b.input(Name.view(), type, shape);
+  }
 };
 
 template <fixed_string Name, element T, std::int64_t... Ds>
@@ -73,7 +75,9 @@ struct param_t : node_base<> {
   static_assert(Name.size() > 0, "param: the name must not be empty");
   static constexpr dtype type = dtype_of<T>;
   static constexpr dims shape = make_dims(Ds...);
-  static constexpr int emit(builder& b, std::array<int, 0>) { return b.param(Name.view(), type, shape); }
+  static constexpr int emit(builder& b, std::array<int, 0>) {
+    return b.param(Name.view(), type, shape);
+  }
 };
 
 // A compile-time scalar. Weakly typed: it takes the dtype of the tensor it meets.

@@ -20,11 +20,13 @@ using graph::prune;
 namespace detail {
 
 template <class T, class L> inline constexpr bool contains = false;
-template <class T, class... Ls> inline constexpr bool contains<T, type_list<Ls...>> = (__is_same(T, Ls) || ...);
+template <class T, class... Ls>
+inline constexpr bool contains<T, type_list<Ls...>> = (__is_same(T, Ls) || ...);
 
 template <class L, class T> struct push_unique;
 template <class... Ls, class T> struct push_unique<type_list<Ls...>, T> {
-  using type = std::conditional_t<contains<T, type_list<Ls...>>, type_list<Ls...>, type_list<Ls..., T>>;
+  using type =
+      std::conditional_t<contains<T, type_list<Ls...>>, type_list<Ls...>, type_list<Ls..., T>>;
 };
 
 template <class L, class M> struct merge;
@@ -62,8 +64,8 @@ template <class... Ts> struct emitter<type_list<Ts...>> {
   using order = type_list<Ts...>;
 
   template <class T, class... Os>
-  static constexpr int emit_one(builder& b, const std::array<int, sizeof...(Ts) + 1>& ids, int placeholder_id,
-                                type_list<Os...>) {
+  static constexpr int emit_one(builder& b, const std::array<int, sizeof...(Ts) + 1>& ids,
+                                int placeholder_id, type_list<Os...>) {
     if constexpr (is_placeholder<T>) {
       if (placeholder_id < 0) graph::fail("graph: a placeholder outside a block body");
       return placeholder_id;

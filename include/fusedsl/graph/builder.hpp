@@ -42,7 +42,8 @@ class builder {
   constexpr int leaf(op_kind k, std::string_view name, dtype t, dims s) {
     if (k == op_kind::input || k == op_kind::param) {
       for (const node& o : nodes)
-        if (o.op == k && o.region == region && o.name.view() == name && (o.type != t || !(o.shape == s)))
+        if (o.op == k && o.region == region && o.name.view() == name &&
+            (o.type != t || !(o.shape == s)))
           fail("graph: one name is declared with two different shapes or dtypes");
       for (const node& o : nodes)
         if (o.op != k && (o.op == op_kind::input || o.op == op_kind::param) && o.region == region &&
@@ -56,8 +57,12 @@ class builder {
     n.name.assign(name);
     return add(n);
   }
-  constexpr int input(std::string_view name, dtype t, dims s) { return leaf(op_kind::input, name, t, s); }
-  constexpr int param(std::string_view name, dtype t, dims s) { return leaf(op_kind::param, name, t, s); }
+  constexpr int input(std::string_view name, dtype t, dims s) {
+    return leaf(op_kind::input, name, t, s);
+  }
+  constexpr int param(std::string_view name, dtype t, dims s) {
+    return leaf(op_kind::param, name, t, s);
+  }
   // A scalar constant; weak: it takes the dtype of the tensor it is combined with.
   constexpr int constant(double v, dtype t = dtype::f32, bool weak = true) {
     node n;
@@ -310,7 +315,8 @@ class builder {
     n.in[0] = x;
     return add(n);
   }
-  // layernorm over the last axis: (x - mean) / sqrt(var + eps) * gamma + beta. rmsnorm: x / rms * gamma.
+  // layernorm over the last axis: (x - mean) / sqrt(var + eps) * gamma + beta.
+  // rmsnorm: x / rms * gamma.
   constexpr int norm(op_kind k, int x, int gamma, int beta, double eps) {
     const node& xn = at(x);
     const dims row = make_dims(xn.shape.back());
@@ -332,7 +338,8 @@ class builder {
   // ---- regions ----
   // Start a block body: nodes go to a new region whose input is a placeholder of the given shape.
   constexpr int begin_region(dtype t, dims s) {
-    if (int(regions.size()) >= max_regions) fail("graph: too many distinct repeated blocks (max 7)");
+    if (int(regions.size()) >= max_regions)
+      fail("graph: too many distinct repeated blocks (max 7)");
     regions.push_back(region_info{});
     region = int(regions.size()) - 1;
     node n;
@@ -389,7 +396,8 @@ class builder {
     if (n.op != op_kind::transpose || n.shape.rank < 2) return false;
     for (int i = 0; i < n.shape.rank - 2; ++i)
       if (n.perm[std::size_t(i)] != i) return false;
-    return n.perm[std::size_t(n.shape.rank - 2)] == n.shape.rank - 1 && n.perm[std::size_t(n.shape.rank - 1)] == n.shape.rank - 2;
+    return n.perm[std::size_t(n.shape.rank - 2)] == n.shape.rank - 1 &&
+           n.perm[std::size_t(n.shape.rank - 1)] == n.shape.rank - 2;
   }
 
   constexpr const node& at(int id) const {

@@ -25,7 +25,8 @@ constexpr void prune(builder& b) {
   for (std::size_t i = 0; i < b.nodes.size(); ++i) {
     if (!live[i]) continue;
     node n = b.nodes[i];
-    for (int k = 0; k < n.n_in; ++k) n.in[std::size_t(k)] = remap[std::size_t(n.in[std::size_t(k)])];
+    for (int k = 0; k < n.n_in; ++k)
+      n.in[std::size_t(k)] = remap[std::size_t(n.in[std::size_t(k)])];
     remap[i] = int(kept.size());
     kept.push_back(n);
   }

@@ -17,7 +17,8 @@ struct verify_result {
 };
 
 template <std::size_t N>
-constexpr verify_result verify(const graph::graph<N>& g, const fusion_plan<N>& f, const memory_plan<N>& m) {
+constexpr verify_result verify(const graph::graph<N>& g, const fusion_plan<N>& f,
+                               const memory_plan<N>& m) {
   std::array<int, N> ran_at{};  // position in the global order of the group computing each node
   for (std::size_t i = 0; i < N; ++i) ran_at[i] = -1;
   for (int k = 0; k < f.n_groups; ++k) {
@@ -37,22 +38,26 @@ constexpr verify_result verify(const graph::graph<N>& g, const fusion_plan<N>& f
       const int a = n.in[std::size_t(k)];
       if (a < 0 || a >= i) return {"an operand does not come before its user", i, a};
       if (graph::is_leaf(g[a].op)) continue;
-      if (ran_at[std::size_t(a)] > ran_at[std::size_t(i)]) return {"a value is read before it is written", i, a};
+      if (ran_at[std::size_t(a)] > ran_at[std::size_t(i)])
+        return {"a value is read before it is written", i, a};
     }
   }
   for (int a = 0; a < int(N); ++a) {
     if (!m.in_arena(a)) continue;
     const std::int64_t oa = m.offset[std::size_t(a)], ea = oa + m.size[std::size_t(a)];
     if (oa % arena_alignment != 0) return {"a buffer is not 64-byte aligned", a};
-    if (ea > m.region_arena[std::size_t(g[a].region)]) return {"a buffer lies outside its arena", a};
+    if (ea > m.region_arena[std::size_t(g[a].region)])
+      return {"a buffer lies outside its arena", a};
     for (int b = a + 1; b < int(N); ++b) {
       if (!m.in_arena(b) || g[b].region != g[a].region) continue;
       const std::int64_t ob = m.offset[std::size_t(b)], eb = ob + m.size[std::size_t(b)];
       if (ob >= ea || oa >= eb) continue;
       // Storage shared in place: b reuses a (or a chain leading to it) in the group where a dies.
       bool shared = false;
-      for (int c = b; c >= 0 && !shared; c = m.alias_of[std::size_t(c)]) shared = m.alias_of[std::size_t(c)] == a;
-      for (int c = a; c >= 0 && !shared; c = m.alias_of[std::size_t(c)]) shared = m.alias_of[std::size_t(c)] == b;
+      for (int c = b; c >= 0 && !shared; c = m.alias_of[std::size_t(c)])
+        shared = m.alias_of[std::size_t(c)] == a;
+      for (int c = a; c >= 0 && !shared; c = m.alias_of[std::size_t(c)])
+        shared = m.alias_of[std::size_t(c)] == b;
       if (shared) continue;
       const live_range ra = m.live[std::size_t(a)], rb = m.live[std::size_t(b)];
       if (ra.overlaps(rb)) return {"two buffers live at the same time overlap", a, b};
