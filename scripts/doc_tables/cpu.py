@@ -257,25 +257,34 @@ def model_case(runs, aggs, name):
 def models(files, options):
     """Whole models on the CPU: the fused executor against the reference backend and a plain
     Eigen implementation, one thread. Reads model_bench's Google Benchmark JSON (run with
-    --benchmark_repetitions; every figure is the median over the repetitions). Option
-    model=seed|medium (default seed)."""
+    --benchmark_repetitions): every figure is the median over the repetitions, and the speedups
+    are ratios of the cases' median thread CPU times in that file. Option model=seed|medium
+    (default seed)."""
     model = options.get("model", "seed")
     ctx, runs, aggs = gbench(files[0])
+    cases = {}
+    for kind in ("reference", "eigen", "fused/1"):
+        c = model_case(runs, aggs, f"{model}_{kind}")
+        if c is None or "error" in c:
+            raise TableError(f"{files[0]}: no measured case {model}_{kind}")
+        cases[kind] = c
+
+    def reading(c, key):
+        values = [get(r, key) for r in c["runs"] if key in r]
+        return fmt(median(values)) if values else ""
+
     rows = []
-    for label, name in (("reference backend (op by op, Eigen GEMMs)", f"{model}_reference"),
-                        ("plain Eigen, written by hand", f"{model}_eigen"),
-                        ("fusedsl, fused executor", f"{model}_fused/1")):
-        c = model_case(runs, aggs, name)
-        if c is None:
-            raise TableError(f"{files[0]}: no case {name}")
-        a = c["agg"]
-        rows.append([label, fmt_time(c["cpu"]), fmt(get(a, "peak_fraction")),
-                     fmt(get(a, "peak_fraction_best")) if "peak_fraction_best" in a else "",
-                     fmt(get(a, "peak_fraction_paired")) if "peak_fraction_paired" in a else "",
-                     f"{get(a, 'speedup_vs_reference'):.2f}×" if "speedup_vs_reference" in a
-                     else "", f"{get(a, 'speedup_vs_eigen'):.2f}×" if "speedup_vs_eigen" in a
-                     else ""])
-    reps = len(model_case(runs, aggs, f"{model}_fused/1")["runs"])
+    for label, kind in (("reference backend (op by op, Eigen GEMMs)", "reference"),
+                        ("plain Eigen, written by hand", "eigen"),
+                        ("fusedsl, fused executor", "fused/1")):
+        c = cases[kind]
+        over_ref = cases["reference"]["cpu"] / c["cpu"]
+        over_eigen = cases["eigen"]["cpu"] / c["cpu"]
+        rows.append([label, fmt_time(c["cpu"]), reading(c, "peak_fraction"),
+                     reading(c, "peak_fraction_best"), reading(c, "peak_fraction_paired"),
+                     "" if kind == "reference" else f"{over_ref:.2f}×",
+                     f"{over_eigen:.2f}×" if kind == "fused/1" else ""])
+    reps = len(cases["fused/1"]["runs"])
     lines = table(["implementation", "per call", "fraction of peak: mean call", "fastest call",
                    "paired", "speedup over the reference", "over plain Eigen"], rows)
     return lines + ["", f"One thread, thread CPU time per call; medians of {reps} repetitions. " +
@@ -335,11 +344,12 @@ def model_profile(files, options):
     that benchmarks/record.py makes of model_profile's printout (groups, us_per_call,
     peak_fraction, fma_peak_gflops)."""
     p = read_json(files[0])
-    rows = [[g["group"], g["kind"], g["anchor"], f"{g['mflop']:.1f}", f"{g['us_per_call']:.1f}",
-             fmt(g["peak_fraction"])] for g in p["groups"]]
-    lines = table(["group", "kind", "anchor op", "MFLOP per call", "µs per call",
+    rows = [[g["group"], g["kind"], g["anchor"], f"{g['mflop']:.1f}",
+             fmt_time(g["us_per_call"] * 1e-6), fmt(g["peak_fraction"])] for g in p["groups"]]
+    lines = table(["group", "kind", "anchor op", "MFLOP per call", "per call",
                    "fraction of peak"], rows, ["r", "l", "l", "r", "r", "r"])
-    return lines + ["", f"The whole call: {p['us_per_call']:.1f} µs, {p['peak_fraction']:.3f} of "
+    return lines + ["", f"The whole call: {fmt_time(p['us_per_call'] * 1e-6)}, "
+                    f"{p['peak_fraction']:.3f} of "
                     f"the FMA peak ({p['fma_peak_gflops']:.1f} GFLOP/s, measured in the same run); "
                     f"FMA bursts right after the calls ran at "
                     f"{p['bursts_after_model_fraction']:.3f} of that peak. Thread CPU time, the "
@@ -353,8 +363,8 @@ def xla(files, options):
     rows = []
     for f in files:
         r = read_json(f)
-        rows.append([r["model"], f"{r['xla_median_round_us']:.1f} µs",
-                     f"{r['xla_dispatch_us']:.1f} µs", f"{r['fusedsl_wall_us']:.1f} µs",
+        rows.append([r["model"], fmt_time(r["xla_median_round_us"] * 1e-6),
+                     fmt_time(r["xla_dispatch_us"] * 1e-6), fmt_time(r["fusedsl_wall_us"] * 1e-6),
                      f"{r['speedup_vs_xla']:.2f}×", f"{r['speedup_vs_xla_minus_dispatch']:.2f}×",
                      r["jax_version"]])
     return table(["model", "XLA:CPU per call", "XLA's dispatch", "fusedsl per call",
