@@ -16,7 +16,8 @@ CPU benchmark steps, in this order; the compile-time steps run only when named):
   profile   model_profile for the seed and the medium model (model_profile_<model>.json)
   xla       benchmarks/model/xla_model_bench.py on both models (xla_<model>.json; needs the
             jax venv of scripts/setup-venv and the export_hlo example)
-  compile_depth  benchmarks/compile_time/measure.sh (compile_depth.json; nvcc rows when nvcc is found)
+  compile_depth  benchmarks/compile_time/measure.sh (compile_depth.json; with nvcc rows when
+                 nvcc is found)
   compile_tu     benchmarks/compile_time/tu_cost.py on the main translation units (compile_tu.json)
   test_suite     ctest --preset ci (test_suite.xml, JUnit; test_suite.json: wall time, load)
 
@@ -53,7 +54,8 @@ MAIN_TUS = ["examples/quickstart.cpp", "examples/transformer_demo.cpp", "example
 
 
 # (vendor, family, model) -> the microarchitecture's name, for the machines results were taken on.
-MICROARCHITECTURES = {("AuthenticAMD", 25, 17): "Zen 4", ("GenuineIntel", 6, 143): "Sapphire Rapids"}
+MICROARCHITECTURES = {("AuthenticAMD", 25, 17): "Zen 4",
+                      ("GenuineIntel", 6, 143): "Sapphire Rapids"}
 
 
 def utc_now():
@@ -149,7 +151,8 @@ def step(name, args, out):
         files = sorted(os.path.join("cpu_targets", f)
                        for f in os.listdir(os.path.join(out, "cpu_targets")))
         return [cmd], files
-    simple = {"gemm": "benchmarks/cpu/cpu_gemm_bench", "attention": "benchmarks/cpu/cpu_attention_bench",
+    simple = {"gemm": "benchmarks/cpu/cpu_gemm_bench",
+              "attention": "benchmarks/cpu/cpu_attention_bench",
               "row": "benchmarks/cpu/cpu_row_bench", "clock": "benchmarks/cpu/cpu_clock_bench"}
     if name in simple:
         return [gbench(b, simple[name], os.path.join(out, f"{name}.json"))], [f"{name}.json"]
@@ -199,7 +202,7 @@ def step(name, args, out):
         rc = subprocess.run(cmd, cwd=REPO, stdout=subprocess.DEVNULL).returncode
         wall = time.monotonic() - start
         with open(os.path.join(out, "test_suite.json"), "w") as f:
-            json.dump({"command": " ".join(cmd), "wall_seconds": round(wall, 1),
+            json.dump({"command": " ".join(shown(c) for c in cmd), "wall_seconds": round(wall, 1),
                        "exit_status": rc, "jobs": os.cpu_count()}, f, indent=1)
         return [cmd], ["test_suite.json", "test_suite.xml"]
     sys.exit(f"record: unknown step {name}")

@@ -204,6 +204,7 @@ if [ -n "$json_out" ]; then
     echo "  \"load_after\": \"$(cut -d" " -f1-3 /proc/loadavg)\","
     echo "  \"compiler\": \"$("$cxx" --version | head -1)\","
     echo "  \"flags\": \"${cxx_flags[*]//$repo\//} -c\","
+    echo "  \"nvcc_flags\": \"${nvcc_flags[*]//$repo\//} -c\","
     echo "  \"rows\": ["
     for ((i = 0; i < ${#json_rows[@]}; ++i)); do
       sep=","

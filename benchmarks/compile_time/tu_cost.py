@@ -81,8 +81,9 @@ def main(argv=None):
         if words[0] not in versions:
             out = subprocess.run([words[0], "--version"], capture_output=True, text=True).stdout
             lines = [x for x in out.splitlines() if x.strip()]
-            versions[words[0]] = lines[-1] if "nvcc" in words[0] and lines else (
-                lines[0] if lines else os.path.basename(words[0]))
+            # nvcc prints "Cuda compilation tools, release 13.0, V13.0.88" among other lines.
+            release = [x for x in lines if "release" in x]
+            versions[words[0]] = (release or lines or [os.path.basename(words[0])])[0]
         before = load_average()
         row = {"source": src, **time_compile(words, entry["directory"]),
                "compiler": versions[words[0]], "load_before": before, "load_after": load_average()}

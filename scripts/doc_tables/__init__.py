@@ -65,7 +65,8 @@ def read_text(rel):
 
 
 def gbench(rel):
-    """A Google Benchmark JSON file: (context, {name: [iteration runs]}, {name: {aggregate: run}})."""
+    """A Google Benchmark JSON file as (context, {name: [iteration runs]},
+    {name: {aggregate name: run}})."""
     data = read_json(rel)
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
         raise TableError(f"{rel}: not Google Benchmark JSON output (no 'benchmarks' list)")

@@ -1,8 +1,17 @@
 """Generators for docs/compile-time.md: measure.sh, tu_cost.py and CTest's JUnit output."""
 
+import re
 import xml.etree.ElementTree as ET
 
 from . import TableError, generator, path_of, read_json, table
+
+
+def compiler_name(version):
+    """A compiler's --version line, shortened: nvcc's own last line names the CUDA release."""
+    m = re.search(r"cuda_(\d+\.\d+)", version)
+    if m and "release" not in version:
+        return f"nvcc (CUDA {m.group(1)})"
+    return version
 
 
 def num(x, digits=1):
@@ -18,7 +27,8 @@ def compile_depth(files, options):
     data = read_json(files[0])
     rows = []
     for r in data.get("rows", []):
-        time = num(r["cpu_s"]) if r["result"] == "ok" else f"{r['result']} (after {num(r['cpu_s'])})"
+        time = (num(r["cpu_s"]) if r["result"] == "ok"
+                else f"{r['result']} (after {num(r['cpu_s'])})")
         rows.append([r["model"], r["layers"], r["form"], r["compiler"], time,
                      num(r["wall_s"]) if r["wall_s"] is not None else "", r["peak_rss_mib"],
                      r["graph_nodes"], r["kernels"], r["arena_kib"]])
@@ -27,7 +37,9 @@ def compile_depth(files, options):
     lines = table(["model", "layers", "written as", "compiler", "CPU s", "wall s", "peak RSS MiB",
                    "graph nodes", "kernels", "arena KiB"], rows,
                   ["l", "r", "l", "l", "r", "r", "r", "r", "r", "r"])
-    return lines + ["", f"Flags: `{data.get('compiler', '')}`, `{data.get('flags', '')}`."]
+    nvcc = (f"`{data['nvcc_flags']}`" if "nvcc_flags" in data else "`-x cu` and the same flags")
+    return lines + ["", f"`{data.get('compiler', '')}` with `{data.get('flags', '')}`; nvcc with "
+                    f"{nvcc}. A row that fails shows the CPU time until the compiler stopped."]
 
 
 @generator("compile_tu")
@@ -37,7 +49,7 @@ def compile_tu(files, options):
     peak_rss_mib)."""
     data = read_json(files[0])
     rows = [[f"`{r['source']}`", num(r["cpu_s"]), num(r["wall_s"]), r["peak_rss_mib"],
-             "nvcc" if "cuda" in r.get("compiler", "").lower() else "g++"]
+             "nvcc" if re.search(r"cuda|nvcc", r.get("compiler", ""), re.I) else "g++"]
             for r in sorted(data.get("rows", []), key=lambda r: -r["cpu_s"])]
     if not rows:
         raise TableError(f"{files[0]}: no rows")
@@ -45,7 +57,8 @@ def compile_tu(files, options):
                  ["l", "r", "r", "r", "l"]) + [
         "", "Each with its target's command from compile_commands.json (the `ci` preset: Release, "
         "warnings as errors), without ccache; a source that several targets compile is timed "
-        "with the first. Compilers: " + "; ".join(f"`{c}`" for c in data.get("compilers", [])) +
+        "with the first. Compilers: " + "; ".join(f"`{compiler_name(c)}`"
+                                                  for c in data.get("compilers", [])) +
         ". CPU s is user + system time of the compiler and its children."]
 
 

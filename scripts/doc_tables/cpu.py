@@ -163,7 +163,8 @@ def attention(files, options):
                 unfused = urs[0]
         speed = ""
         if r.get("speedup_vs_unfused"):
-            speed = f"{get(r, 'speedup_vs_unfused'):.2f}× / {get(r, 'speedup_vs_unfused_best'):.2f}×"
+            speed = (f"{get(r, 'speedup_vs_unfused'):.2f}× / "
+                     f"{get(r, 'speedup_vs_unfused_best'):.2f}×")
         rows.append([c[0], c[1], c[2], "causal" if c[3] else "full", c[4],
                      fmt_time(seconds(r, "cpu_time")), fmt(get(r, "peak_fraction")),
                      fmt(get(r, "peak_fraction_paired")),

@@ -53,7 +53,8 @@ with tempfile.TemporaryDirectory() as root:
     rc, out = doc_tables(root)
     check(rc == 0, f"writing succeeds: {out}")
     text = open(doc).read()
-    check("| softmax 128×128 | 2.50 G/s | 0.25 G/s | 10.0× |" in text, f"the table is written:\n{text}")
+    check("| softmax 128×128 | 2.50 G/s | 0.25 G/s | 10.0× |" in text,
+          f"the table is written:\n{text}")
     check("Raw: `benchmarks/results/2026-12-01-test/row.json` (`build/ci/benchmarks/cpu/"
           "cpu_row_bench`). Test CPU (family 1 model 2), 2 vCPUs, AVX-512, no AMX; 2026-12-01; "
           "load average 0.5–0.7." in text, f"the provenance line is written:\n{text}")
