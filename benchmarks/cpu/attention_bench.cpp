@@ -175,8 +175,8 @@ void BM_attention_amx(benchmark::State& state) {
         ref->second / (t.thread_seconds / double(state.iterations()));
 }
 
-// seq 2048 (a long sequence: the flash path), the seed model's attention (seq 128, 4 heads of 32) and the
-// medium model's (seq 512, 8 heads of 64).
+// seq 2048 (a long sequence: the flash path), the seed model's attention (seq 128, 4 heads of 32)
+// and the medium model's (seq 512, 8 heads of 64).
 void shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"seq", "d", "heads", "causal"});
   b->Args({2048, 64, 1, 0})->Args({2048, 64, 1, 1})->Args({128, 32, 4, 0})->Args({256, 64, 2, 1})

@@ -26,8 +26,9 @@ inline double thread_seconds() {
 // Monotonic wall time. Every "fastest" reading here (a minimum over calls or runs: the fastest
 // call, the start-up peak) is taken on it rather than on thread CPU time. In a virtual machine the
 // thread CPU clock can stand still across a whole call (a 95 us GEMM call can read 0 s, an infinite
-// fraction of peak), and a minimum picks exactly such a reading out; a call that was preempted only reads
-// slower on the wall clock, so the minimum leaves it out. Sums and means stay on thread CPU time.
+// fraction of peak), and a minimum picks exactly such a reading out; a call that was preempted only
+// reads slower on the wall clock, so the minimum leaves it out. Sums and means stay on thread CPU
+// time.
 inline double wall_seconds() {
   return clock_seconds(CLOCK_MONOTONIC);
 }
