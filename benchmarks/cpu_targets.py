@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
-"""Issue 4's CPU targets under the three readings of "fraction of the FMA peak", in one table.
+"""The CPU performance goals under the three readings of "fraction of the FMA peak", one table.
 
 Either runs the benchmarks (model_bench, cpu_gemm_bench, cpu_attention_bench of a Release build)
 a number of times, or reads Google Benchmark JSON files they wrote, and prints a Markdown table:
-for each target, each reading's range over the runs and how many runs met it.
+for each goal, each reading's range over the runs and how many runs met it.
 
-  benchmarks/cpu_targets.py --build build/perf --runs 5 [--keep DIR]
+  benchmarks/cpu_targets.py --build build/ci --runs 5 [--keep DIR]
   benchmarks/cpu_targets.py --from seed1.json gemm1.json attention.json ...
 
-The readings (docs/performance.md, "Machine and method"): `peak_fraction` (the mean call over the
+The readings (docs/performance.md, "How fractions of the peak are measured"): `peak_fraction` (the mean call over the
 FMA peak measured at start-up), `peak_fraction_best` (the fastest call over it) and
 `peak_fraction_paired` (calls against FMA chains of the same length run right after each one).
 Exit status 0 whatever the verdicts: this reports; it does not judge a build.

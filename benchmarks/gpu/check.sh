@@ -3,6 +3,9 @@
 # correctness of every kernel first (the tests/cuda binaries), then the benchmarks, then a
 # memory/race check of the attention and GEMM tests. Target: under 4 minutes on one H200.
 # Usage: check.sh [binary_dir] [out_dir]   (defaults: this script's folder, $OUT or /tmp/fusedsl-gpu)
+# The files the docs cite (check.log, tests.log, kernels/transformer/executor.jsonl) go to
+# benchmarks/results/<date>-<machine>/ with a manifest.json (docs/results.md); scripts/doc-tables
+# writes docs/performance-gpu.md's tables from them.
 set -u
 BIN=$(cd "${1:-$(dirname "$0")}" && pwd)
 OUT_DIR=${2:-${OUT:-/tmp/fusedsl-gpu}}

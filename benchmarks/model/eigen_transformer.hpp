@@ -2,7 +2,7 @@
 // A plain Eigen implementation of fusedsl::models::transformer (post-LN blocks, GELU-tanh FFN,
 // non-causal multi-head attention, f32): what an Eigen user writes by hand. One Eigen statement
 // per step, nothing fused across steps, buffers allocated once at construction, Eigen's own GEMM
-// and vectorised exp/tanh, one thread. It is the "plain unfused Eigen implementation" of issue 4:
+// and vectorised exp/tanh, one thread. It is the unfused baseline an Eigen user would write:
 // model_bench reports the fused executor's speedup over it next to the one over the reference
 // backend (an op-by-op interpreter, much slower), and tests/executor checks it against the
 // reference backend.

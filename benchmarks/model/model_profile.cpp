@@ -69,8 +69,8 @@ void profile(const char* name, long calls) {
   }
   // The FMA rate in the state the model's calls leave the core in: FMA-chain bursts (1000
   // iterations each) timed right after 20 calls (fewer if a round has fewer), against the same
-  // bursts right after a long pure-FMA run (docs/performance.md, "Machine and method": the clock
-  // depends on what ran).
+  // bursts right after a long pure-FMA run (docs/performance.md, "How fractions of the peak are
+  // measured": on some cores the vector rate depends on what ran).
   std::vector<double> after_model, after_fma;
   {
     volatile float sink = 0;

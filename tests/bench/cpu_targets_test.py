@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks benchmarks/cpu_targets.py on committed benchmark output (trimmed from session 12's runs):
+"""Checks benchmarks/cpu_targets.py on committed benchmark output (trimmed Google Benchmark files):
 each reading's range and count, a case missing from the files, and unreadable input."""
 
 import contextlib

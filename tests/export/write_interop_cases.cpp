@@ -1,6 +1,6 @@
-// Writes, into the directory given as argv[1], the cases the HLO helper's real-XLA harness
+// Writes, into the directory given as argv[1], the cases the real-XLA harness
 // (tests/interop/run_hlo.py --cases DIR) runs: one folder <case>.<form> per exported module, with
-// module.hlo and the same module as StableHLO by the HLO helper's printer (module.mlir, run with
+// module.hlo and the same module as StableHLO by hlo/stablehlo.hpp's printer (module.mlir, run with
 // --format mlir), `keep_fusions` for the fused_xla_cpu form (run_hlo.py then checks that XLA's
 // compiled module runs exactly the module's fusions), input_<k>.npy (f32 values; the harness
 // converts each to its parameter's type), expected_<k>.npy (the reference backend's outputs) and,

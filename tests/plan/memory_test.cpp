@@ -55,7 +55,7 @@ TEST_CASE("a stacked block is planned once and runs in place") {
   constexpr auto& p = seed::program;
   constexpr auto s = p.stats();
   static_assert(s.kernels_per_layer <= 8);
-  // Targets of issue 3: arena <= 35% of naive bytes and <= 50% of the eager peak.
+  // The planner's targets (docs/memory.md): arena <= 35% of naive bytes, <= 50% of the eager peak.
   static_assert(s.arena_bytes * 100 <= 35 * s.naive_bytes);
   static_assert(s.arena_bytes * 100 <= 50 * s.eager_peak_bytes);
   int repeat = -1;

@@ -51,8 +51,9 @@
 #include "fusedsl/plan/lower.hpp"
 #include "fusedsl/plan/memory.hpp"
 
-// Kernels below this many multiply-adds run on the calling thread: a fork/join costs ~80 us here
-// (waking the sleeping worker), which half of a 2^24-MAC kernel (~110 us) just pays for.
+// Kernels below this many multiply-adds run on the calling thread: a fork/join costs ~80 us on a
+// 2-vCPU virtual machine (waking the sleeping worker), which half of a 2^24-MAC kernel (~110 us)
+// just pays for.
 #ifndef FUSEDSL_CPU_PARALLEL_MACS
 #define FUSEDSL_CPU_PARALLEL_MACS (1 << 24)
 #endif
