@@ -34,14 +34,31 @@ bound_program bind_random(Exec& ex, unsigned seed) {
     for (std::int64_t i = 0; i < info.shape.size(); ++i) {
       float v = nd(rng) * (info.kind == graph::op_kind::input ? 10.0f : 1.0f);
       if (info.name.find("gamma") != std::string::npos) v += 1.0f;
-      if (info.type == dtype::bf16) t.data<bf16>()[i] = bf16(v);
-      else t.data<float>()[i] = v;
+      switch (info.type) {
+        case dtype::f32: t.data<float>()[i] = v; break;
+        case dtype::bf16: t.data<bf16>()[i] = bf16(v); break;
+        case dtype::f16: t.data<f16>()[i] = f16(v); break;
+        case dtype::i32: t.data<std::int32_t>()[i] = std::int32_t(rng() % 17) - 3; break;  // some out of range
+        case dtype::boolean: t.data<bool>()[i] = (rng() % 4) != 0; break;
+      }
     }
     ex.bind(info.name, t.ref());
     b.names.push_back(info.name);
     b.refs.push_back({b.names.back(), t.ref()});
   }
   return b;
+}
+
+// Element i of t, of any dtype, as a double.
+inline double element(const dynamic_tensor& t, std::int64_t i) {
+  switch (t.type()) {
+    case dtype::f32: return t.data<float>()[i];
+    case dtype::bf16: return double(float(t.data<bf16>()[i]));
+    case dtype::f16: return double(float(t.data<f16>()[i]));
+    case dtype::i32: return t.data<std::int32_t>()[i];
+    case dtype::boolean: return t.data<bool>()[i] ? 1.0 : 0.0;
+  }
+  return 0.0;
 }
 
 // Runs the executor and compares every output with the Eigen reference on the same bindings
@@ -61,9 +78,10 @@ comparison compare_with_reference(cpu::executor<Program>& ex, const bound_progra
   std::vector<double> got, want;
   for (std::size_t o = 0; o < outs.size(); ++o) {
     REQUIRE(expected[o].shape() == outs[o].shape());
+    REQUIRE(expected[o].type() == outs[o].type());
     for (std::int64_t i = 0; i < outs[o].shape().size(); ++i) {
-      got.push_back(outs[o].data<float>()[i]);
-      want.push_back(expected[o].data<float>()[i]);
+      got.push_back(element(outs[o], i));
+      want.push_back(element(expected[o], i));
     }
   }
   return compare(got, want, tol, policy);

@@ -583,7 +583,7 @@ struct lowerer {
     for (int c = 0; c < r - 3; ++c) m.row[std::size_t(c)].coef[std::size_t(c)] = 1;
     if (ss[r - 3] == a.kv_heads && ss[r - 2] == group * a.seq_q) {
       m.row[std::size_t(r - 3)].coef[std::size_t(r - 3)] = 1;
-      m.row[std::size_t(r - 2)].coef[std::size_t(r - 2)] = a.seq_q;
+      if (group > 1) m.row[std::size_t(r - 2)].coef[std::size_t(r - 2)] = a.seq_q;  // the g axis (extent 1: none)
       m.row[std::size_t(r - 2)].coef[std::size_t(r - 1)] = 1;
     } else if (ss[r - 3] == a.heads && ss[r - 2] == a.seq_q) {
       m.row[std::size_t(r - 3)].coef[std::size_t(r - 3)] = group;
@@ -673,7 +673,7 @@ struct lowerer {
     for (int c = 0; c < r - 3; ++c) m.row[std::size_t(c)].coef[std::size_t(c)] = 1;
     if (s[r - 3] == a.kv_heads && s[r - 2] == group * a.seq_q) {
       m.row[std::size_t(r - 3)].coef[std::size_t(r - 3)] = 1;
-      m.row[std::size_t(r - 2)].coef[std::size_t(r - 2)] = a.seq_q;
+      if (group > 1) m.row[std::size_t(r - 2)].coef[std::size_t(r - 2)] = a.seq_q;  // the g axis (extent 1: none)
       m.row[std::size_t(r - 2)].coef[std::size_t(r - 1)] = 1;
     } else {
       m.row[std::size_t(r - 3)].coef[std::size_t(r - 3)] = group;
