@@ -8,7 +8,7 @@
 The driver (race.py) starts each peer in its own process, pinned with taskset, with the thread
 variables of its thread count in the environment (OMP_NUM_THREADS, MKL_NUM_THREADS, XLA_FLAGS,
 PJRT_NPROC); this script makes the in-process settings (torch.set_num_threads and
-set_num_interop_threads, ONNX Runtime's session options). It computes the model once, writes the
+set_num_interop_threads, ONNX Runtime's SessionOptions). It computes the model once, writes the
 output, replies `ready`, then answers `run K W` (W untimed calls, K timed ones) and `quit` on
 stdin. Replies are single lines on stdout starting with "@@race " and holding JSON; times are
 wall-clock seconds per call (time.perf_counter_ns), the call's result ready (jax:
@@ -90,7 +90,8 @@ def torch_module(cfg, w):
             super().__init__()
             self.qkv, self.o = linear(p["qkv_w"], p["qkv_b"]), linear(p["o_w"], p["o_b"])
             self.fc1, self.fc2 = linear(p["fc1_w"], p["fc1_b"]), linear(p["fc2_w"], p["fc2_b"])
-            self.ln1, self.ln2 = layernorm(p["ln1_g"], p["ln1_b"]), layernorm(p["ln2_g"], p["ln2_b"])
+            self.ln1 = layernorm(p["ln1_g"], p["ln1_b"])
+            self.ln2 = layernorm(p["ln2_g"], p["ln2_b"])
 
         def attn(self, x):
             b, l, _ = x.shape
@@ -111,7 +112,8 @@ def torch_module(cfg, w):
     class Stack(nn.Module):
         def __init__(self):
             super().__init__()
-            self.layers = nn.ModuleList(Block(layer_params(cfg, w, i)) for i in range(cfg["layers"]))
+            self.layers = nn.ModuleList(Block(layer_params(cfg, w, i))
+                                        for i in range(cfg["layers"]))
 
         def forward(self, x):
             for layer in self.layers:
@@ -172,7 +174,8 @@ def export_onnx(cfg, w, path):
             m = onnx.load(path)
             return {"exporter": "dynamo" if dynamo else "torchscript",
                     "opset": max(o.version for o in m.opset_import if o.domain in ("", "ai.onnx")),
-                    "nodes": len(m.graph.node), "torch": torch.__version__, "onnx": onnx.__version__,
+                    "nodes": len(m.graph.node), "torch": torch.__version__,
+                    "onnx": onnx.__version__,
                     "errors_before": errors}
         except Exception as e:  # noqa: BLE001 - recorded, then the other exporter is tried
             errors.append(f"dynamo={dynamo}: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
@@ -216,7 +219,8 @@ def setup_xla(cfg, w, threads):
         return (x - mu) * jax.lax.rsqrt(var + models.LAYERNORM_EPS) * g + b
 
     def attn(p, x):
-        q, k, v = (t.reshape(1, seq, heads, dh) for t in jnp.split(x @ p["qkv_w"] + p["qkv_b"], 3, -1))
+        qkv = jnp.split(x @ p["qkv_w"] + p["qkv_b"], 3, -1)
+        q, k, v = (t.reshape(1, seq, heads, dh) for t in qkv)
         o = jax.nn.dot_product_attention(q, k, v, is_causal=cfg["causal"], implementation="xla")
         return o.reshape(1, seq, d) @ p["o_w"] + p["o_b"]
 
@@ -304,15 +308,17 @@ def main():
     try:
         if a.export_onnx:
             cfg = models.MODELS[a.model]
-            reply({"exported": export_onnx(cfg, models.load_weights(cfg, a.weights), a.export_onnx)})
+            w = models.load_weights(cfg, a.weights)
+            reply({"exported": export_onnx(cfg, w, a.export_onnx)})
             return 0
         if not a.peer or not a.output:
             ap.error("--peer and --output are needed (or --export-onnx)")
         return serve(a)
     except Exception as e:  # noqa: BLE001 - the driver puts the reason in the table's cell
         traceback.print_exc()
-        reply({"ready": False, "error": f"{type(e).__name__}: {str(e).strip().splitlines()[0][:400]}"
-               if str(e).strip() else type(e).__name__})
+        text = str(e).strip()
+        reply({"ready": False, "error": f"{type(e).__name__}: {text.splitlines()[0][:400]}"
+               if text else type(e).__name__})
         return 1
 
 

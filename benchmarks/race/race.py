@@ -8,17 +8,20 @@ models with the same weights (scripts/bench runs this; docs/race.md shows the re
 
 `run` writes RUNDIR/weights/<model>/*.npy (seeded), starts every peer of a model in its own
 process pinned with taskset (one thread: CPU 1; two threads: CPUs 0-1), checks every peer's
-output against fusedsl's before any timing (models.TOLERANCE; a mismatch stops the run), then
+output against fusedsl's, and fusedsl's against a float64 NumPy model, before any timing
+(models.TOLERANCE; a cell whose output differs is not timed, nor any peer of a model whose fusedsl
+output is wrong, and the run ends with exit status 1 and the list of mismatches), then
 times them in interleaved rounds: in round r every peer runs once, the order rotated by r, each
 peer's round being K calls (K set from a warm-up so that a round takes about --round-seconds),
-after one untimed call when calls are short. A peer's figure is the median over rounds of its
+after one untimed call when calls are short (--rounds rounds; --long-rounds where the fastest peer
+takes over a second a call). A peer's figure is the median over rounds of its
 per-round mean call time, with the 10th and 90th percentiles. The start-up FMA-chain peak
 (benchmarks/cpu/fma_peak.hpp) is measured on each core at the start and again at the end. It
 writes RUNDIR/results.json, then the report (RUNDIR/race.md and PNG plots).
 
 `--quick`: the two small models (one and two threads for the pre-LN one, one thread for the
-other), every peer's output checked, one short round, and the check shown to refuse wrong functions (GELU-erf, the causal mask flipped, the norm placement flipped);
-nothing about speed is asserted.
+other), every peer's output checked, one short round, and the check shown to refuse wrong functions
+(GELU-erf, the causal mask flipped, the norm placement flipped); nothing about speed is asserted.
 """
 import argparse
 import datetime
@@ -217,7 +220,8 @@ def thread_settings(key, threads):
     common = {"taskset -c": CORES[threads], "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
     if key == "fusedsl":
         spin = FUSEDSL_SPIN_US if threads > 1 else 0
-        return dict(common, executor=f"cpu::threads{{{threads}" + (f", {spin}us}}" if spin else "}"))
+        suffix = f", {spin}us}}" if spin else "}"
+        return dict(common, executor=f"cpu::threads{{{threads}" + suffix)
     if key == "fusedsl_sleeping":
         return dict(common, executor=f"cpu::threads{{{threads}}} (sleeping pool)")
     if key == "eigen":
@@ -240,6 +244,7 @@ class Race:
         self.bin_dir = os.path.join(os.path.abspath(a.build), "benchmarks", "race")
         os.makedirs(os.path.join(self.out, "logs"), exist_ok=True)
         self.results_path = os.path.join(self.out, "results.json")
+        self.mismatches = []
 
     def binary(self, model):
         path = os.path.join(self.bin_dir, f"race_{model}")
@@ -274,7 +279,8 @@ class Race:
             "schema": "fusedsl-race/1", "quick": a.quick, "started_utc": now_utc(),
             "command": " ".join(sys.argv), "git_commit": git_commit(), "machine": machine_info(),
             "versions": versions(python),
-            "settings": {"rounds": a.rounds, "round_seconds": a.round_seconds,
+            "settings": {"rounds": a.rounds, "long_rounds": a.long_rounds,
+                         "round_seconds": a.round_seconds,
                          "gap_seconds": a.gap, "tolerance": models.TOLERANCE,
                          "tolerance_rule": "max |y - y_fusedsl| <= tolerance * max |y_fusedsl|, "
                                            "every element finite",
@@ -282,8 +288,9 @@ class Race:
                                     f"1/in); biases, betas normal(0, {models.WEIGHT_STD}); gammas "
                                     f"1 + normal(0, {models.WEIGHT_STD}); NumPy seed {a.seed}",
                          "cores": {str(k): v for k, v in CORES.items()},
-                         "threads": a.threads or "default", "timing": "wall clock per call; per-round mean; "
-                         "median over rounds, p10, p90"},
+                         "threads": a.threads or "default",
+                         "timing": "wall clock per call; per-round mean; median over rounds, p10, "
+                                   "p90"},
             "load_average": [{"when": "start", "utc": now_utc(), "load": os.getloadavg()}],
             "models": {}, "cells": [],
         }
@@ -308,7 +315,9 @@ class Race:
         desc = self.c_json([self.binary(m), "--describe"])
         want = [(n, list(s)) for n, s in models.binding_names(cfg)]
         have = [(b["name"], b["shape"]) for b in desc["bindings"]]
-        if sorted(want) != sorted(have) or desc["flops"] != models.flops(cfg):
+        # The program prints its FLOPs with 9 significant digits.
+        flops_differ = abs(desc["flops"] - models.flops(cfg)) > 1e-8 * desc["flops"]
+        if sorted(want) != sorted(have) or flops_differ:
             raise RaceError(f"{m}: race_{m} binds {len(have)} tensors ({desc['flops']} FLOPs); "
                             f"models.py describes {len(want)} ({models.flops(cfg)} FLOPs): "
                             f"the two model lists differ")
@@ -409,26 +418,42 @@ class Race:
                 cell["memory"] = {"rss_ready_bytes": r.get("rss_bytes"),
                                   "rss_after_import_bytes": r.get("rss_after_import_bytes")}
                 y = np.load(out_npy)
+                err64 = models.relative_error(y, ref)
+                if key == "fusedsl" and not err64 <= models.TOLERANCE:
+                    # No peer is timed against a wrong function; the run goes on with the other
+                    # models and ends with exit status 1.
+                    peer.stop()
+                    why = (f"fusedsl's output is off the float64 reference by {err64:.3g} of its "
+                           f"scale (tolerance {models.TOLERANCE})")
+                    cell.update(status="wrong output", reason=why,
+                                check={"vs_float64_reference": err64})
+                    self.mismatches.append(f"{m}, {threads} thread(s): {why}")
+                    print(f"race: MISMATCH {m}, {threads} thread(s): {why}", flush=True)
+                    for other in keys[keys.index(key) + 1:]:
+                        results["cells"].append({
+                            "model": m, "threads": threads, "peer": other, "status": "not timed",
+                            "reason": "fusedsl's output is wrong",
+                            "thread_settings": thread_settings(other, threads)})
+                    break
                 if key == "fusedsl" and fused_ref is None:
                     fused_ref = y
-                    err64 = models.relative_error(y, ref)
-                    cell["check"] = {"vs_float64_reference": err64}
-                    if not err64 <= models.TOLERANCE:
-                        raise RaceError(f"{m}: fusedsl's output is off the float64 reference by "
-                                        f"{err64:.3g} (tolerance {models.TOLERANCE})")
                 err = models.relative_error(y, fused_ref)
-                cell.setdefault("check", {}).update(
-                    vs_fusedsl=err, vs_float64_reference=models.relative_error(y, ref))
+                cell["check"] = {"vs_fusedsl": err, "vs_float64_reference": err64}
                 if not err <= models.TOLERANCE:
-                    raise RaceError(f"{m}, {threads} thread(s): {key}'s output differs from "
-                                    f"fusedsl's by {err:.3g} of its scale (tolerance "
-                                    f"{models.TOLERANCE}; float64 reference: "
-                                    f"{cell['check']['vs_float64_reference']:.3g})")
+                    peer.stop()
+                    why = (f"output differs from fusedsl's by {err:.3g} of its scale (tolerance "
+                           f"{models.TOLERANCE}; float64 reference: {err64:.3g})")
+                    cell.update(status="wrong output", reason=why)
+                    self.mismatches.append(f"{m}, {threads} thread(s), {key}: {why}")
+                    print(f"race: MISMATCH {m}, {threads} thread(s), {key}: {why}", flush=True)
+                    continue
                 print(f"race:   {key} ready in {cell['setup_seconds']:.1f} s; output vs fusedsl "
                       f"{err:.2g}, vs float64 {cell['check']['vs_float64_reference']:.2g}",
                       flush=True)
                 cell["status"] = "ok"
                 live.append(peer)
+            if not live:
+                return fused_ref
             # Warm-up (excluded): one untimed and one timed call; its time sets K.
             plan = {}
             for peer in live:
@@ -438,7 +463,13 @@ class Race:
                 plan[peer.key] = (k, warm)
                 cells[peer.key].update(calls_per_round=k, untimed_calls_per_round=warm,
                                        warmup_call_seconds=t, rounds=[])
-            for r in range(a.rounds):
+            # Models whose calls take over a second get --long-rounds rounds (the seq-1024 stack).
+            fastest_warmup = min((c.get("warmup_call_seconds", 0) for c in cells.values()
+                                 if c.get("status") == "ok"), default=0)
+            n_rounds = a.long_rounds if fastest_warmup > 1.0 else a.rounds
+            results["settings"].setdefault("rounds_per_model", {})[f"{m} threads {threads}"] = \
+                n_rounds
+            for r in range(n_rounds):
                 order = live[r % len(live):] + live[:r % len(live)] if live else []
                 for peer in order:
                     k, warm = plan[peer.key]
@@ -449,7 +480,7 @@ class Race:
                          "cpu_per_wall": rep["cpu_per_wall"],
                          "cpu_mean": mean * rep["cpu_per_wall"]})
                     time.sleep(a.gap)
-                print(f"race: {m}, {threads} thread(s): round {r + 1}/{a.rounds} "
+                print(f"race: {m}, {threads} thread(s): round {r + 1}/{n_rounds} "
                       f"(load {os.getloadavg()[0]:.2f})", flush=True)
             for peer in live:
                 cells[peer.key]["memory"].update(peer.memory())
@@ -494,6 +525,8 @@ def main(argv=None):
     r.add_argument("--threads", nargs="+", type=int, choices=[1, 2],
                    help="thread counts (default 1 2; --quick: 1 2 for quick_pre_ln, 1 otherwise)")
     r.add_argument("--rounds", type=int, help="rounds (default 11; quick 1)")
+    r.add_argument("--long-rounds", type=int, default=7,
+                   help="rounds for a model whose fastest peer takes over 1 s a call (default 7)")
     r.add_argument("--round-seconds", type=float, help="a peer's time per round (default 0.3)")
     r.add_argument("--gap", type=float, default=0.2,
                    help="seconds between two peers' turns, so that no pool still spins (0.2)")
@@ -514,12 +547,19 @@ def main(argv=None):
     a.rounds = a.rounds or (1 if a.quick else 11)
     a.round_seconds = a.round_seconds or (0.02 if a.quick else 0.3)
     t0 = time.perf_counter()
-    Race(a).run()
+    race = Race(a)
+    results = race.run()
     print(f"race: done in {time.perf_counter() - t0:.0f} s; results in {a.out}/results.json")
-    if a.no_report:
-        return 0
-    return report(argparse.Namespace(results=os.path.join(a.out, "results.json"), out=a.out,
-                                     no_plots=False))
+    if not a.no_report:
+        report(argparse.Namespace(results=os.path.join(a.out, "results.json"), out=a.out,
+                                  no_plots=False))
+    if race.mismatches:
+        results["mismatches"] = race.mismatches
+        race.save(results)
+        print("race: FAILED: outputs that differ (those cells were not timed):\n  " +
+              "\n  ".join(race.mismatches), file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

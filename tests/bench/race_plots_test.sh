@@ -9,12 +9,14 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 venv="${1:?usage: race_plots_test.sh VENV_DIR}"
 pins=(matplotlib==3.11.2 numpy==2.4.6)
 py=""
-if [ -x "$repo/.venv-bench/bin/python" ] && "$repo/.venv-bench/bin/python" -c "import matplotlib" 2>/dev/null; then
+has_matplotlib() { [ -x "$1/bin/python" ] && "$1/bin/python" -c "import matplotlib" 2>/dev/null; }
+if has_matplotlib "$repo/.venv-bench"; then
   py="$repo/.venv-bench/bin/python"
-elif [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import matplotlib" 2>/dev/null; then
+elif has_matplotlib "$venv"; then
   py="$venv/bin/python"
 else
-  if ! { python3 -m venv "$venv" && "$venv/bin/python" -m pip install --disable-pip-version-check -q "${pins[@]}"; }; then
+  if ! { python3 -m venv "$venv" &&
+         "$venv/bin/python" -m pip install --disable-pip-version-check -q "${pins[@]}"; }; then
     if [ "${CI:-}" = "true" ]; then
       echo "FAIL: could not install ${pins[*]} into $venv" >&2
       exit 1
@@ -25,7 +27,10 @@ else
   py="$venv/bin/python"
 fi
 results=("$repo"/benchmarks/results/*/results.json)
-[ -f "${results[0]}" ] || { echo "FAIL: no committed results.json under benchmarks/results/" >&2; exit 1; }
+if [ ! -f "${results[0]}" ]; then
+  echo "FAIL: no committed results.json under benchmarks/results/" >&2
+  exit 1
+fi
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 for res in "${results[@]}"; do
