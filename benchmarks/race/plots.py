@@ -17,7 +17,9 @@ def _bars(ax, groups, series, values, ylabel, title, log=False):
     for i, s in enumerate(series):
         xs = [g + (i - (n - 1) / 2) * width for g in range(len(groups))]
         ys = [values[s][g] if values[s][g] is not None else 0 for g in range(len(groups))]
-        bars = ax.bar(xs, ys, width, label=report.PEER_NAMES.get(s, s))
+        # One colour per peer in every panel and plot.
+        color = f"C{report.PEER_ORDER.index(s)}" if s in report.PEER_ORDER else f"C{i}"
+        bars = ax.bar(xs, ys, width, label=report.PEER_NAMES.get(s, s), color=color)
         for b, v in zip(bars, values[s]):
             if v is None:
                 ax.annotate("n/a", (b.get_x() + b.get_width() / 2, 0), ha="center", va="bottom",
