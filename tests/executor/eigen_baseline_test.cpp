@@ -1,5 +1,6 @@
-// The plain Eigen transformer that model_bench measures the fused executor against
-// (benchmarks/model/eigen_transformer.hpp) computes the same function as the reference backend.
+// The plain Eigen transformer that model_bench and the race (benchmarks/race) measure the fused
+// executor against (benchmarks/model/eigen_transformer.hpp) computes the same function as the
+// reference backend, post-LN and pre-LN causal alike.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -10,15 +11,17 @@
 
 namespace fd = fusedsl;
 
-TEST_CASE("the plain Eigen seed transformer matches the reference backend") {
-  using M = fd::models::seed;
-  using P = M::program_type;
+namespace {
+
+template <class M>
+void check_against_reference() {
+  using P = typename M::program_type;
   fd::cpu::executor<P> probe(P{});  // only for its binding list
   const auto bound = fd::test::bind_random(probe, 7);
   std::map<std::string, const float*> by_name;
   const float* x = nullptr;
   for (std::size_t i = 0; i < bound.names.size(); ++i) {
-    const float* data = bound.storage[i].data<float>();
+    const float* data = bound.storage[i].template data<float>();
     if (bound.names[i] == "x")
       x = data;
     else
@@ -47,4 +50,14 @@ TEST_CASE("the plain Eigen seed transformer matches the reference backend") {
   std::vector<float> again(y.size());
   eigen.run(x, again.data());
   CHECK(again == y);
+}
+
+}  // namespace
+
+TEST_CASE("the plain Eigen seed transformer matches the reference backend") {
+  check_against_reference<fd::models::seed>();
+}
+
+TEST_CASE("the plain Eigen pre-LN causal transformer matches the reference backend") {
+  check_against_reference<fd::models::transformer<48, 64, 4, 256, 3, fd::nn::pre_ln, true>>();
 }
