@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>

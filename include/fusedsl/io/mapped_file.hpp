@@ -1,6 +1,7 @@
 #pragma once
 // A whole file mapped read-only into memory (POSIX mmap), unmapped when its owner goes. The bytes
-// stay at one address for the mapping's life, moves included, so views into them stay valid.
+// stay at one address for the mapping's life, moves included, so views into them stay valid. As
+// with any mapping, a file that another process truncates meanwhile faults (SIGBUS) when read.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
