@@ -3,9 +3,9 @@
 // tokenizers-backed one that sentence-transformers loads) for every input.
 //
 //   1. UTF-8 is decoded; each ill-formed subpart becomes U+FFFD (text/utf8.hpp), which clean_text
-//      then drops, so bad bytes vanish without splitting the word around them (what the reference
-//      tokenizer does with the Python string bytes.decode("utf-8", "replace") gives). A leading
-//      byte order mark is dropped.
+//      then drops, so bad bytes vanish without splitting the word around them. That is what the
+//      reference tokenizer does with the string Python's bytes.decode("utf-8", "replace") makes
+//      of the same bytes. A leading byte order mark is dropped.
 //   2. Special tokens written in the text ("[CLS]", "[MASK]", ...: the added tokens) are matched
 //      first, case-sensitively, leftmost-longest, and become their ids; the text between them is
 //      tokenised on its own.
