@@ -370,3 +370,41 @@ def xla(files, options):
                      r["jax_version"]])
     return table(["model", "XLA:CPU per call", "XLA's dispatch", "fusedsl per call",
                   "fusedsl over XLA", "without XLA's dispatch", "jax"], rows)
+
+
+@generator("embed")
+def embed(files, options):
+    """all-MiniLM-L6-v2 sentences per second: fusedsl, sentence-transformers and ONNX Runtime in
+    one run, per thread count and batch size (medians of interleaved rounds). Reads
+    benchmarks/race/embed.py's embed.json ("runs": peer, threads, batch, sentences_per_second,
+    real_token_gflops, fraction_of_fma_peak, peak_rss_bytes, agreement_with_sentence_transformers;
+    "rounds", "sentences")."""
+    r = read_json(files[0])
+    runs = r.get("runs")
+    if not runs:
+        raise TableError(f"{files[0]}: no runs")
+    by = {(x["peer"], x["threads"], x["batch"]): x for x in runs}
+    names = {"fusedsl": "fusedsl", "sentence_transformers": "sentence-transformers (PyTorch)",
+             "onnxruntime": "ONNX Runtime"}
+    rows = []
+    for x in runs:
+        st = by[("sentence_transformers", x["threads"], x["batch"])]["sentences_per_second"]
+        ort = by[("onnxruntime", x["threads"], x["batch"])]["sentences_per_second"]
+        rows.append([names.get(x["peer"], x["peer"]), x["threads"], x["batch"],
+                     f"{x['sentences_per_second']:.1f}", f"{x['sentences_per_second'] / st:.2f}x",
+                     f"{x['sentences_per_second'] / ort:.2f}x", f"{x['real_token_gflops']:.1f}",
+                     fmt(x["fraction_of_fma_peak"], 2), f"{x['peak_rss_bytes'] / 1e6:.0f}"])
+    lines = table(["peer", "threads", "batch", "sentences/s", "vs sentence-transformers",
+                   "vs ONNX Runtime", "real-token GFLOP/s", "of FMA peak", "peak RSS (MB)"], rows)
+    s = r["sentences"]
+    agree = [f"{names[x['peer']]}, {x['threads']} thread(s): {a['max_abs_diff']:.1e} (smallest "
+             f"cosine 1 - {1 - a['min_cosine']:.1e})"
+             for x in runs if x["batch"] == runs[0]["batch"]
+             and (a := x.get("agreement_with_sentence_transformers"))]
+    return lines + ["", f"Medians of {r['rounds']} interleaved rounds, each one pass over "
+                    f"{s['count']} sentences of {s['token_range'][0]}-{s['token_range'][1]} "
+                    f"tokens ({s['tokens']} in all), tokenisation included. Real-token GFLOP/s "
+                    f"counts the matmuls of the unpadded tokens; the FMA peak is the start-up "
+                    f"FMA-chain peak per core times the threads. Largest |difference| from "
+                    f"sentence-transformers' embeddings in the same run: "
+                    + "; ".join(agree) + "."]
