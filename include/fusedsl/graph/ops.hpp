@@ -28,6 +28,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "fusedsl/core/config.hpp"
+
 namespace fusedsl::graph {
 
 enum class op_category : std::uint8_t {
@@ -172,7 +174,7 @@ constexpr V splat(double c) {
   template <>                                        \
   struct op_traits<op_kind::id> : detail::body_base<op_kind::id> { \
     template <class M, class V>                      \
-    static V apply(const V& x) {                     \
+    FUSEDSL_HD static V apply(const V& x) {          \
       if constexpr (requires { M::id(x); })          \
         return M::id(x);                             \
       else                                           \
@@ -183,7 +185,7 @@ constexpr V splat(double c) {
   template <>                                        \
   struct op_traits<op_kind::id> : detail::body_base<op_kind::id> { \
     template <class M, class V>                      \
-    static V apply(const V& x, const V& y) {         \
+    FUSEDSL_HD static V apply(const V& x, const V& y) { \
       if constexpr (requires { M::id(x, y); })       \
         return M::id(x, y);                          \
       else                                           \
@@ -237,7 +239,7 @@ FUSEDSL_BINARY_BODY(ge, M::le(y, x))
 template <>
 struct op_traits<op_kind::select> : detail::body_base<op_kind::select> {
   template <class M, class V>
-  static V apply(const V& p, const V& a, const V& b) {
+  FUSEDSL_HD static V apply(const V& p, const V& a, const V& b) {
     return M::select(M::ne(p, splat<V>(0.0)), a, b);
   }
 };
@@ -247,7 +249,7 @@ struct op_traits<op_kind::select> : detail::body_base<op_kind::select> {
 template <>
 struct op_traits<op_kind::cast> : detail::body_base<op_kind::cast> {
   template <class M, class V>
-  static V apply(const V& x) {
+  FUSEDSL_HD static V apply(const V& x) {
     return x;
   }
 };
@@ -256,7 +258,7 @@ struct op_traits<op_kind::cast> : detail::body_base<op_kind::cast> {
 template <op_kind K>
 struct reduce_body : detail::body_base<K> {
   template <class M, class V>
-  static V identity() {
+  FUSEDSL_HD static V identity() {
     if constexpr (K == op_kind::reduce_max)
       return splat<V>(-std::numeric_limits<double>::infinity());
     else if constexpr (K == op_kind::reduce_min)
@@ -265,7 +267,7 @@ struct reduce_body : detail::body_base<K> {
       return splat<V>(0.0);
   }
   template <class M, class V>
-  static V combine(const V& acc, const V& x) {
+  FUSEDSL_HD static V combine(const V& acc, const V& x) {
     if constexpr (K == op_kind::reduce_max)
       return M::max(acc, x);
     else if constexpr (K == op_kind::reduce_min)
@@ -274,7 +276,7 @@ struct reduce_body : detail::body_base<K> {
       return acc + x;
   }
   template <class M, class V>
-  static V finish(const V& acc, std::int64_t length) {
+  FUSEDSL_HD static V finish(const V& acc, std::int64_t length) {
     if constexpr (K == op_kind::reduce_mean)
       return acc / splat<V>(double(length));
     else
