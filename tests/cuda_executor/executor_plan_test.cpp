@@ -66,7 +66,9 @@ TEST_CASE("the bf16 seed transformer runs every group on the device in 5 launche
     CHECK(lp[gi].kind == launch_kind::attention);
 }
 
-TEST_CASE("the Q/K/V projections are one sibling launch of three tensor-core GEMMs that share A") {
+TEST_CASE(
+    "the Q/K/V projections are one sibling launch of three tensor-core GEMMs that share A and "
+    "their epilogue code") {
   const auto [gq, pq] = part_reading<seed>("attn.q.w");
   const auto [gk, pk] = part_reading<seed>("attn.k.w");
   const auto [gv, pv] = part_reading<seed>("attn.v.w");
@@ -76,6 +78,7 @@ TEST_CASE("the Q/K/V projections are one sibling launch of three tensor-core GEM
   CHECK(l.n_gemm == 3);
   CHECK(l.gemm[std::size_t(pq)].route == gemm_route::tensor_core);
   CHECK(l.gemm[std::size_t(pq)].siblings == 2);
+  CHECK(l.gemm[std::size_t(pq)].shared_epilogue);  // one bias-add code for the three members
   CHECK(l.gemm[std::size_t(pk)].absorbed);
   CHECK(l.gemm[std::size_t(pv)].absorbed);
   CHECK(l.device_launches() == 1);

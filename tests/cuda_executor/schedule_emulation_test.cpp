@@ -110,8 +110,9 @@ class emulator {
   }
   const fd::cuda::device_layout<N>& layout() const { return layout_; }
   std::byte* at(std::size_t offset) { return memory_.data() + offset; }
-  int launches = 0;  // device launches
-  int merged = 0;    // gemm + layernorm launches
+  int launches = 0;      // device launches
+  int merged = 0;        // gemm + layernorm launches
+  int shared_parts = 0;  // sibling parts computed with the first sibling's epilogue code
 
   void run() {
     const auto table = make_table(std::make_index_sequence<std::size_t(G)>{});
@@ -129,8 +130,9 @@ class emulator {
     return std::array<void (emulator::*)(), sizeof...(I)>{&emulator::template group<int(I)>...};
   }
   std::byte* buf(int node) {
-    REQUIRE((*addr_)[std::size_t(node)] >= 0);
-    return at(std::size_t((*addr_)[std::size_t(node)]));
+    const std::int64_t a = (*addr_)[std::size_t(node)];
+    if (a < 0) FAIL("emulator: node %" << node << " has no device buffer");
+    return at(std::size_t(a));
   }
   template <int GI>
   gen::access_ptrs ptrs() {
@@ -218,11 +220,21 @@ class emulator {
   void gemm_part() {
     using D = packed<GI>;
     using Ops = gen::gemm_operands<D, P>;
-    using Epi = gen::gemm_epilogue<D, P>;
     constexpr fd::cuda::gemm_launch e = lp[GI].gemm[std::size_t(P)];
     constexpr fd::plan::gemm_part pt = full<GI>::get().gemm[std::size_t(P)];
     constexpr int ln = lp[GI].layernorm;
-    const gen::access_ptrs p = ptrs<GI>();
+    // A sibling launch with one shared epilogue computes this part with its first part's code on
+    // this part's buffers (executor.hpp's remapped_ptrs).
+    constexpr int L = fd::cuda::launching_part(lp[GI], P);
+    constexpr bool shared = L != P && lp[GI].gemm[std::size_t(L)].shared_epilogue;
+    using Epi = gen::gemm_epilogue<D, shared ? L : P>;
+    gen::access_ptrs p = ptrs<GI>();
+    if constexpr (shared) {
+      constexpr auto nodes = fd::cuda::sibling_load_nodes(full<GI>::get(), L, P);
+      for (int a = 0; a < fd::plan::max_accesses; ++a)
+        if (nodes[std::size_t(a)] >= 0) p.at[a] = buf(nodes[std::size_t(a)]);
+      ++shared_parts;
+    }
     const std::byte *a = buf(pt.a.base), *b = buf(pt.b.base);
     std::vector<float> row(static_cast<std::size_t>(e.n));
     for (long z = 0; z < Ops::batches; ++z)
@@ -347,7 +359,8 @@ class emulator {
 // With Twin (the same program in f32), the reference runs in f32 on the same (bf16-rounded)
 // values: the error of the bf16 computation itself, not the difference of two roundings.
 template <class Program, class Twin = Program>
-double emulated_error(unsigned seed, int* launches = nullptr, int* merged = nullptr) {
+double emulated_error(unsigned seed, int* launches = nullptr, int* merged = nullptr,
+                      int* shared_parts = nullptr) {
   emulator<Program> em;
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.0f, 0.1f);
@@ -375,6 +388,7 @@ double emulated_error(unsigned seed, int* launches = nullptr, int* merged = null
   em.run();
   if (launches) *launches = em.launches;
   if (merged) *merged = em.merged;
+  if (shared_parts) *shared_parts = em.shared_parts;
   const auto expected = fd::reference::run(fd::graph::graph_view(Twin::graph),
                                            std::span<const fd::reference::binding>(refs));
   double worst = 0;
@@ -402,9 +416,9 @@ using namespace fd::test::cuda_programs;
 TEST_CASE(
     "the bf16 seed transformer's device schedule, emulated on the CPU, matches the reference "
     "within 1e-2 in 5 launches per layer") {
-  int launches = 0, merged = 0;
-  const double err =
-      emulated_error<seed_bf16::program_type, seed_f32::program_type>(21, &launches, &merged);
+  int launches = 0, merged = 0, shared = 0;
+  const double err = emulated_error<seed_bf16::program_type, seed_f32::program_type>(
+      21, &launches, &merged, &shared);
   const double err_bf16_ref = emulated_error<seed_bf16::program_type>(21);
   MESSAGE("seed bf16 (emulated schedule): relative L2 error "
           << err << " against the f32 reference, " << err_bf16_ref
@@ -413,6 +427,7 @@ TEST_CASE(
   CHECK(err_bf16_ref < 2e-2);
   CHECK(launches == 10);  // per layer: Q/K/V siblings, attention, out-projection + layernorm,
   CHECK(merged == 4);     // fc1, fc2 + layernorm
+  CHECK(shared == 4);     // K and V run Q's epilogue code (bias) on their own buffers
 }
 
 TEST_CASE(

@@ -47,8 +47,9 @@ struct device_epilogue : gen::gemm_epilogue<Desc, P> {
   using out_type = storage_t<gen::gemm_epilogue<Desc, P>::out_dtype>;
 };
 
-// The epilogues of parts P0 .. P0 + Count - 1, one launch's siblings: `member` picks one (a block
-// computes one member, so the choice is uniform in a block).
+// The epilogues of parts P0 .. P0 + Count - 1, one launch's siblings whose epilogue codes differ:
+// `member` picks one (a block computes one member, so the choice is uniform in a block). Siblings
+// with the same code (gemm_launch::shared_epilogue) take device_epilogue<Desc, P0> instead.
 template <class Desc, int P0, int Count>
 struct epilogue_set {
   using out_type = storage_t<gen::gemm_epilogue<Desc, P0>::out_dtype>;
@@ -296,7 +297,35 @@ class executor {
     using Out = typename Epi::out_type;
     ((sib.b[J] = ptr<const In>(F::get().gemm[std::size_t(P + J)].b.base,
                                F::get().gemm[std::size_t(P + J)].b.offset),
-      sib.c[J] = ptr<Out>(F::get().gemm[std::size_t(P + J)].out), sib.epi[J] = Epi{p, J}),
+      sib.c[J] = ptr<Out>(F::get().gemm[std::size_t(P + J)].out),
+      sib.epi[J] = epilogue_of<Epi>(p, J)),
+     ...);
+  }
+  template <class Epi>
+  static Epi epilogue_of(const gen::access_ptrs& p, int member) {
+    if constexpr (requires { Epi::member; })
+      return Epi{p, member};
+    else
+      return Epi{{p, 0}};
+  }
+  // Part P's access pointers with part Q's buffers in the slots of P's epilogue loads (parts whose
+  // epilogues are the same code: executor_plan.hpp's same_epilogue).
+  template <int GI, int P, int Q>
+  gen::access_ptrs remapped_ptrs() const {
+    constexpr auto nodes = sibling_load_nodes(full_desc<GI>::get(), P, Q);
+    gen::access_ptrs p = access_ptrs_of<GI>();
+    for (int a = 0; a < plan::max_accesses; ++a)
+      if (nodes[std::size_t(a)] >= 0) p.at[a] = val_[std::size_t(nodes[std::size_t(a)])];
+    return p;
+  }
+  template <int GI, int P, class In, class Epi, int S, int... J>
+  void set_shared_siblings(gemm_siblings<In, Epi, S>& sib, std::integer_sequence<int, J...>) const {
+    using F = full_desc<GI>;
+    using Out = typename Epi::out_type;
+    ((sib.b[J] = ptr<const In>(F::get().gemm[std::size_t(P + J)].b.base,
+                               F::get().gemm[std::size_t(P + J)].b.offset),
+      sib.c[J] = ptr<Out>(F::get().gemm[std::size_t(P + J)].out),
+      sib.epi[J] = epilogue_of<Epi>(remapped_ptrs<GI, P, P + J>(), J)),
      ...);
   }
   template <int GI, int P>
@@ -313,7 +342,15 @@ class executor {
       const gen::access_ptrs p = access_ptrs_of<GI>();
       const In* a = ptr<const In>(pt.a.base, pt.a.offset);
       constexpr int ln = launches()[GI].layernorm;
-      if constexpr (e.siblings > 0) {
+      if constexpr (e.siblings > 0 && e.shared_epilogue) {
+        constexpr int S = e.siblings + 1;
+        using Epi = device_epilogue<D, P>;
+        gemm_siblings<In, Epi, S> sib{};
+        set_shared_siblings<GI, P>(sib, std::make_integer_sequence<int, S>{});
+        runner_.add(step_name(GI, it), [a, sib](cudaStream_t s) {
+          gemm_siblings_launch<M, Nn, K, In, Epi, S>(s, a, sib);
+        });
+      } else if constexpr (e.siblings > 0) {
         constexpr int S = e.siblings + 1;
         using Epi = epilogue_set<D, P, S>;
         gemm_siblings<In, Epi, S> sib{};

@@ -78,6 +78,9 @@ struct gemm_launch {
   long batches = 1;       // launches of the product (1 when the batch folds into M)
   int siblings = 0;       // parts right after this one that its launch computes too
   bool absorbed = false;  // computed by the launch of an earlier part
+  // siblings: every member's epilogue is this part's code on other buffers, so the launch runs
+  // one epilogue (each member's buffers in this part's access slots) instead of one per member
+  bool shared_epilogue = false;
 };
 
 struct attention_launch {
@@ -131,6 +134,58 @@ struct launch_plan {
     return ok() ? nullptr : group[std::size_t(failed_group)].reason;
   }
 };
+
+// Whether parts p and q of d compute the same epilogue on buffers of the same dtypes and layouts:
+// instruction for instruction the same kinds, ops, dtypes, operands, constants and affine offsets.
+constexpr bool same_epilogue(const plan::kernel_desc& d, int p, int q) {
+  const plan::gemm_part &x = d.gemm[std::size_t(p)], &y = d.gemm[std::size_t(q)];
+  const plan::program_range a = x.epilogue, b = y.epilogue;
+  if (a.end - a.begin != b.end - b.begin || a.result - a.begin != b.result - b.begin) return false;
+  if (x.folded != y.folded || x.rows_per_batch != y.rows_per_batch || !(x.batch == y.batch))
+    return false;
+  for (int i = 0; i < a.end - a.begin; ++i) {
+    const plan::ins &u = d.c.instr[std::size_t(a.begin + i)],
+                    &v = d.c.instr[std::size_t(b.begin + i)];
+    if (u.kind != v.kind || u.op != v.op || u.type != v.type) return false;
+    for (int k = 0; k < 3; ++k) {
+      const int ua = u.arg[std::size_t(k)], va = v.arg[std::size_t(k)];
+      if ((ua < 0) != (va < 0) || (ua >= 0 && ua - a.begin != va - b.begin)) return false;
+    }
+    if (u.kind == plan::ins_kind::input && u.ref != v.ref) return false;
+    if (u.kind == plan::ins_kind::constant &&
+        !(d.c.constant[std::size_t(u.ref)] == d.c.constant[std::size_t(v.ref)]))
+      return false;
+    if (u.kind == plan::ins_kind::load || u.kind == plan::ins_kind::iota) {
+      const plan::access &ua = d.c.acc[std::size_t(u.ref)], &va = d.c.acc[std::size_t(v.ref)];
+      if (ua.type != va.type || !(ua.at == va.at)) return false;
+    }
+  }
+  return true;
+}
+
+// For parts p and q with the same epilogue: the node whose buffer each access of p's epilogue
+// loads reads for q (-1 where p's accesses stay as they are).
+constexpr std::array<int, plan::max_accesses> sibling_load_nodes(const plan::kernel_desc& d, int p,
+                                                                 int q) {
+  std::array<int, plan::max_accesses> nodes{};
+  for (int& n : nodes) n = -1;
+  const plan::program_range a = d.gemm[std::size_t(p)].epilogue,
+                            b = d.gemm[std::size_t(q)].epilogue;
+  for (int i = 0; i < a.end - a.begin; ++i) {
+    const plan::ins &u = d.c.instr[std::size_t(a.begin + i)],
+                    &v = d.c.instr[std::size_t(b.begin + i)];
+    if (u.kind == plan::ins_kind::load)
+      nodes[std::size_t(u.ref)] = d.c.acc[std::size_t(v.ref)].node;
+  }
+  return nodes;
+}
+
+// The part whose launch computes part q (q itself unless a sibling launch absorbs it).
+constexpr int launching_part(const group_launch& l, int q) {
+  for (int p = q; p >= 0; --p)
+    if (!l.gemm[std::size_t(p)].absorbed) return p + l.gemm[std::size_t(p)].siblings >= q ? p : q;
+  return q;
+}
 
 namespace detail {
 
@@ -229,6 +284,11 @@ struct realiser {
           break;
         o.absorbed = true;
         ++e.siblings;
+      }
+      if (e.siblings > 0) {
+        e.shared_epilogue = true;
+        for (int r = q + 1; r <= q + e.siblings; ++r)
+          e.shared_epilogue = e.shared_epilogue && cuda::same_epilogue(d, q, r);
       }
     }
   }
