@@ -6,7 +6,9 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <type_traits>
 
+#include "fusedsl/backend/cuda/codegen.cuh"
 #include "programs.hpp"
 
 namespace fd = fusedsl;
@@ -122,6 +124,26 @@ TEST_CASE(
     CHECK(lp[gi].row_cached);
   }
   CHECK(fd::cuda::device_launches(lp, P::fusion, 1) == 7);
+}
+
+TEST_CASE(
+    "the two layernorms of a pre-LN block pack into the same descriptor type: one kernel serves "
+    "both") {
+  using P = causal_bf16::program_type;
+  // The k-th row group of the program (its index is a template argument below).
+  constexpr auto row_group = [](int k) {
+    for (int gi = 0; gi < P::fusion.n_groups; ++gi)
+      if (P::fusion.groups[std::size_t(gi)].kind == group_kind::row && k-- == 0) return gi;
+    return -1;
+  };
+  constexpr int r1 = row_group(0), r2 = row_group(1);
+  static_assert(r1 >= 0 && r2 >= 0 && row_group(2) < 0, "a pre-LN block has two layernorm groups");
+  using DP = plan_of<P>;
+  using ln1 = decltype(fd::cuda::gen::packed_desc_of<DP::desc<r1>>::make());
+  using ln2 = decltype(fd::cuda::gen::packed_desc_of<DP::desc<r2>>::make());
+  CHECK(std::is_same_v<ln1, ln2>);
+  // Node ids are not packed: the two prologues read different buffers through the same code.
+  CHECK(DP::lowered::value[r1].c.acc[0].node != DP::lowered::value[r2].c.acc[0].node);
 }
 
 TEST_CASE(
