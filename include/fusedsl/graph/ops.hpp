@@ -218,12 +218,18 @@ FUSEDSL_UNARY_BODY(relu, M::select(M::lt(x, splat<V>(0.0)), splat<V>(0.0), x))
 // digit of a small result (6.5e5 and 4.8e6 ulp at x = -5 in float): x/2 (1 + erf(x / sqrt 2)) =
 // x/2 erfc(-x / sqrt 2) (Hendrycks & Gimpel, 2016, eq. 1), and x/2 (1 + tanh(u)) = x / (1 +
 // e^(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3) (the same paper, sec. 2; GPT-2).
-FUSEDSL_UNARY_BODY(gelu_erf, splat<V>(0.5) * x * M::erfc(x * splat<V>(-0.70710678118654752)))
+// At -inf all three are 0, the limit (x times a factor that vanishes faster), not the NaN of
+// -inf * 0; gelu_tanh is 0 once its exp would overflow (x below about -9.5, where its exact value
+// is below 2e-34 in magnitude).
+FUSEDSL_UNARY_BODY(gelu_erf, M::select(M::eq(x, splat<V>(-std::numeric_limits<double>::infinity())), splat<V>(0.0),
+                                       splat<V>(0.5) * x * M::erfc(x * splat<V>(-0.70710678118654752))))
 FUSEDSL_UNARY_BODY(gelu_tanh,
-                   x / (splat<V>(1.0) +
-                        M::exp(splat<V>(-2.0 * 0.79788456080286536) *
-                               (x + splat<V>(0.044715) * x * x * x))))
-FUSEDSL_UNARY_BODY(silu, x / (splat<V>(1.0) + M::exp(M::neg(x))))
+                   M::select(M::lt(x, splat<V>(-9.5)), splat<V>(0.0),
+                             x / (splat<V>(1.0) +
+                                  M::exp(splat<V>(-2.0 * 0.79788456080286536) *
+                                         (x + splat<V>(0.044715) * x * x * x)))))
+FUSEDSL_UNARY_BODY(silu, M::select(M::eq(x, splat<V>(-std::numeric_limits<double>::infinity())), splat<V>(0.0),
+                                   x / (splat<V>(1.0) + M::exp(M::neg(x)))))
 FUSEDSL_UNARY_BODY(sin, M::sin(x))
 FUSEDSL_UNARY_BODY(cos, M::cos(x))
 

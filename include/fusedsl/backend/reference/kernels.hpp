@@ -253,12 +253,15 @@ inline float apply_unary(op_kind k, float xf) {
     case op_kind::erf: return float(std::erf(x));
     case op_kind::sigmoid: return float(1.0 / (1.0 + std::exp(-x)));
     case op_kind::relu: return xf < 0.0f ? 0.0f : xf;  // NaN stays NaN
-    case op_kind::gelu_erf: return float(0.5 * x * std::erfc(-x / std::sqrt(2.0)));
+    // The GELUs and SiLU at +-inf: their limits (+inf, 0).
+    case op_kind::gelu_erf:
+      return std::isinf(x) ? (x > 0 ? xf : 0.0f) : float(0.5 * x * std::erfc(-x / std::sqrt(2.0)));
     case op_kind::gelu_tanh: {
+      if (std::isinf(x)) return x > 0 ? xf : 0.0f;
       const double u = std::sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x);
       return float(x / (1.0 + std::exp(-2.0 * u)));
     }
-    case op_kind::silu: return float(x / (1.0 + std::exp(-x)));
+    case op_kind::silu: return std::isinf(x) ? (x > 0 ? xf : 0.0f) : float(x / (1.0 + std::exp(-x)));
     case op_kind::sin: return float(std::sin(x));
     case op_kind::cos: return float(std::cos(x));
     default: break;

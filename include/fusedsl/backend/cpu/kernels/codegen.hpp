@@ -155,7 +155,7 @@ xsimd::batch<float, A> round_bf16(const xsimd::batch<float, A>& x) {
   using I = xsimd::batch<std::int32_t, A>;
   const I u = xsimd::bitwise_cast<I>(x);
   const I r = (u + I(0x7fff) + ((u >> 16) & I(1))) & I(std::int32_t(0xffff0000u));
-  return xsimd::select(x != x, x, xsimd::bitwise_cast<xsimd::batch<float, A>>(r));
+  return xsimd::select(xsimd::isnan(x), x, xsimd::bitwise_cast<xsimd::batch<float, A>>(r));
 }
 template <class V>
 V round_f16(const V& x) {

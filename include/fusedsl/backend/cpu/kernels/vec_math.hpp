@@ -11,10 +11,13 @@
 namespace fusedsl::cpu::kernels {
 
 namespace detail {
+// xsimd 8's `!=` on AVX and AVX-512 batches is an ordered compare (_CMP_NEQ_OQ): false when an
+// operand is NaN, unlike C++'s and IEEE's `!=`. NaN tests go through xsimd::isnan, and `ne` is
+// written as the negation of `==`.
 inline bool lane_nan(float x) { return x != x; }
 template <class A>
 xsimd::batch_bool<float, A> lane_nan(const xsimd::batch<float, A>& x) {
-  return x != x;
+  return xsimd::isnan(x);
 }
 inline float log_of(float x) { return std::log(x); }
 template <class A>
@@ -103,7 +106,7 @@ struct vec_math {
   }
   template <class V>
   static V ne(const V& x, const V& y) {
-    return where(x != y, V(1.0f), V(0.0f));
+    return where(x == y, V(0.0f), V(1.0f));  // not `!=`: see lane_nan
   }
   template <class V>
   static V lt(const V& x, const V& y) {
@@ -116,7 +119,7 @@ struct vec_math {
   // select on a carried boolean (1 or 0)
   template <class V>
   static V select(const V& p, const V& a, const V& b) {
-    return where(p != V(0.0f), a, b);
+    return where(p == V(0.0f), b, a);
   }
   template <class V>
   static V trunc(const V& x) {

@@ -190,7 +190,9 @@ V relu(const V& x) {
 // Accuracy: tests/cpu/vmath_test.cpp.
 template <class V>
 V gelu_erf(const V& x) {
-  return V(0.5f) * x * verfc(x * V(-0.70710678118654752f));
+  // -inf gives the limit 0, not -inf * 0
+  return where(x == V(-std::numeric_limits<float>::infinity()), V(0.0f),
+               V(0.5f) * x * verfc(x * V(-0.70710678118654752f)));
 }
 
 // 1 / x: AVX-512 by VRCP14PS and one Newton step (relative error ~2^-27), else a division.
@@ -255,7 +257,8 @@ inline xsimd::batch<float, xsimd::avx512f> gelu_tanh(
 
 template <class V>
 V silu(const V& x) {
-  return x * vsigmoid(x);
+  // -inf gives the limit 0, not -inf * 0
+  return where(x == V(-std::numeric_limits<float>::infinity()), V(0.0f), x * vsigmoid(x));
 }
 
 }  // namespace fusedsl::cpu::kernels
