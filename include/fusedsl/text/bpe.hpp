@@ -200,6 +200,8 @@ class bpe_tokenizer {
   }
 
   static void check_utf8(std::string_view text) {
+    if (text.size() > std::size_t(INT32_MAX))
+      throw bpe_error("bpe: text of " + std::to_string(text.size()) + " bytes; at most 2 GiB");
     for (std::size_t pos = 0; pos < text.size();) {
       const utf8::scan_result r = utf8::scan(text, pos);
       if (r.state != utf8::status::ok)
