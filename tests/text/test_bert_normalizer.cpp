@@ -12,13 +12,13 @@ using namespace fusedsl::text;
 namespace {
 
 std::string norm(const std::string& s, bert_normalizer_options o = {}) {
-  return encode_utf8(bert_normalize(decode_utf8(s), o));
+  return utf8::encode(bert_normalize(utf8::decode(s), o));
 }
 
 std::vector<std::string> words(const std::string& s, bert_normalizer_options o = {}) {
-  const std::u32string n = bert_normalize(decode_utf8(s), o);
+  const std::u32string n = bert_normalize(utf8::decode(s), o);
   std::vector<std::string> out;
-  for (std::u32string_view w : bert_pre_tokenize(n)) out.push_back(encode_utf8(w));
+  for (std::u32string_view w : bert_pre_tokenize(n)) out.push_back(utf8::encode(w));
   return out;
 }
 

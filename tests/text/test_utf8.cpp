@@ -10,27 +10,27 @@ using namespace fusedsl::text;
 
 TEST_CASE("well-formed UTF-8 of every length decodes and encodes back") {
   const std::string s = "a\u00e9\u4e2d\U0001f600\U0010ffff\u0000z";
-  const std::u32string d = decode_utf8(s);
+  const std::u32string d = utf8::decode(s);
   CHECK(d == U"a\u00e9\u4e2d\U0001f600\U0010ffff");  // the literal stops at \u0000
-  CHECK(encode_utf8(d) == s.substr(0, s.size()));
+  CHECK(utf8::encode(d) == s.substr(0, s.size()));
   const std::string nul("x\0y", 3);
-  CHECK(decode_utf8(nul) == std::u32string(U"x\0y", 3));
+  CHECK(utf8::decode(nul) == std::u32string(U"x\0y", 3));
   for (char32_t c : {U'\x7f', U'\x80', U'\u07ff', U'\u0800', U'\uffff', U'\U00010000'})
-    CHECK(decode_utf8(encode_utf8(std::u32string(1, c))) == std::u32string(1, c));
+    CHECK(utf8::decode(utf8::encode(std::u32string(1, c))) == std::u32string(1, c));
 }
 
 TEST_CASE("each maximal subpart of an ill-formed sequence becomes one U+FFFD") {
   constexpr char32_t r = replacement_character;
-  CHECK(decode_utf8("\x80") == std::u32string{r});
-  CHECK(decode_utf8("a\x80\x81z") == std::u32string{U'a', r, r, U'z'});
-  CHECK(decode_utf8("\xc0\xaf") == std::u32string{r, r});         // overlong lead C0
-  CHECK(decode_utf8("\xe0\x80\xaf") == std::u32string{r, r, r});  // E0 needs A0..BF next
-  CHECK(decode_utf8("\xed\xa0\x80") == std::u32string{r, r, r});  // a surrogate
-  CHECK(decode_utf8("\xf0\x9f\x98") == std::u32string{r});        // truncated: one subpart
-  CHECK(decode_utf8("\xf0\x9f\x98z") == std::u32string{r, U'z'});
-  CHECK(decode_utf8("\xe2\x82") == std::u32string{r});
-  CHECK(decode_utf8("\xf4\x90\x80\x80") == std::u32string{r, r, r, r});  // past U+10FFFF
-  CHECK(decode_utf8("\xf5\xff") == std::u32string{r, r});
-  CHECK(decode_utf8("\xc3\x28") == std::u32string{r, U'('});
-  CHECK(decode_utf8("\xe2\x9c\xe2\x9c\x93") == std::u32string{r, U'\u2713'});
+  CHECK(utf8::decode("\x80") == std::u32string{r});
+  CHECK(utf8::decode("a\x80\x81z") == std::u32string{U'a', r, r, U'z'});
+  CHECK(utf8::decode("\xc0\xaf") == std::u32string{r, r});         // overlong lead C0
+  CHECK(utf8::decode("\xe0\x80\xaf") == std::u32string{r, r, r});  // E0 needs A0..BF next
+  CHECK(utf8::decode("\xed\xa0\x80") == std::u32string{r, r, r});  // a surrogate
+  CHECK(utf8::decode("\xf0\x9f\x98") == std::u32string{r});        // truncated: one subpart
+  CHECK(utf8::decode("\xf0\x9f\x98z") == std::u32string{r, U'z'});
+  CHECK(utf8::decode("\xe2\x82") == std::u32string{r});
+  CHECK(utf8::decode("\xf4\x90\x80\x80") == std::u32string{r, r, r, r});  // past U+10FFFF
+  CHECK(utf8::decode("\xf5\xff") == std::u32string{r, r});
+  CHECK(utf8::decode("\xc3\x28") == std::u32string{r, U'('});
+  CHECK(utf8::decode("\xe2\x9c\xe2\x9c\x93") == std::u32string{r, U'\u2713'});
 }

@@ -87,7 +87,7 @@ class wordpiece_tokenizer {
     pad_ = need(config_.pad_token, "padding");
     for (const std::string& s : config_.special_tokens) {
       if (s.empty()) throw text_error("wordpiece: an empty special token");
-      specials_.push_back({decode_utf8(s), need(s, "special")});
+      specials_.push_back({utf8::decode(s), need(s, "special")});
     }
     // Longest first, so that the first match at a position is the longest.
     std::stable_sort(specials_.begin(), specials_.end(), [](const special& a, const special& b) {
@@ -109,7 +109,7 @@ class wordpiece_tokenizer {
   // when a limit is given; *more is set when the text has further tokens).
   std::vector<std::int32_t> token_ids(std::string_view text, std::size_t limit = SIZE_MAX,
                                       bool* more = nullptr) const {
-    std::u32string s = decode_utf8(text);
+    std::u32string s = utf8::decode(text);
     if (!s.empty() && s.front() == U'\uFEFF') s.erase(0, 1);
     std::vector<std::int32_t> ids;
     bool over = false;
@@ -213,13 +213,13 @@ class wordpiece_tokenizer {
   template <class Push>
   bool word_pieces(std::u32string_view word, Push& push) const {
     if (word.size() > config_.max_input_chars_per_word) return push(unk_);
-    std::string utf8;
+    std::string bytes;
     std::vector<std::size_t> at;  // byte offset of each code point, and the end
     for (char32_t c : word) {
-      at.push_back(utf8.size());
-      append_utf8(utf8, c);
+      at.push_back(bytes.size());
+      utf8::append(bytes, c);
     }
-    at.push_back(utf8.size());
+    at.push_back(bytes.size());
     std::vector<std::int32_t> pieces;
     std::string key;
     for (std::size_t start = 0; start < word.size();) {
@@ -227,7 +227,7 @@ class wordpiece_tokenizer {
       std::optional<std::int32_t> id;
       for (; end > start; --end) {
         key.assign(start > 0 ? config_.continuing_subword_prefix : std::string());
-        key.append(utf8, at[start], at[end] - at[start]);
+        key.append(bytes, at[start], at[end] - at[start]);
         if ((id = vocab_.find(key))) break;
       }
       if (!id) return push(unk_);  // one piece cannot be matched: the whole word is unknown
