@@ -14,7 +14,7 @@ For every code point this script asks tokenizers (the installed version, via its
 and utf8proc (through ctypes, the shared library fusedsl links) each question the tokenizer
 asks: control character? whitespace? nonspacing mark? punctuation? CJK ideograph? canonical
 decomposition? lowercase? It writes the disagreements. Run it in the model venv
-(scripts/setup-model-venv --reference):
+(scripts/setup-model-venv):
 
     .venv-models/bin/python scripts/make_bert_unicode_table.py > include/fusedsl/text/bert_unicode_table.hpp
 """

