@@ -5,10 +5,7 @@
 // pre-tokenizer), matched by hand over code points. The regex's alternatives are tried in order
 // at each position; every code point is a letter (\p{L}: Lu Ll Lt Lm Lo), a number (\p{N}: Nd Nl
 // No), white space (\s: Unicode's White_Space property) or none of these, so some alternative
-// always matches and the pieces cover the text. General categories come from utf8proc (link
-// -lutf8proc).
-
-#include <utf8proc.h>
+// always matches and the pieces cover the text (character properties: text/unicode.hpp).
 
 #include <cstddef>
 #include <cstdint>
@@ -16,19 +13,12 @@
 #include <string_view>
 #include <vector>
 
+#include "fusedsl/text/unicode.hpp"
 #include "fusedsl/text/utf8.hpp"
 
 namespace fusedsl::text {
 
 enum class gpt2_char_class : std::uint8_t { letter, number, space, other };
-
-// Unicode's White_Space property (PropList.txt), which the regex engines of both reference
-// tokenizers take for \s; U+001C..U+001F, which Python's str.isspace() also counts, are not in it.
-constexpr bool is_white_space(char32_t cp) {
-  return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
-         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
-         cp == 0x205F || cp == 0x3000;
-}
 
 inline gpt2_char_class classify_gpt2(char32_t cp) {
   if (cp < 0x80) {
@@ -37,7 +27,7 @@ inline gpt2_char_class classify_gpt2(char32_t cp) {
     return is_white_space(cp) ? gpt2_char_class::space : gpt2_char_class::other;
   }
   if (is_white_space(cp)) return gpt2_char_class::space;
-  switch (utf8proc_category(static_cast<utf8proc_int32_t>(cp))) {
+  switch (general_category(cp)) {
     case UTF8PROC_CATEGORY_LU:
     case UTF8PROC_CATEGORY_LL:
     case UTF8PROC_CATEGORY_LT:
