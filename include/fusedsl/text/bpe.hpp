@@ -15,8 +15,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -28,16 +26,18 @@
 #include <utility>
 #include <vector>
 
-#include "fusedsl/core/error.hpp"
+#include "fusedsl/io/read_file.hpp"
 #include "fusedsl/text/byte_level.hpp"
+#include "fusedsl/text/error.hpp"
 #include "fusedsl/text/gpt2_pretokenizer.hpp"
+#include "fusedsl/text/special_tokens.hpp"
 #include "fusedsl/text/utf8.hpp"
 
 namespace fusedsl::text {
 
 // A vocabulary or merges file that can't be read or is malformed, or an id outside the vocabulary.
-struct bpe_error : error {
-  using error::error;
+struct bpe_error : text_error {
+  using text_error::text_error;
 };
 
 struct bpe_options {
@@ -84,11 +84,11 @@ class bpe_tokenizer {
     std::vector<id_type> ids;
     std::size_t pos = 0;
     while (pos < text.size()) {
-      const auto [at, special] = next_special(text, pos);
-      encode_ordinary_into(text.substr(pos, at - pos), ids);
-      if (special == nullptr) break;
-      ids.push_back(special->second);
-      pos = at + special->first.size();
+      const auto special = specials_.find(text, pos);
+      encode_ordinary_into(text.substr(pos, special.at - pos), ids);
+      if (!special.id) break;
+      ids.push_back(*special.id);
+      pos = special.at + special.length;
     }
     return ids;
   }
@@ -125,16 +125,11 @@ class bpe_tokenizer {
   }
   // The id of a special token; bpe_error when `text` is not one.
   id_type special_id(std::string_view text) const {
-    for (const auto& [t, id] : specials_)
-      if (t == text) return id;
+    if (const auto id = specials_.id_of(text)) return *id;
     throw bpe_error("bpe: '" + std::string(text) + "' is not a special token");
   }
   // <|endoftext|>, where it is a special token.
-  std::optional<id_type> end_of_text() const {
-    for (const auto& [t, id] : specials_)
-      if (t == "<|endoftext|>") return id;
-    return std::nullopt;
-  }
+  std::optional<id_type> end_of_text() const { return specials_.id_of("<|endoftext|>"); }
 
   std::size_t vocab_size() const { return bytes_.size(); }
   std::size_t merge_count() const { return merges_.size(); }
@@ -192,11 +187,9 @@ class bpe_tokenizer {
   };
 
   static std::string read_file(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw bpe_error("bpe: cannot open '" + path.string() + "'");
-    std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad()) throw bpe_error("bpe: cannot read '" + path.string() + "'");
-    return s;
+    std::optional<std::string> bytes = io::read_file(path);
+    if (!bytes) throw bpe_error("bpe: cannot open '" + path.string() + "'");
+    return std::move(*bytes);
   }
 
   static void check_utf8(std::string_view text) {
@@ -209,23 +202,6 @@ class bpe_tokenizer {
     if (id < 0 || static_cast<std::size_t>(id) >= bytes_.size())
       throw bpe_error("bpe: id " + std::to_string(id) + " is not in the vocabulary (0.." +
                       std::to_string(bytes_.size() - 1) + ")");
-  }
-
-  // The first special token at or after `pos` (the longest of those that start there), or
-  // {text.size(), nullptr}.
-  std::pair<std::size_t, const std::pair<std::string, id_type>*> next_special(
-      std::string_view text, std::size_t pos) const {
-    std::size_t best = text.size();
-    const std::pair<std::string, id_type>* found = nullptr;
-    for (const auto& s : specials_) {
-      const std::size_t at = text.find(s.first, pos);
-      if (at == std::string_view::npos) continue;
-      if (at < best || (at == best && found != nullptr && s.first.size() > found->first.size())) {
-        best = at;
-        found = &s;
-      }
-    }
-    return {best, found};
   }
 
   void encode_ordinary_into(std::string_view text, std::vector<id_type>& ids) const {
@@ -364,7 +340,7 @@ class bpe_tokenizer {
       spellings_[slot] = token;
       if (is_special(token)) {
         bytes_[slot] = token;
-        specials_.emplace_back(token, static_cast<id_type>(id));
+        specials_.add(token, static_cast<id_type>(id));
       } else {
         char32_t bad = 0;
         if (!byte_level::unspell(token, bytes_[slot], bad))
@@ -437,7 +413,7 @@ class bpe_tokenizer {
   std::vector<std::string> bytes_;      // id -> the bytes it stands for
   std::vector<std::string> spellings_;  // id -> vocab.json's string
   std::unordered_map<std::string, id_type> id_of_;
-  std::vector<std::pair<std::string, id_type>> specials_;
+  special_tokens<char> specials_;
   std::array<id_type, 256> byte_id_{};
   std::unordered_map<std::uint64_t, merge> merges_;
   piece_cache cache_;

@@ -11,13 +11,13 @@
 #include <string>
 #include <string_view>
 
-#include "fusedsl/core/error.hpp"
+#include "fusedsl/text/error.hpp"
 
 namespace fusedsl::text {
 
 // Text that is not well-formed UTF-8 where UTF-8 is required.
-struct utf8_error : error {
-  using error::error;
+struct utf8_error : text_error {
+  using text_error::text_error;
 };
 
 inline constexpr char32_t replacement_character = U'\uFFFD';
