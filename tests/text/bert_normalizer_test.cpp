@@ -1,11 +1,11 @@
 // BERT's normaliser and word splitter, each step on its own, with Hugging Face tokenizers' output
 // for the same input as the expectation.
+#include "fusedsl/text/bert_normalizer.hpp"
+
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
-
-#include "fusedsl/text/bert_normalizer.hpp"
 
 using namespace fusedsl::text;
 

@@ -1,6 +1,8 @@
 // Byte-level BPE parts on their own: UTF-8 scanning and replacement, GPT-2's byte alphabet, its
 // pre-tokenisation regex, the merge loop on hand-made vocabularies, the per-piece cache, the
 // stream decoder, and one clear error for each kind of malformed vocab.json / merges.txt.
+#include "fusedsl/text/bpe.hpp"
+
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -9,8 +11,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "fusedsl/text/bpe.hpp"
 
 using namespace fusedsl::text;
 using ids = std::vector<bpe_tokenizer::id_type>;

@@ -1,10 +1,10 @@
 // UTF-8 decoding: well-formed text round-trips; each maximal ill-formed subpart is one U+FFFD,
 // as Python's bytes.decode("utf-8", "replace") does (the expectations below are its output).
+#include "fusedsl/text/utf8.hpp"
+
 #include <doctest/doctest.h>
 
 #include <string>
-
-#include "fusedsl/text/utf8.hpp"
 
 using namespace fusedsl::text;
 

@@ -1,12 +1,12 @@
 // WordPiece over a small vocabulary: greedy longest match, "##" continuations, [UNK] for words
 // that cannot be covered or are too long, special tokens in the text, [CLS]/[SEP], truncation
 // with one warning per call, padding and the batch layout.
+#include "fusedsl/text/wordpiece.hpp"
+
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
-
-#include "fusedsl/text/wordpiece.hpp"
 
 using namespace fusedsl::text;
 
