@@ -23,6 +23,7 @@ class builder {
  public:
   std::vector<node> nodes;
   std::vector<int> outputs;
+  std::vector<int> output_state;  // per output: -1, or the state node it is the new value of
   std::vector<region_info> regions{region_info{}};
   int region = 0;  // the region new nodes go to
 
@@ -59,6 +60,15 @@ class builder {
   }
   constexpr int input(std::string_view name, dtype t, dims s) {
     return leaf(op_kind::input, name, t, s);
+  }
+  // A tensor the executor keeps across calls (a KV cache): read like an input, given a new value by
+  // an output marked with mark_output(value, state).
+  constexpr int state(std::string_view name, dtype t, dims s) {
+    if (region != 0) fail("graph: a state inside a block body");
+    for (const node& o : nodes)
+      if (o.name.view() == name && (o.op == op_kind::input || o.op == op_kind::param))
+        fail("graph: one name is used both as a state and as an input or param");
+    return leaf(op_kind::state, name, t, s);
   }
   constexpr int param(std::string_view name, dtype t, dims s) {
     return leaf(op_kind::param, name, t, s);
@@ -374,9 +384,18 @@ class builder {
   }
 
   // Outputs keep their positions: the same node returned twice is two outputs.
-  constexpr void mark_output(int id) {
+  // state: -1, or the state node whose new value id is (written into the state's memory).
+  constexpr void mark_output(int id, int state = -1) {
     if (int(outputs.size()) >= max_outputs) fail("graph: too many outputs (max 8)");
+    if (state >= 0) {
+      if (at(state).op != op_kind::state) fail("update: the target is not a state");
+      if (!(at(state).shape == at(id).shape) || at(state).type != at(id).type)
+        fail("update: the new value differs from the state in shape or dtype");
+      for (int s : output_state)
+        if (s == state) fail("update: a state is given two new values");
+    }
     outputs.push_back(id);
+    output_state.push_back(state);
   }
 
   template <std::size_t N>
@@ -386,6 +405,7 @@ class builder {
     for (std::size_t i = 0; i < nodes.size(); ++i) g.nodes[i] = nodes[i];
     g.n_outputs = int(outputs.size());
     for (std::size_t i = 0; i < outputs.size(); ++i) g.outputs[i] = outputs[i];
+    for (std::size_t i = 0; i < output_state.size(); ++i) g.output_state[i] = output_state[i];
     g.n_regions = int(regions.size());
     for (std::size_t i = 0; i < regions.size(); ++i) g.regions[i] = regions[i];
     return g;

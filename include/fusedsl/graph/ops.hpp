@@ -31,7 +31,7 @@
 namespace fusedsl::graph {
 
 enum class op_category : std::uint8_t {
-  leaf,     // input, param, constant, iota, placeholder
+  leaf,     // input, param, state, constant, iota, placeholder
   unary,    // elementwise, one operand
   binary,   // elementwise, two operands (NumPy broadcasting)
   compare,  // elementwise, two operands, boolean result
@@ -53,6 +53,7 @@ enum class op_category : std::uint8_t {
   X(constant, leaf, 0, "constant", false)                 \
   X(iota, leaf, 0, "iota", false)                         \
   X(placeholder, leaf, 0, "parameter", false)             \
+  X(state, leaf, 0, "parameter", false)                   \
   X(neg, unary, 1, "negate", true)                        \
   X(abs, unary, 1, "abs", true)                           \
   X(exp, unary, 1, "exponential", true)                   \

@@ -33,7 +33,7 @@ namespace detail {
 
 constexpr bool is_inlined_leaf(op_kind k) { return k == op_kind::constant || k == op_kind::iota; }
 constexpr bool is_external(op_kind k) {
-  return k == op_kind::input || k == op_kind::param || k == op_kind::placeholder;
+  return k == op_kind::input || k == op_kind::param || k == op_kind::state || k == op_kind::placeholder;
 }
 constexpr bool is_view_op(op_kind k) {
   return k == op_kind::reshape || k == op_kind::transpose || k == op_kind::broadcast;

@@ -81,6 +81,12 @@ struct attention_part {
   std::int64_t heads = 0, kv_heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
   float scale = 1.0f;
   bool causal = false;       // where(iota_q + (seq_kv - seq_q) >= iota_k, s, -inf) last
+  // Keys at or past a run-time length are masked: where(iota_k < len, s, -inf) (or iota_k <= pos:
+  // len = pos + 1), len an i32 scalar (one for every batch index) or one per batch index; the
+  // kernel reads keys [0, clamp(len, 0, seq_kv)) only, and causal counts from that length.
+  int kv_len = -1;               // the node holding len (a buffer), or -1
+  std::int64_t kv_len_offset = 0;  // len = value + offset
+  bool kv_len_per_batch = false;
   program_range score{};     // the scores' other ops, over (batch..., kv head, group, query, key);
                              // input 0: q . k times `scale`; empty: none
 };
@@ -510,6 +516,41 @@ struct lowerer {
     return unit_axis(ra, max_iter_rank) == tq && unit_axis(rb, max_iter_rank) == tk && ra.base - rb.base == offset;
   }
 
+  // pred is (key index) < (a run-time scalar + c) or <= ...: the key-length mask. Sets a's fields.
+  constexpr bool is_kv_len_pred(int pred, const index_map& m, int tk, attention_part& a) const {
+    const node& p = g[pred];
+    int key = -1, len = -1;
+    bool inclusive = false;
+    if (p.op == op_kind::lt || p.op == op_kind::le) key = p.in[0], len = p.in[1], inclusive = p.op == op_kind::le;
+    else if (p.op == op_kind::gt || p.op == op_kind::ge) key = p.in[1], len = p.in[0], inclusive = p.op == op_kind::ge;
+    else return false;
+    affine_row rk;
+    if (!iota_index(key, broadcast_map(m, g[key].shape, p.shape), rk) || unit_axis(rk, max_iter_rank) != tk || rk.base != 0)
+      return false;
+    std::int64_t offset = inclusive ? 1 : 0;
+    if (g[len].op == op_kind::add && member(len)) {  // len + c
+      const node& ln = g[len];
+      const int k = g[ln.in[1]].op == op_kind::constant ? 1 : g[ln.in[0]].op == op_kind::constant ? 0 : -1;
+      if (k < 0) return false;
+      offset += std::int64_t(g[ln.in[std::size_t(k)]].value);
+      len = ln.in[std::size_t(1 - k)];
+    }
+    const node& ln = g[len];
+    if ((member(len) && !graph::is_leaf(ln.op)) || ln.op == op_kind::constant || ln.op == op_kind::iota ||
+        ln.type != dtype::i32)
+      return false;
+    if (ln.shape.size() == 1) {
+      a.kv_len_per_batch = false;
+    } else if (a.batch_rank > 0 && ln.shape.size() == a.batch.size()) {
+      a.kv_len_per_batch = true;  // one per batch index, in the batch's row-major order
+    } else {
+      return false;
+    }
+    a.kv_len = len;
+    a.kv_len_offset = offset;
+    return true;
+  }
+
   constexpr kernel_desc attention() {
     const fusion_group& gr = f.groups[std::size_t(gi)];
     const int pv = gr.anchor, sm = g[pv].in[0];
@@ -603,8 +644,15 @@ struct lowerer {
       mm = rr.map;
       return rr.req.ok();
     };
-    for (;;) {  // reshapes and a final causal select peel off the top
+    for (;;) {  // reshapes, a causal select and a key-length select peel off the top
       const node& c = g[top];
+      if (a.kv_len < 0 && c.op == op_kind::select && g[c.in[2]].op == op_kind::constant &&
+          g[c.in[2]].value == -std::numeric_limits<double>::infinity() &&
+          is_kv_len_pred(c.in[0], broadcast_map(top_map, g[c.in[0]].shape, c.shape), tk, a)) {
+        top = c.in[1];
+        top_map = broadcast_map(top_map, g[top].shape, c.shape);
+        continue;
+      }
       if (c.op == op_kind::reshape) {
         if (!through_reshape(top, top_map)) return refuse("an attention whose score reshapes are not affine");
         top = c.in[0];

@@ -92,7 +92,7 @@ inline void validate(const graph::graph_view& g, bool allow_composites = false) 
       if (!(s.value == n.shape)) bad_node(g, i, "its shape differs from the one its operands give");
     };
     const op_kind k = n.op;
-    if (k == op_kind::input || k == op_kind::param || k == op_kind::constant) {
+    if (k == op_kind::input || k == op_kind::param || k == op_kind::state || k == op_kind::constant) {
       expect_operands(0);
     } else if (k == op_kind::placeholder) {
       expect_operands(0);
