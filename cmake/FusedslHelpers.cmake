@@ -1,7 +1,8 @@
 # Helper functions for the project's own tests. Not installed.
 
-# fusedsl_add_test(<name> <sources...> [LABELS l...] [LIBS lib...])
-# One doctest executable, registered with CTest under <name>.
+# fusedsl_add_test(<name> <sources...> [LABELS l...] [LIBS lib...] [LAUNCHER cmd...])
+# One doctest executable, registered with CTest under <name>; LAUNCHER: a command that runs it
+# (the executable's path is its last argument).
 # The instruction sets of the compiler's default x86-64 target only (SSE2: no AVX, no FMA, no AMX),
 # for test builds of the SSE2 path. -mno-... flags, not -march=x86-64: GCC honours an explicit
 # -mno-ISA whatever its place, while fusedsl_dev's -march=native comes after a target's own options.
@@ -11,10 +12,14 @@ include(CheckCXXCompilerFlag)
 check_cxx_compiler_flag("${FUSEDSL_X86_64_BASELINE_FLAGS}" FUSEDSL_HAVE_X86_64_FLAGS)
 
 function(fusedsl_add_test name)
-  cmake_parse_arguments(ARG "" "" "LABELS;LIBS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "LABELS;LIBS;LAUNCHER" ${ARGN})
   add_executable(${name} ${ARG_UNPARSED_ARGUMENTS})
   target_link_libraries(${name} PRIVATE fusedsl_dev fusedsl_doctest_main ${ARG_LIBS})
-  add_test(NAME ${name} COMMAND ${name})
+  if(ARG_LAUNCHER)
+    add_test(NAME ${name} COMMAND ${ARG_LAUNCHER} $<TARGET_FILE:${name}>)
+  else()
+    add_test(NAME ${name} COMMAND ${name})
+  endif()
   if(ARG_LABELS)
     set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}")
   endif()

@@ -2,8 +2,9 @@
 // after the directory the medium one (d_model 512, 8 heads, FFN 2048, seq 512), as XLA HLO and
 // StableHLO into the directory given on the command line (files named <model>.*):
 //   seed.unfused.hlo        every node as plain HLO; XLA fuses it itself
-//   seed.fused.hlo          one fusion computation per fusion group of our plan
-//                           (kLoop/kOutput/kInput)
+//   seed.fused_kinput.hlo   one fusion computation per fusion group of our plan, with the
+//                           plan's kinds (kLoop/kOutput/kInput): for the TPU-style backend and
+//                           XLA's parser (XLA:CPU refuses kInput fusions)
 //   seed.fused_calls.hlo    the same computations called with `call` (XLA's CPU backend
 //                           inlines them)
 //   seed.fused_xla_cpu.hlo  each group as the kLoop fusion(s) XLA's CPU backend compiles as given
@@ -11,7 +12,8 @@
 //   seed.unfused.mlir       StableHLO of the unfused module
 //   seed.sharded8.mlir      StableHLO of the sharded module (shardings as mhlo.sharding)
 //   seed.bindings.txt       the entry parameters in order: index, name, dtype, shape
-// docs/hlo-export.md shows how to run them with jax.
+// docs/hlo-export.md shows how to run them with jax; the test suite runs every .hlo and .mlir but
+// the kInput one on XLA:CPU (tests/examples).
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -47,7 +49,7 @@ void export_model(const std::filesystem::path& dir, const std::string& name) {
   const hlo::module unfused_module = hlo::to_module(program);
   const hlo::module sharded_module = hlo::to_module(program, sharded);
   write(dir / (name + ".unfused.hlo"), hlo::to_text(unfused_module));
-  write(dir / (name + ".fused.hlo"), hlo::to_text(program, fused));
+  write(dir / (name + ".fused_kinput.hlo"), hlo::to_text(program, fused));
   write(dir / (name + ".fused_calls.hlo"), hlo::to_text(program, fused_calls));
   write(dir / (name + ".fused_xla_cpu.hlo"), hlo::to_text(program, fused_xla_cpu));
   write(dir / (name + ".sharded8.hlo"), hlo::to_text(sharded_module));

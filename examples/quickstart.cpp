@@ -9,7 +9,7 @@ namespace fd = fusedsl;
 
 constexpr auto x = fd::input<"x", float, 128, 128>();                      // [seq, d_model]
 constexpr auto block = fd::nn::transformer_block<fd::nn::post_ln, 4, 512>;  // 4 heads, FFN 512
-constexpr auto y = fd::nn::stack<"layers", 2>(block, x);                   // planned once, run twice
+constexpr auto y = fd::nn::stack<"layers", 2>(block, x);                   // one plan, run twice
 
 constexpr auto program = fd::compile(y);            // graph, fusion groups, memory plan: constexpr
 static_assert(program.stats().kernels_per_layer == 7);
@@ -20,7 +20,7 @@ int main() {
   std::vector<fd::dynamic_tensor> weights;              // "x", "layers.0.attn.q.w", ...
   for (const auto& b : run.bindings()) {
     weights.emplace_back(b.type, b.shape);              // (zeros here; load yours)
-    run.bind(b.name, weights.back().ref());             // by name; shapes checked; GEMM panels packed
+    run.bind(b.name, weights.back().ref());             // by name; shapes checked; B packed
   }
   fd::tensor<float, 128, 128> out;
   run.bind_output(0, out);

@@ -2,7 +2,15 @@
 //   1. compiled: its fusion plan and memory figures (all compile-time constants);
 //   2. run unfused (the Eigen reference backend) and fused (the CPU executor) on the same random
 //      weights: the numbers agree, and the fused run is timed against the unfused one;
-//   3. exported to XLA HLO (unfused, fused, and sharded over 8 devices) and StableHLO;
+//   3. exported to XLA HLO and StableHLO (docs/hlo-export.md, "Forms"):
+//        seed_unfused.hlo       every node as plain HLO (XLA fuses it itself)
+//        seed_fused.hlo         our fusion groups as the kLoop fusions XLA:CPU compiles as given
+//                               (group_calls::xla_cpu)
+//        seed_fused_kinput.hlo  our fusion groups with the plan's kinds (kLoop/kInput/kOutput): for
+//                               the TPU-style backend and XLA's parser; XLA:CPU refuses kInput
+//        seed_sharded8.hlo      unfused, Megatron-sharded over 8 devices
+//        seed.mlir              StableHLO of the unfused module
+//      every one but seed_fused_kinput.hlo is compiled and run by XLA in the test suite;
 //   4. the exported HLO parsed back and run on the TPU-style backend (v5e): its MXU schedule,
 //      cost report and trace, and its numbers against the reference.
 // Usage: transformer_demo [output-directory]   (default: demo-out)
@@ -39,7 +47,8 @@ double best_seconds(int repeats, F&& f) {
   for (int r = 0; r < repeats; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     f();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   return best;
 }
@@ -55,12 +64,14 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(out_dir);
   constexpr auto& program = seed::program;
 
-  std::cout << "== 1. compile: the seed transformer (2 layers, d_model 128, 4 heads, FFN 512, seq 128)\n\n";
+  std::cout << "== 1. compile: the seed transformer (2 layers, d_model 128, 4 heads, FFN 512, seq "
+               "128)\n\n";
   constexpr fd::plan::memory_stats stats = program.stats();
-  std::cout << fd::plan::to_text(stats, "seed") << "\n" << fd::plan::print_plan(program.graph, program.fusion, program.memory)
-            << "\n";
+  std::cout << fd::plan::to_text(stats, "seed") << "\n"
+            << fd::plan::print_plan(program.graph, program.fusion, program.memory) << "\n";
 
-  std::cout << "== 2. run: unfused (Eigen reference, every node materialised) vs fused (CPU executor)\n\n";
+  std::cout << "== 2. run: unfused (Eigen reference, every node materialised) vs fused (CPU "
+               "executor)\n\n";
   fd::cpu::executor<seed::program_type> fused(program, fd::cpu::threads{1});
   std::vector<std::string> names;
   std::vector<fd::dynamic_tensor> tensors;
@@ -69,7 +80,8 @@ int main(int argc, char** argv) {
   for (const auto& b : fused.bindings()) {
     names.push_back(b.name);
     tensors.emplace_back(b.type, b.shape);
-    const bool gamma = b.name.find("gamma") != std::string::npos, input = b.kind == fd::graph::op_kind::input;
+    const bool gamma = b.name.find("gamma") != std::string::npos,
+               input = b.kind == fd::graph::op_kind::input;
     for (std::int64_t i = 0; i < b.shape.size(); ++i)
       tensors.back().data<float>()[i] = (gamma ? 1.0f : 0.0f) + nd(rng) * (input ? 20.0f : 1.0f);
   }
@@ -87,26 +99,31 @@ int main(int argc, char** argv) {
   for (std::int64_t i = 0; i < y.size(); ++i)
     max_err = std::max(max_err, double(std::fabs(y[i] - expected[0].data<float>()[i])));
   std::printf("  max |fused - unfused| = %.3g (outputs are layer-normalised, |y| ~ 1)\n", max_err);
-  std::printf("  unfused %.3f ms, fused %.3f ms (best of several, one thread): %.2fx\n", t_unfused * 1e3,
-              t_fused * 1e3, t_unfused / t_fused);
+  std::printf("  unfused %.3f ms, fused %.3f ms (best of several, one thread): %.2fx\n",
+              t_unfused * 1e3, t_fused * 1e3, t_unfused / t_fused);
   std::printf("  groups on specialised kernels: %d, interpreted: %d; instruction set: %s\n\n",
-              fused.stats().fast_groups, fused.stats().interpreted_groups, fd::cpu::instruction_set());
+              fused.stats().fast_groups, fused.stats().interpreted_groups,
+              fd::cpu::instruction_set());
 
   std::cout << "== 3. export: XLA HLO and StableHLO\n\n";
   fd::hlo::export_options unfused_form;
   unfused_form.module_name = "seed_transformer";
-  fd::hlo::export_options fused_form = unfused_form;
-  fused_form.form = fd::hlo::export_form::fused;
+  fd::hlo::export_options kinput_form = unfused_form;
+  kinput_form.form = fd::hlo::export_form::fused;
+  fd::hlo::export_options fused_form = kinput_form;
+  fused_form.groups = fd::hlo::group_calls::xla_cpu;
   fd::hlo::export_options sharded = fd::hlo::megatron_sharding(8).options();
   sharded.module_name = "seed_transformer_sharded";
   const fd::hlo::module m = fd::hlo::to_module(program, unfused_form);
   write(out_dir / "seed_unfused.hlo", fd::hlo::to_text(m));
   write(out_dir / "seed_fused.hlo", fd::hlo::to_text(program, fused_form));
+  write(out_dir / "seed_fused_kinput.hlo", fd::hlo::to_text(program, kinput_form));
   write(out_dir / "seed_sharded8.hlo", fd::hlo::to_text(program, sharded));
   write(out_dir / "seed.mlir", fd::hlo::to_stablehlo(m));
   std::cout << "  run one in JAX: see docs/hlo-export.md\n\n";
 
-  std::cout << "== 4. TPU-style backend: parse the exported HLO, schedule it on a v5e core, run it tile by tile\n\n";
+  std::cout << "== 4. TPU-style backend: parse the exported HLO, schedule it on a v5e core, run it "
+               "tile by tile\n\n";
   const fd::hlo::module parsed = fd::hlo::parse_module(fd::hlo::to_text(m));
   const auto chip = fd::tpu::chip_by_name("v5e");
   const auto sched = fd::tpu::make_schedule(parsed, chip, {});
@@ -120,24 +137,33 @@ int main(int argc, char** argv) {
   const auto params = entry.parameters();
   for (const auto& b : fd::hlo::export_bindings(fd::graph::graph_view(program.graph))) {
     const auto it = std::find(names.begin(), names.end(), b.name);
-    if (it == names.end()) throw fd::binding_error("demo: the exported module has a parameter \"" + b.name + "\" the program lacks");
+    if (it == names.end())
+      throw fd::binding_error("demo: the exported module has a parameter \"" + b.name +
+                              "\" the program lacks");
     fd::tpu::value v = fd::tpu::value::zeros(entry.instructions[params[inputs.size()]].shape);
     const fd::dynamic_tensor& t = tensors[std::size_t(it - names.begin())];
     for (std::int64_t i = 0; i < b.shape.size(); ++i) v.data[std::size_t(i)] = t.data<float>()[i];
     inputs.push_back(std::move(v));
   }
   // The plan-shaped fused export on the same chip: what fusion saves in HBM traffic and time.
-  const fd::hlo::module fused_parsed = fd::hlo::parse_module(fd::hlo::to_text(program, fused_form));
+  const fd::hlo::module fused_parsed =
+      fd::hlo::parse_module(fd::hlo::to_text(program, kinput_form));
   const auto fused_cost = fd::tpu::summarize(fd::tpu::make_schedule(fused_parsed, chip, {}));
-  std::printf("\n  fused export on v5e: %.3f us, HBM %.2f MiB (unfused: %.3f us, %.2f MiB): %.2fx less time\n",
-              fused_cost.total_time_s * 1e6, double(fused_cost.hbm_bytes) / (1 << 20), cost.total_time_s * 1e6,
-              double(cost.hbm_bytes) / (1 << 20), cost.total_time_s / fused_cost.total_time_s);
+  std::printf(
+      "\n  fused export on v5e: %.3f us, HBM %.2f MiB (unfused: %.3f us, %.2f MiB): %.2fx less "
+      "time\n",
+      fused_cost.total_time_s * 1e6, double(fused_cost.hbm_bytes) / (1 << 20),
+      cost.total_time_s * 1e6, double(cost.hbm_bytes) / (1 << 20),
+      cost.total_time_s / fused_cost.total_time_s);
   const fd::tpu::value result = fd::tpu::execute(sched, inputs);
   const fd::tpu::value& tpu_y = result.elements.empty() ? result : result.elements[0];
   double tpu_err = 0;
   for (std::int64_t i = 0; i < y.size(); ++i)
-    tpu_err = std::max(tpu_err, std::fabs(tpu_y.data[std::size_t(i)] - double(expected[0].data<float>()[i])));
-  std::printf("\n  max |tpu - reference| = %.3g (f32 dots on the MXU model, as the module says f32)\n", tpu_err);
+    tpu_err = std::max(
+        tpu_err, std::fabs(tpu_y.data[std::size_t(i)] - double(expected[0].data<float>()[i])));
+  std::printf(
+      "\n  max |tpu - reference| = %.3g (f32 dots on the MXU model, as the module says f32)\n",
+      tpu_err);
   const bool ok = max_err < 1e-3 && tpu_err < 1e-3;
   std::cout << (ok ? "\ndemo: all backends agree\n" : "\ndemo: MISMATCH between backends\n");
   return ok ? 0 : 1;

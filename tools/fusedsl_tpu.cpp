@@ -164,10 +164,12 @@ int main(int argc, char** argv) {
                   v.data.empty() ? 0.0 : sum / double(v.data.size()));
       if (!outputs.empty()) {
         std::filesystem::create_directories(outputs);
-        tpu::write_npy_f32(std::filesystem::path(outputs) / ("out" + std::to_string(i) + ".npy"), v);
+        tpu::write_npy_f32(std::filesystem::path(outputs) / ("out" + std::to_string(i) + ".npy"),
+                           v);
       }
       if (!check.empty()) {
-        const auto ref = tpu::read_npy_value(std::filesystem::path(check) / ("out" + std::to_string(i) + ".npy"));
+        const auto ref = tpu::read_npy_value(std::filesystem::path(check) /
+                                             ("out" + std::to_string(i) + ".npy"));
         if (ref.data.size() != v.data.size())
           throw cli_error("--check: out" + std::to_string(i) + ".npy has " +
                           std::to_string(ref.data.size()) + " values, the result " +

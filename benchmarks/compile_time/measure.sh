@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compile time and peak memory of fusedsl models, measured with /usr/bin/time -v.
 #
-#   benchmarks/compile_time/measure.sh [--quick | --check] [--no-nvcc] [--out DIR]
+#   benchmarks/compile_time/measure.sh [--quick | --check] [--no-nvcc] [--out DIR] [--json FILE]
 #
 # Generates one translation unit per model into DIR (default build/compile_time), each of which
 # flattens the model's graph and, when include/fusedsl/compile.hpp exists, compiles the program
@@ -19,6 +19,8 @@
 # --quick measures depths 1, 2 and 6 only. --check measures only the seed example and the 12-layer
 # stack and exits 1 unless they meet the targets in docs/compile-time.md (< 30 s and < 60 s of
 # compiler CPU time, peak RSS < 2 GiB; nvcc < 60 s): the CTest `compile_time.targets` runs this.
+# --json FILE also writes the rows as JSON, with the date, CPU, compiler, flags and the load
+# average before and after (the raw file that scripts/doc-tables reads).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -26,6 +28,7 @@ out="$repo/build/compile_time"
 depths=(1 2 6 12 24)
 use_nvcc=1
 check=0
+json_out=""
 forms=(stack unrolled)
 while (($#)); do
   case "$1" in
@@ -33,7 +36,8 @@ while (($#)); do
     --check) check=1; depths=(12) ;;
     --no-nvcc) use_nvcc=0 ;;
     --out) out="$2"; shift ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --json) json_out="$2"; shift ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "measure.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -109,6 +113,7 @@ measure() {
 }
 
 rows=()
+json_rows=()
 failures=()
 # meets <what> <limit s>: checks the row just measured against a target. CPU time, not wall time,
 # so that other jobs on a loaded machine (ctest -j) cannot fail it; on an idle one they agree.
@@ -146,6 +151,9 @@ row() {
   local arena_kib="-"
   [ "$arena" != "-" ] && arena_kib=$((arena / 1024))
   rows+=("| $label | $layers | $form | $compiler | $wall | $cpu | $rss | $nodes | $kernels | $arena_kib |")
+  local result=ok wall_s=$wall
+  [ "$status" != 0 ] && result=$wall && wall_s=null
+  json_rows+=("{\"model\": \"$label\", \"layers\": $layers, \"form\": \"$form\", \"compiler\": \"$compiler\", \"result\": \"$result\", \"wall_s\": $wall_s, \"cpu_s\": $cpu, \"peak_rss_mib\": $rss, \"graph_nodes\": \"$nodes\", \"kernels\": \"$kernels\", \"arena_kib\": \"$arena_kib\"}")
   echo "measured: ${rows[-1]}" >&2
   # GCC's default limit (2^25 steps) stops the unrolled form; measure what it would take without it.
   if [ "$compiler" = g++ ] && [ "$wall" = "fails: constexpr ops limit" ]; then
@@ -185,6 +193,28 @@ fi
   echo "|---|---:|---|---|---:|---:|---:|---:|---:|---:|"
   printf '%s\n' "${rows[@]}"
 } | tee "$out/results.md"
+
+if [ -n "$json_out" ]; then
+  {
+    echo "{"
+    echo "  \"date\": \"$(date -u '+%Y-%m-%dT%H:%M:%SZ')\","
+    echo "  \"cpu\": \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')\","
+    echo "  \"cores\": $(nproc),"
+    echo "  \"load_before\": \"$load_before\","
+    echo "  \"load_after\": \"$(cut -d" " -f1-3 /proc/loadavg)\","
+    echo "  \"compiler\": \"$("$cxx" --version | head -1)\","
+    echo "  \"flags\": \"${cxx_flags[*]//$repo\//} -c\","
+    echo "  \"nvcc_flags\": \"${nvcc_flags[*]//$repo\//} -c\","
+    echo "  \"rows\": ["
+    for ((i = 0; i < ${#json_rows[@]}; ++i)); do
+      sep=","
+      ((i + 1 == ${#json_rows[@]})) && sep=""
+      echo "    ${json_rows[i]}$sep"
+    done
+    echo "  ]"
+    echo "}"
+  } > "$json_out"
+fi
 
 if ((check)); then
   if ((${#failures[@]})); then

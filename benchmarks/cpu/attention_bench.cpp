@@ -62,8 +62,8 @@ void BM_attention_unfused_eigen(benchmark::State& state) {
   auto all_heads = [&] {
     for (std::ptrdiff_t h = 0; h < heads; ++h) one_head(std::size_t(h));
   };
-  // One untimed call first: the first touch of the score buffer's fresh pages cost ~180 ms at
-  // seq 2048 here (a 1-iteration run at --benchmark_min_time=0.2 reported it as the mean).
+  // One untimed call first: the first touch of the 16 MiB score buffer's fresh pages can cost
+  // more than the call itself, and a short run (--benchmark_min_time=0.2) would report it.
   all_heads();
   const auto t = fusedsl_bench::time_calls(state, [&] {
     all_heads();
@@ -139,7 +139,7 @@ void BM_attention_fusedsl(benchmark::State& state) {
 // one AMX call (thread CPU time).
 void BM_attention_amx(benchmark::State& state) {
   if (!k::amx_available()) {
-    state.SkipWithError("AMX-BF16 is not available in this build or on this machine");
+    state.SkipWithError("AMX-BF16 is not available in this build or on this CPU");
     return;
   }
   attention_case c(state);
@@ -175,8 +175,8 @@ void BM_attention_amx(benchmark::State& state) {
         ref->second / (t.thread_seconds / double(state.iterations()));
 }
 
-// seq 2048 (the case), the seed model's attention (seq 128, 4 heads of 32) and the
-// medium model's (seq 512, 8 heads of 64).
+// seq 2048 (a long sequence: the flash path), the seed model's attention (seq 128, 4 heads of 32)
+// and the medium model's (seq 512, 8 heads of 64).
 void shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"seq", "d", "heads", "causal"});
   b->Args({2048, 64, 1, 0})->Args({2048, 64, 1, 1})->Args({128, 32, 4, 0})->Args({256, 64, 2, 1})

@@ -4,8 +4,8 @@
 // thread clock, FMAs fed by broadcast loads (the micro-kernel's A operand), and the micro-kernel's
 // tile with A stored pre-broadcast (full loads instead of broadcasts). If the core runs
 // some mix at a lower clock, the bursts after it are slower, and every "fraction of the FMA peak"
-// taken against the start-up peak carries that factor (docs/performance.md, "Machine and
-// method"). Without AVX-512 the preludes with loads run plain FMA chains.
+// taken against the start-up peak carries that factor (docs/performance.md, "How fractions of
+// the peak are measured"). Without AVX-512 the preludes with loads run plain FMA chains.
 //
 // Counter `peak_fraction`: the bursts' FLOP rate over the FMA peak measured at start-up (best of
 // 25 runs of pure FMA chains), both in thread CPU time; `prelude_peak_fraction`: the prelude's
@@ -14,8 +14,8 @@
 //
 // BM_microkernel_windows: the micro-kernel alone (L1-resident panels) for ~0.5 s in windows of
 // ~0.2 ms, each window's rate over the start-up peak: median, 10th and 90th percentiles, and the
-// share of windows at >= 0.93 of the peak. The host moves between a fast state (the micro-kernel
-// at ~0.97 of the peak) and a slow one (~0.85) within a run, with the same code and data.
+// share of windows at >= 0.93 of the peak. A core whose vector rate is throttled (a power or
+// frequency limit) shows it as a wide spread between the 10th and 90th percentiles.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -75,8 +75,8 @@ float fma_fed_by(long iters, const Operand& operand) {
 float fma_with_loads(long iters, const float* p) {  // no broadcasts
   // One 512-bit load per FMA from 16 hot vectors. Sixteen iterations are unrolled so every address
   // is a constant offset, and the pointer goes through an empty asm every 16 FMAs so the loads
-  // cannot be hoisted out of the loop (with an address depending on `it` alone they were, and
-  // this prelude ran pure register FMAs until session 6).
+  // cannot be hoisted out of the loop (with an address depending on `it` alone GCC hoists them,
+  // and the prelude becomes pure register FMAs).
   __m512 acc[16];
   for (int j = 0; j < 16; ++j) acc[j] = _mm512_set1_ps(float(j) * 1e-3f);
   const __m512 b = _mm512_set1_ps(1e-6f);

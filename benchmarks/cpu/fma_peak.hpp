@@ -24,10 +24,11 @@ inline double thread_seconds() {
 }
 
 // Monotonic wall time. Every "fastest" reading here (a minimum over calls or runs: the fastest
-// call, the start-up peak) is taken on it rather than on thread CPU time. In this VM the thread CPU
-// clock can stand still across a whole call (a 95 us GEMM call once read 0 s, an infinite fraction
-// of peak), and a minimum picks exactly such a reading out; a call that was preempted only reads
-// slower on the wall clock, so the minimum leaves it out. Sums and means stay on thread CPU time.
+// call, the start-up peak) is taken on it rather than on thread CPU time. In a virtual machine the
+// thread CPU clock can stand still across a whole call (a 95 us GEMM call can read 0 s, an infinite
+// fraction of peak), and a minimum picks exactly such a reading out; a call that was preempted only
+// reads slower on the wall clock, so the minimum leaves it out. Sums and means stay on thread CPU
+// time.
 inline double wall_seconds() {
   return clock_seconds(CLOCK_MONOTONIC);
 }
@@ -76,11 +77,10 @@ constexpr double fma_chain_flops_per_iter() {
 #endif
 }
 
-// Best FLOP/s over runs of 2^20 iterations (~2.3 ms at 230 GFLOP/s) in wall time (the best:
-// other tenants only ever slow us down): for at least `min_seconds` and `samples` runs, then until
-// `samples` runs in a row have not beaten the best by 0.5%, within `max_seconds`. A host burst
-// can hold the FMA rate down for longer than a fixed 25 runs (docs/performance.md, "Machine and
-// method").
+// Best FLOP/s over runs of 2^20 iterations (537 MFLOP each on zmm registers) in wall time (the
+// best: other tenants only ever slow us down): for at least `min_seconds` and `samples` runs, then
+// until `samples` runs in a row have not beaten the best by 0.5%, within `max_seconds`. A burst of
+// other work on a shared machine can hold the FMA rate down for longer than a fixed 25 runs.
 inline double measure_fma_peak(int samples = 25, double min_seconds = 0.3,
                                double max_seconds = 1.5) {
   constexpr long iters = 1 << 20;
@@ -103,7 +103,7 @@ inline double measure_fma_peak(int samples = 25, double min_seconds = 0.3,
 
 // After the benchmarks: measures the peak again and warns on stderr when it beats the start-up
 // peak by more than 5%, since every fraction of peak in the run was then taken against too low a
-// figure (the host held the FMA rate down while the start-up peak was measured).
+// figure (something held the FMA rate down while the start-up peak was measured).
 inline void warn_if_peak_was_low(double startup_peak) {
   const double again = measure_fma_peak();
   if (again > startup_peak * 1.05)

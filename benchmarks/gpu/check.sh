@@ -4,6 +4,9 @@
 # the executor's host-side plan and schedule-emulation tests), then the benchmarks, then
 # compute-sanitizer memcheck and racecheck on a subset. Target: under 8 minutes on one H200.
 # Usage: check.sh [binary_dir] [out_dir]   (defaults: this script's folder, $OUT or /tmp/fusedsl-gpu)
+# The files the docs cite (check.log, tests.log, kernels/transformer/executor.jsonl) go to
+# benchmarks/results/<date>-<machine>/ with a manifest.json (docs/results.md); scripts/doc-tables
+# writes docs/performance-gpu.md's tables from them.
 set -u
 BIN=$(cd "${1:-$(dirname "$0")}" && pwd)
 OUT_DIR=${2:-${OUT:-/tmp/fusedsl-gpu}}

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Markdown tables from the JSONL files that check.sh writes (kernels, transformer, executor .jsonl).
+"""Markdown tables of every row of the JSONL files that check.sh writes (kernels, transformer,
+executor .jsonl), for a first look at a run; docs/performance-gpu.md's tables come from
+scripts/doc-tables.
 
-Usage: tables.py RESULTS_DIR
+Usage: tables.py RESULTS_DIR   (e.g. benchmarks/results/2026-11-29-h200-sxm-cuda13)
 """
 import json
 import pathlib

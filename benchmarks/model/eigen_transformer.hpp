@@ -1,14 +1,16 @@
 #pragma once
-// A plain Eigen implementation of fusedsl::models::transformer (post-LN blocks, GELU-tanh FFN,
-// non-causal multi-head attention, f32): what an Eigen user writes by hand. One Eigen statement
-// per step, nothing fused across steps, buffers allocated once at construction, Eigen's own GEMM
-// and vectorised exp/tanh, one thread. It is the "plain unfused Eigen implementation" of issue 4:
-// model_bench reports the fused executor's speedup over it next to the one over the reference
-// backend (an op-by-op interpreter, much slower), and tests/executor checks it against the
-// reference backend.
+// A plain Eigen implementation of fusedsl::models::transformer (post-LN or pre-LN blocks, GELU-tanh
+// FFN, multi-head attention, causal or not, f32): what an Eigen user writes by hand. One Eigen
+// statement per step, nothing fused across steps, buffers allocated once at construction, Eigen's
+// own GEMM and vectorised exp/tanh; one thread, unless the program is built with OpenMP and
+// Eigen::setNbThreads gives the GEMMs more. It is the plain unfused Eigen baseline of the CPU
+// targets: model_bench reports the fused executor's speedup over it next to the one over the
+// reference backend (an op-by-op interpreter, much slower), benchmarks/race races it against the
+// executor and other runtimes, and tests/executor checks it against the reference backend.
 #include <Eigen/Core>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -17,18 +19,25 @@
 
 namespace fusedsl_bench {
 
-// The transformers this implementation covers: post-LN, non-causal, f32 (seed and medium).
+// The transformers this implementation covers: f32 models::transformer stacks, post-LN or pre-LN,
+// causal or not.
 template <class Model>
-struct is_post_ln_f32_transformer : std::false_type {};
-template <std::int64_t S, std::int64_t D, int H, std::int64_t F, int L>
-struct is_post_ln_f32_transformer<
-    fusedsl::models::transformer<S, D, H, F, L, fusedsl::nn::post_ln, false, float>>
-    : std::true_type {};
+struct eigen_transformer_traits {
+  static constexpr bool f32_transformer = false;
+};
+template <std::int64_t S, std::int64_t D, int H, std::int64_t F, int L, class Norm, bool Causal>
+struct eigen_transformer_traits<fusedsl::models::transformer<S, D, H, F, L, Norm, Causal, float>> {
+  static constexpr bool f32_transformer = true;
+  static constexpr bool pre_ln = std::is_same_v<Norm, fusedsl::nn::pre_ln>;
+  static constexpr bool causal = Causal;
+};
 
 template <class Model>
 class eigen_transformer {
-  static_assert(is_post_ln_f32_transformer<Model>::value,
-                "eigen_transformer: only post-LN, non-causal f32 transformers (seed, medium)");
+  static_assert(eigen_transformer_traits<Model>::f32_transformer,
+                "eigen_transformer: only f32 models::transformer stacks");
+  static constexpr bool pre_ln = eigen_transformer_traits<Model>::pre_ln;
+  static constexpr bool causal = eigen_transformer_traits<Model>::causal;
 
  public:
   using mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -68,37 +77,22 @@ class eigen_transformer {
   // y = the model applied to x (both seq x d_model, row-major).
   void run(const float* x, float* y) {
     x_ = Eigen::Map<const mat>(x, seq, d);
-    const float scale = 1.0f / std::sqrt(float(dh));
     for (const layer& w : w_) {
-      q_.noalias() = x_ * w.wq;
-      q_.rowwise() += w.bq;
-      k_.noalias() = x_ * w.wk;
-      k_.rowwise() += w.bk;
-      v_.noalias() = x_ * w.wv;
-      v_.rowwise() += w.bv;
-      for (int h = 0; h < heads; ++h) {
-        s_.noalias() = q_.middleCols(h * dh, dh) * k_.middleCols(h * dh, dh).transpose();
-        s_ *= scale;
-        rmax_ = s_.rowwise().maxCoeff();
-        s_.colwise() -= rmax_;
-        s_ = s_.array().exp().matrix();
-        rsum_ = s_.rowwise().sum();
-        s_.array().colwise() /= rsum_.array();
-        o_.middleCols(h * dh, dh).noalias() = s_ * v_.middleCols(h * dh, dh);
+      if constexpr (pre_ln) {  // x += attn(LN1(x)); x += ffn(LN2(x))
+        layernorm(x_, w.g1, w.beta1, h_);
+        attention(h_, w);
+        x_ += a_;
+        layernorm(x_, w.g2, w.beta2, h_);
+        ffn(h_, w);
+        x_ += a_;
+      } else {  // h = LN1(x + attn(x)); x = LN2(h + ffn(h))
+        attention(x_, w);
+        a_ += x_;
+        layernorm(a_, w.g1, w.beta1, h_);
+        ffn(h_, w);
+        a_ += h_;
+        layernorm(a_, w.g2, w.beta2, x_);
       }
-      a_.noalias() = o_ * w.wo;
-      a_.rowwise() += w.bo;
-      a_ += x_;
-      layernorm(a_, w.g1, w.beta1, h_);
-      f_.noalias() = h_ * w.w1;
-      f_.rowwise() += w.b1;
-      constexpr float c = 0.7978845608028654f;  // sqrt(2 / pi)
-      f_.array() =
-          0.5f * f_.array() * (1.0f + (c * (f_.array() + 0.044715f * f_.array().cube())).tanh());
-      a_.noalias() = f_ * w.w2;
-      a_.rowwise() += w.b2;
-      a_ += h_;
-      layernorm(a_, w.g2, w.beta2, x_);
     }
     Eigen::Map<mat>(y, seq, d) = x_;
   }
@@ -116,6 +110,43 @@ class eigen_transformer {
   template <class Lookup>
   static row row_param(Lookup& param, const std::string& name, Eigen::Index n) {
     return Eigen::Map<const row>(param(name), n);
+  }
+
+  // a_ = the attention sublayer applied to in (output projection and its bias included).
+  void attention(const mat& in, const layer& w) {
+    const float scale = 1.0f / std::sqrt(float(dh));
+    q_.noalias() = in * w.wq;
+    q_.rowwise() += w.bq;
+    k_.noalias() = in * w.wk;
+    k_.rowwise() += w.bk;
+    v_.noalias() = in * w.wv;
+    v_.rowwise() += w.bv;
+    for (int h = 0; h < heads; ++h) {
+      s_.noalias() = q_.middleCols(h * dh, dh) * k_.middleCols(h * dh, dh).transpose();
+      s_ *= scale;
+      if constexpr (causal)  // query i sees keys 0..i
+        s_.template triangularView<Eigen::StrictlyUpper>().setConstant(
+            -std::numeric_limits<float>::infinity());
+      rmax_ = s_.rowwise().maxCoeff();
+      s_.colwise() -= rmax_;
+      s_ = s_.array().exp().matrix();
+      rsum_ = s_.rowwise().sum();
+      s_.array().colwise() /= rsum_.array();
+      o_.middleCols(h * dh, dh).noalias() = s_ * v_.middleCols(h * dh, dh);
+    }
+    a_.noalias() = o_ * w.wo;
+    a_.rowwise() += w.bo;
+  }
+
+  // a_ = fc2(gelu_tanh(fc1(in))).
+  void ffn(const mat& in, const layer& w) {
+    f_.noalias() = in * w.w1;
+    f_.rowwise() += w.b1;
+    constexpr float c = 0.7978845608028654f;  // sqrt(2 / pi)
+    f_.array() =
+        0.5f * f_.array() * (1.0f + (c * (f_.array() + 0.044715f * f_.array().cube())).tanh());
+    a_.noalias() = f_ * w.w2;
+    a_.rowwise() += w.b2;
   }
 
   // out = gamma * (in - mean) / sqrt(var + 1e-5) + beta, per row (biased variance).

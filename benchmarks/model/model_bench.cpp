@@ -72,13 +72,15 @@ void reference(benchmark::State& state, const char* name) {
   using P = typename Model::program_type;
   const weights w = random_weights<P>(1);
   fd::reference::evaluator ev(fd::graph::graph_view(P::graph));
-  for (std::size_t i = 0; i < w.names.size(); ++i) ev.bind(w.names[i], const_cast<fd::dynamic_tensor&>(w.tensors[i]).ref());
+  for (std::size_t i = 0; i < w.names.size(); ++i)
+    ev.bind(w.names[i], const_cast<fd::dynamic_tensor&>(w.tensors[i]).ref());
   for (auto _ : state) benchmark::DoNotOptimize(ev.run());
-  state.counters["flops"] = benchmark::Counter(Model::flops(), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["flops"] =
+      benchmark::Counter(Model::flops(), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["peak_fraction"] =
       benchmark::Counter(Model::flops() / g_peak, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["peak_fraction_paired"] =
-      fusedsl_bench::paired_peak_fraction([&] { benchmark::DoNotOptimize(ev.run()); }, Model::flops(), g_peak, 5);
+  state.counters["peak_fraction_paired"] = fusedsl_bench::paired_peak_fraction(
+      [&] { benchmark::DoNotOptimize(ev.run()); }, Model::flops(), g_peak, 5);
   (void)name;
 }
 
@@ -110,22 +112,26 @@ template <class Model>
 void fused(benchmark::State& state, long spin_us) {
   using P = typename Model::program_type;
   const weights w = random_weights<P>(1);
-  fd::cpu::executor<P> ex(P{}, fd::cpu::threads{int(state.range(0)), std::chrono::microseconds(spin_us)});
-  for (std::size_t i = 0; i < w.names.size(); ++i) ex.bind(w.names[i], const_cast<fd::dynamic_tensor&>(w.tensors[i]).ref());
+  fd::cpu::executor<P> ex(
+      P{}, fd::cpu::threads{int(state.range(0)), std::chrono::microseconds(spin_us)});
+  for (std::size_t i = 0; i < w.names.size(); ++i)
+    ex.bind(w.names[i], const_cast<fd::dynamic_tensor&>(w.tensors[i]).ref());
   fd::dynamic_tensor out(fd::dtype::f32, P::graph[P::graph.outputs[0]].shape);
   ex.bind_output(0, out.ref());
   // The fastest call in the calling thread's CPU time: a fraction of peak for one thread only.
   const double best = fastest_call(state, [&] { ex.run(); });
   if (state.range(0) == 1) state.counters["peak_fraction_best"] = Model::flops() / best / g_peak;
-  state.counters["flops"] = benchmark::Counter(Model::flops(), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["flops"] =
+      benchmark::Counter(Model::flops(), benchmark::Counter::kIsIterationInvariantRate);
   // Against the peak of the cores in use (the peak is measured on one core).
-  state.counters["peak_fraction"] = benchmark::Counter(Model::flops() / (g_peak * double(state.range(0))),
-                                                       benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["peak_fraction"] =
+      benchmark::Counter(Model::flops() / (g_peak * double(state.range(0))),
+                         benchmark::Counter::kIsIterationInvariantRate);
   state.counters["interpreted_groups"] = ex.stats().interpreted_groups;
   state.counters["parallel_groups"] = ex.stats().parallel_groups;
   if (state.range(0) == 1)
-    state.counters["peak_fraction_paired"] = fusedsl_bench::paired_peak_fraction([&] { ex.run(); }, Model::flops(), g_peak,
-                                                                                  Model::flops() < 1e9 ? 50 : 10);
+    state.counters["peak_fraction_paired"] = fusedsl_bench::paired_peak_fraction(
+        [&] { ex.run(); }, Model::flops(), g_peak, Model::flops() < 1e9 ? 50 : 10);
 }
 
 // bf16 weights through AMX tiles (activations rounded to bf16 at each GEMM) against the same
@@ -143,7 +149,8 @@ void bf16_weights_amx(benchmark::State& state) {
   fd::cpu::executor<P> amx(P{}, fd::cpu::threads{1}, fd::cpu::amx_bf16{}), f32(P{});
   fd::dynamic_tensor out(fd::dtype::f32, P::graph[P::graph.outputs[0]].shape);
   for (auto* ex : {&amx, &f32}) {
-    for (std::size_t i = 0; i < w.names.size(); ++i) ex->bind(w.names[i], const_cast<fd::dynamic_tensor&>(w.tensors[i]).ref());
+    for (std::size_t i = 0; i < w.names.size(); ++i)
+      ex->bind(w.names[i], const_cast<fd::dynamic_tensor&>(w.tensors[i]).ref());
     ex->bind_output(0, out.ref());
   }
   for (auto _ : state) {
@@ -152,8 +159,10 @@ void bf16_weights_amx(benchmark::State& state) {
   }
   const double flops = Model::flops();
   const int rounds = flops < 1e9 ? 51 : 11;
-  state.counters["peak_fraction"] = benchmark::Counter(flops / g_peak, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["peak_fraction_paired"] = fusedsl_bench::paired_peak_fraction([&] { amx.run(); }, flops, g_peak, rounds);
+  state.counters["peak_fraction"] =
+      benchmark::Counter(flops / g_peak, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["peak_fraction_paired"] =
+      fusedsl_bench::paired_peak_fraction([&] { amx.run(); }, flops, g_peak, rounds);
   state.counters["amx_matmuls"] = amx.stats().amx_matmuls;
   state.counters["interpreted_groups"] = amx.stats().interpreted_groups;
   std::vector<double> ratios;
@@ -220,25 +229,46 @@ class with_speedup : public Base {
 
 int main(int argc, char** argv) {
   bool to_file = false;
-  for (int i = 1; i < argc; ++i) to_file = to_file || std::string(argv[i]).rfind("--benchmark_out=", 0) == 0;
+  for (int i = 1; i < argc; ++i)
+    to_file = to_file || std::string(argv[i]).rfind("--benchmark_out=", 0) == 0;
   benchmark::Initialize(&argc, argv);
   g_peak = fusedsl_bench::measure_fma_peak();
   benchmark::AddCustomContext("fma_peak_gflops_one_core", std::to_string(g_peak * 1e-9));
   using seed = fd::models::seed;
   using medium = fd::models::medium;
-  benchmark::RegisterBenchmark("seed_reference", reference<seed>, "seed")->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("seed_reference", reference<seed>, "seed")
+      ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("seed_eigen", plain_eigen<seed>)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("seed_fused", fused<seed>, 0)->Arg(1)->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark("seed_fused", fused<seed>, 0)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("seed_fused", fused<seed>, 0)
+      ->Arg(2)
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
   // Two threads whose pool polls for 50 us before sleeping: the seed's kernels are split too.
-  benchmark::RegisterBenchmark("seed_fused_polling", fused<seed>, 50)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark("seedbf16weights_amx", bf16_weights_amx<fd::models::seed_bf16_weights>)->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark("medium_reference", reference<medium>, "medium")->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("seed_fused_polling", fused<seed>, 50)
+      ->Arg(2)
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("seedbf16weights_amx",
+                               bf16_weights_amx<fd::models::seed_bf16_weights>)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("medium_reference", reference<medium>, "medium")
+      ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("medium_eigen", plain_eigen<medium>)->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("medium_fused", fused<medium>, 0)->Arg(1)->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("medium_fused", fused<medium>, 0)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("medium_fused_polling", fused<medium>, 50)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("mediumbf16weights_amx", bf16_weights_amx<fd::models::medium_bf16_weights>)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("medium_fused", fused<medium>, 0)
+      ->Arg(1)
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("medium_fused", fused<medium>, 0)
+      ->Arg(2)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("medium_fused_polling", fused<medium>, 50)
+      ->Arg(2)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("mediumbf16weights_amx",
+                               bf16_weights_amx<fd::models::medium_bf16_weights>)
+      ->Unit(benchmark::kMillisecond);
   with_speedup<benchmark::ConsoleReporter> console;
   with_speedup<benchmark::JSONReporter> file;
   if (to_file) benchmark::RunSpecifiedBenchmarks(&console, &file);

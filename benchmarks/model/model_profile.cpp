@@ -1,8 +1,10 @@
-// Where a transformer's time goes (the seed, or the medium model): executor::profile over many
-// calls, one thread, printed per fusion group with its matmul FLOPs and its fraction of the FMA
-// peak measured in the same run.
-// Run: build/release/benchmarks/model/model_profile [calls per round] [seed|medium]
-//      (default: 100 calls per round, the seed; the medium model takes ~45 ms a call, so give it 3)
+// Where a transformer's time goes (the seed, the medium model or the race's GPT-2 small stacks):
+// executor::profile over many calls, one thread, printed per fusion group with its matmul FLOPs
+// and its fraction of the FMA peak measured in the same run.
+// Run: build/release/benchmarks/model/model_profile [calls per round]
+//          [seed|medium|gpt2_seq128|gpt2_seq1024]
+//      (default: 100 calls per round, the seed; the medium model takes ~45 ms a call, so give it
+//      3, and GPT-2 at seq 1024 ~2 s, so give it 1)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +15,7 @@
 #include "fma_peak.hpp"
 #include "fusedsl/backend/cpu/executor.hpp"
 #include "fusedsl/models/transformer.hpp"
+#include "race_models.hpp"
 
 namespace fd = fusedsl;
 
@@ -69,8 +72,8 @@ void profile(const char* name, long calls) {
   }
   // The FMA rate in the state the model's calls leave the core in: FMA-chain bursts (1000
   // iterations each) timed right after 20 calls (fewer if a round has fewer), against the same
-  // bursts right after a long pure-FMA run (docs/performance.md, "Machine and method": the clock
-  // depends on what ran).
+  // bursts right after a long pure-FMA run (docs/performance.md, "How fractions of the peak are
+  // measured": on some cores the vector rate depends on what ran).
   std::vector<double> after_model, after_fma;
   {
     volatile float sink = 0;
@@ -131,8 +134,14 @@ int main(int argc, char** argv) {
     profile<fd::models::seed>("seed", calls);
   } else if (model == "medium") {
     profile<fd::models::medium>("medium", calls);
+  } else if (model == "gpt2_seq128") {
+    profile<fusedsl_race::gpt2_seq128>("gpt2_seq128", calls);
+  } else if (model == "gpt2_seq1024") {
+    profile<fusedsl_race::gpt2_seq1024>("gpt2_seq1024", calls);
   } else {
-    std::fprintf(stderr, "model_profile: unknown model \"%s\" (seed or medium)\n", model.c_str());
+    std::fprintf(
+        stderr, "model_profile: unknown model \"%s\" (seed, medium, gpt2_seq128 or gpt2_seq1024)\n",
+        model.c_str());
     return 2;
   }
   return 0;

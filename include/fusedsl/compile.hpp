@@ -18,7 +18,9 @@ struct program {
   static constexpr plan::fusion_plan<node_count> fusion = plan::fuse(graph);
   static constexpr plan::memory_plan<node_count> memory = plan::plan_memory(graph, fusion);
   static constexpr plan::verify_result check = plan::verify(graph, fusion, memory);
-  static_assert(check.ok(), "compile: the fusion/memory plan failed verification (a fusedsl bug; please report it)");
+  static_assert(
+      check.ok(),
+      "compile: the fusion/memory plan failed verification (a fusedsl bug; please report it)");
 
   static constexpr int kernel_count() { return fusion.n_groups; }
   static constexpr std::int64_t arena_bytes() { return memory.arena_bytes; }

@@ -12,95 +12,23 @@
 //                            both operands (8 significant bits: up to 2^-8 relative each, so each
 //                            product is off by at most ~2^-7); the measured figure is printed
 //                            (MESSAGE).
-#include "fusedsl/backend/cpu/kernels/amx.hpp"
-
-#include <Eigen/Core>
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
 
-#include "reference_activation.hpp"
-#include "test_util.hpp"
+#include "amx_problem.hpp"
 
 namespace k = fusedsl::cpu::kernels;
 using fusedsl_test::random_floats;
+using fusedsl_test::amx::bf16_round;
+using fusedsl_test::amx::matd;
+using fusedsl_test::amx::problem;
+using fusedsl_test::amx::run;
 
 namespace {
-
-using matd = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
-float bf16_round(float x) {
-  return k::from_bf16(k::to_bf16(x));
-}
-
-// One problem: operands in the kernel's storage (with padded leading dimensions), and the double
-// product of their bf16-rounded values with its error scale, computed by Eigen.
-struct problem {
-  std::ptrdiff_t m, n, kk;
-  bool trans_a, trans_b;
-  std::ptrdiff_t lda, ldb, ldc;
-  std::vector<float> a, b, bias, res;
-  matd product, magnitude;  // sum_p A B, and sum_p |A B|, on the rounded operands
-
-  problem(std::ptrdiff_t m_, std::ptrdiff_t n_, std::ptrdiff_t k_, bool ta = false, bool tb = false,
-          unsigned seed = 1)
-      : m(m_), n(n_), kk(k_), trans_a(ta), trans_b(tb) {
-    lda = (ta ? m : kk) + 3;
-    ldb = (tb ? kk : n) + 5;
-    ldc = n + 2;
-    a = random_floats(std::size_t((ta ? kk : m) * lda), seed);
-    b = random_floats(std::size_t((tb ? n : kk) * ldb), seed + 1);
-    bias = random_floats(std::size_t(n), seed + 2);
-    res = random_floats(std::size_t(m * ldc), seed + 3);
-    update_reference();
-  }
-  float A(std::ptrdiff_t i, std::ptrdiff_t p) const {
-    return trans_a ? a[std::size_t(p * lda + i)] : a[std::size_t(i * lda + p)];
-  }
-  float B(std::ptrdiff_t p, std::ptrdiff_t j) const {
-    return trans_b ? b[std::size_t(j * ldb + p)] : b[std::size_t(p * ldb + j)];
-  }
-  // The operands as doubles, bf16-rounded (rounded = true) or as stored.
-  matd a_matrix(bool rounded) const {
-    matd x(m, kk);
-    for (std::ptrdiff_t i = 0; i < m; ++i)
-      for (std::ptrdiff_t p = 0; p < kk; ++p) x(i, p) = rounded ? bf16_round(A(i, p)) : A(i, p);
-    return x;
-  }
-  matd b_matrix(bool rounded) const {
-    matd x(kk, n);
-    for (std::ptrdiff_t p = 0; p < kk; ++p)
-      for (std::ptrdiff_t j = 0; j < n; ++j) x(p, j) = rounded ? bf16_round(B(p, j)) : B(p, j);
-    return x;
-  }
-  void update_reference() {
-    const matd ar = a_matrix(true), br = b_matrix(true);
-    product = ar * br;
-    magnitude = ar.cwiseAbs() * br.cwiseAbs();
-  }
-  // Reference C(i, j) through the epilogue, in double.
-  double want(std::ptrdiff_t i, std::ptrdiff_t j, const k::gemm_epilogue& ep) const {
-    double x = ep.scale * product(i, j) + (ep.bias ? ep.bias[j] : 0.0);
-    x = fusedsl_test::reference_activation(ep.act, x);
-    if (ep.residual) x += ep.residual[i * ep.ld_residual + j];
-    return x;
-  }
-};
-
-// Runs gemm_amx; C starts filled with 7 so untouched columns past n can be checked.
-template <class OutT>
-std::vector<OutT> run(const problem& pr, const k::gemm_epilogue& ep, k::amx_mode mode,
-                      k::thread_pool* pool = nullptr) {
-  std::vector<k::bf16_bits> packed(k::packed_b_bf16_elements(pr.kk, pr.n));
-  const auto pb = k::pack_b_bf16(pr.kk, pr.n, pr.b.data(), pr.ldb, pr.trans_b, packed.data());
-  std::vector<k::bf16_bits> ws(k::gemm_amx_workspace_elements(pr.m, pr.kk));
-  std::vector<OutT> c(std::size_t(pr.m * pr.ldc), OutT(7));
-  k::gemm_amx(pr.m, pr.n, pr.kk, pr.a.data(), pr.lda, pr.trans_a, pb, c.data(), pr.ldc, ep,
-              ws.data(), pool, mode);
-  return c;
-}
 
 float as_float(float x) {
   return x;
@@ -109,29 +37,33 @@ float as_float(k::bf16_bits x) {
   return k::from_bf16(x);
 }
 
-// Largest |got - want| / (|scale| mag + 1e-30) and the count of elements beyond the tolerance.
-struct comparison {
-  double worst_linear = 0;  // error over mag, for ep without activation
-  int bad = 0;
+// C against the reference within the tolerances above; the largest |got - want| / mag (for ep
+// without activation); whether the columns past n kept their 7.
+struct checked {
+  ft::comparison within;
+  double worst_linear = 0;
   bool rest_untouched = true;
 };
 
 template <class OutT>
-comparison compare(const problem& pr, const std::vector<OutT>& c, const k::gemm_epilogue& ep) {
-  comparison r;
+checked check_c(const problem& pr, const std::vector<OutT>& c, const k::gemm_epilogue& ep) {
+  checked r;
   const double lin = 1e-6, act = !ep.act ? 0.0 : 4e-7;
   const double out = std::is_same_v<OutT, float> ? 0.0 : 1.0 / 256;
+  std::vector<double> got, want, allowed, mag;
   for (std::ptrdiff_t i = 0; i < pr.m; ++i) {
     for (std::ptrdiff_t j = 0; j < pr.n; ++j) {
-      const double got = as_float(c[std::size_t(i * pr.ldc + j)]), w = pr.want(i, j, ep);
-      const double mag = std::fabs(ep.scale) * pr.magnitude(i, j);
-      const double err = std::fabs(got - w);
-      if (mag > 0) r.worst_linear = std::max(r.worst_linear, err / mag);
-      if (!(err <= lin * mag + act * (std::fabs(w) + 1) + out * std::fabs(w))) ++r.bad;
+      const double w = pr.want(i, j, ep), m = std::fabs(ep.scale) * pr.magnitude(i, j);
+      got.push_back(as_float(c[std::size_t(i * pr.ldc + j)]));
+      want.push_back(w);
+      mag.push_back(m);
+      allowed.push_back(lin * m + act * (std::fabs(w) + 1) + out * std::fabs(w));
     }
     for (std::ptrdiff_t j = pr.n; j < pr.ldc; ++j)
       r.rest_untouched &= c[std::size_t(i * pr.ldc + j)] == OutT(7);
   }
+  r.within = ft::compare_scaled(got, want, allowed, 1.0);
+  r.worst_linear = ft::compare_scaled(got, want, mag, 1.0).max_ratio;
   return r;
 }
 
@@ -176,8 +108,8 @@ TEST_CASE("gemm_amx equals the double product of the bf16-rounded operands on od
           CAPTURE(tb);
           CAPTURE(mode_name(mode));
           const problem pr(s.m, s.n, s.kk, ta, tb);
-          const auto r = compare(pr, run<float>(pr, {}, mode), {});
-          CHECK(r.bad == 0);
+          const auto r = check_c(pr, run<float>(pr, {}, mode), {});
+          CHECK(r.within);
           CHECK(r.rest_untouched);
           CHECK(r.worst_linear < 2e-7);
           double& w = worst[mode == k::amx_mode::automatic ? 0 : 1];
@@ -203,11 +135,11 @@ TEST_CASE("gemm_amx applies every activation with bias, scale and residual, to f
           CAPTURE(with_bias);
           CAPTURE(with_res);
           CAPTURE(mode_name(mode));
-          const auto f = compare(pr, run<float>(pr, ep, mode), ep);
-          CHECK(f.bad == 0);
+          const auto f = check_c(pr, run<float>(pr, ep, mode), ep);
+          CHECK(f.within);
           CHECK(f.rest_untouched);
-          const auto h = compare(pr, run<k::bf16_bits>(pr, ep, mode), ep);
-          CHECK(h.bad == 0);
+          const auto h = check_c(pr, run<k::bf16_bits>(pr, ep, mode), ep);
+          CHECK(h.within);
           CHECK(h.rest_untouched);
         }
 }
@@ -243,38 +175,23 @@ TEST_CASE("gemm_amx results are bitwise identical for 1 and 2 threads") {
     }
 }
 
-TEST_CASE("gemm_amx on the tiles and on the portable loops agree within f32 summation order") {
-  const problem pr(128, 512, 128);
-  const auto t = run<float>(pr, {}, k::amx_mode::automatic);
-  const auto p = run<float>(pr, {}, k::amx_mode::portable);
-  double worst = 0;
-  for (std::ptrdiff_t i = 0; i < pr.m; ++i)
-    for (std::ptrdiff_t j = 0; j < pr.n; ++j)
-      worst = std::max(worst, std::fabs(double(t[std::size_t(i * pr.ldc + j)]) -
-                                        double(p[std::size_t(i * pr.ldc + j)])) /
-                                  pr.magnitude(i, j));
-  MESSAGE(std::string(mode_name(k::amx_mode::automatic))
-          << " vs portable loops, 128x512x128: largest difference " << worst
-          << " of sum |products|");
-  CHECK(worst < 2e-7);
-}
-
 TEST_CASE("gemm_amx error against the exact f32 product is bounded by the bf16 rounding") {
   const problem pr(128, 512, 128);
   const auto c = run<float>(pr, {}, k::amx_mode::automatic);
   const matd a = pr.a_matrix(false), b = pr.b_matrix(false);
   const matd exact = a * b, mag = a.cwiseAbs() * b.cwiseAbs();
-  double worst = 0, sum_sq = 0, ref_sq = 0;
+  std::vector<double> got, want, scale;
   for (std::ptrdiff_t i = 0; i < pr.m; ++i)
     for (std::ptrdiff_t j = 0; j < pr.n; ++j) {
-      const double d = double(c[std::size_t(i * pr.ldc + j)]) - exact(i, j);
-      worst = std::max(worst, std::fabs(d) / mag(i, j));
-      sum_sq += d * d, ref_sq += exact(i, j) * exact(i, j);
+      got.push_back(c[std::size_t(i * pr.ldc + j)]);
+      want.push_back(exact(i, j));
+      scale.push_back(mag(i, j));
     }
+  const auto within = ft::compare_scaled(got, want, scale, 1.0 / 128);
   MESSAGE("against the unrounded operands (uniform in [-1, 1], 128x512x128): largest error "
-          << worst << " of sum |products|, norm-wise relative L2 error "
-          << std::sqrt(sum_sq / ref_sq));
-  CHECK(worst <= 1.0 / 128);
+          << within.max_ratio / 128 << " of sum |products|, norm-wise relative L2 error "
+          << ft::compare_rel_l2(got, want, 1.0).max_error);
+  CHECK(within);
 }
 
 TEST_CASE("gemm_amx propagates inf and NaN in A like kernels::gemm on bf16-rounded operands") {
@@ -304,18 +221,15 @@ TEST_CASE("gemm_amx propagates inf and NaN in A like kernels::gemm on bf16-round
       ep.bias = pr.bias.data();
       k::gemm(pr.m, pr.n, pr.kk, a_r.data(), pr.lda, false, pb, want.data(), pr.ldc, ep, ws.data());
       const auto got = run<float>(pr, ep, mode);
-      int nonfinite = 0, differ = 0;
+      std::vector<float> g, w;
       for (std::ptrdiff_t i = 0; i < pr.m; ++i)
         for (std::ptrdiff_t j = 0; j < pr.n; ++j) {
-          const float g = got[std::size_t(i * pr.ldc + j)], w = want[std::size_t(i * pr.ldc + j)];
-          if (!std::isfinite(w)) ++nonfinite;
-          const bool same = std::isnan(w)   ? std::isnan(g)
-                            : std::isinf(w) ? g == w
-                                            : std::fabs(g - w) <= 1e-5 * (std::fabs(w) + 1);
-          differ += !same;
+          g.push_back(got[std::size_t(i * pr.ldc + j)]);
+          w.push_back(want[std::size_t(i * pr.ldc + j)]);
         }
-      CHECK(nonfinite > 0);  // the edge values reach the output
-      CHECK(differ == 0);
+      CHECK(std::count_if(w.begin(), w.end(), [](float x) { return !std::isfinite(x); }) >
+            0);  // the edge values reach the output
+      CHECK(ft::compare(g, w, ft::allclose(1e-5, 1e-5), ft::nans::expected));
     }
 }
 

@@ -108,23 +108,22 @@ std::string path_name(k::amx_mode mode) {
 // Every output element within the bounds in the header comment; the largest errors are printed.
 void check(case_data& c, k::amx_mode mode) {
   const std::vector<float> got = run(c, mode);
-  double worst_rounded = 0, worst_f32 = 0;
+  // Elements in (query, head, dim) order.
+  std::vector<double> o, want, weighted, allowed, exact, vmax, allowed_f32;
   for (std::ptrdiff_t i = 0; i < c.s.seq_q; ++i)
     for (std::ptrdiff_t h = 0; h < c.s.num_heads; ++h)
       for (std::ptrdiff_t x = 0; x < c.s.head_dim; ++x) {
-        const double o = got[std::size_t(i * c.a.o_row_stride + h * c.s.head_dim + x)];
-        const auto want = c.reference(i, h, x, true), exact = c.reference(i, h, x, false);
-        const double err = std::fabs(o - want.value), err_f32 = std::fabs(o - exact.value);
-        if (!(err <= 0x1p-8 * want.weighted + 1e-6) || !(err_f32 <= 0x1p-5 * exact.vmax + 1e-6)) {
-          INFO("query " << i << " head " << h << " dim " << x << ": got " << o << ", want "
-                        << want.value << " (f32 " << exact.value << ")");
-          CHECK(err <= 0x1p-8 * want.weighted + 1e-6);
-          CHECK(err_f32 <= 0x1p-5 * exact.vmax + 1e-6);
-          return;
-        }
-        if (want.weighted > 0) worst_rounded = std::max(worst_rounded, err / want.weighted);
-        if (exact.vmax > 0) worst_f32 = std::max(worst_f32, err_f32 / exact.vmax);
+        o.push_back(got[std::size_t(i * c.a.o_row_stride + h * c.s.head_dim + x)]);
+        const auto r = c.reference(i, h, x, true), e = c.reference(i, h, x, false);
+        want.push_back(r.value), weighted.push_back(r.weighted);
+        allowed.push_back(0x1p-8 * r.weighted + 1e-6);
+        exact.push_back(e.value), vmax.push_back(e.vmax);
+        allowed_f32.push_back(0x1p-5 * e.vmax + 1e-6);
       }
+  CHECK(ft::compare_scaled(o, want, allowed, 1.0));
+  CHECK(ft::compare_scaled(o, exact, allowed_f32, 1.0));
+  const double worst_rounded = ft::compare_scaled(o, want, weighted, 1.0).max_ratio;
+  const double worst_f32 = ft::compare_scaled(o, exact, vmax, 1.0).max_ratio;
   // Nothing written past head_dim: the padding floats of each row keep their 99.
   for (std::ptrdiff_t i = 0; i < c.s.seq_q; ++i)
     for (std::ptrdiff_t x = c.s.num_heads * c.s.head_dim; x < c.a.o_row_stride; ++x)

@@ -7,7 +7,6 @@
 #include "test_util.hpp"
 
 namespace k = fusedsl::cpu::kernels;
-using fusedsl_test::close;
 using fusedsl_test::random_floats;
 
 namespace {
@@ -38,8 +37,10 @@ TEST_CASE_TEMPLATE("softmax rows match the reference within 1e-5 relative", Arch
       for (std::ptrdiff_t j = 0; j < cols; ++j) m = std::max(m, double(xr[j]));
       for (std::ptrdiff_t j = 0; j < cols; ++j) s += std::exp(double(xr[j]) - m);
       for (std::ptrdiff_t j = 0; j < cols; ++j) {
-        CHECK(close(y[std::size_t(r * ld + j)], std::exp(double(xr[j]) - m) / s, 1e-5, 1e-30));
-        CHECK(close(lsm[std::size_t(r * ld + j)], double(xr[j]) - m - std::log(s), 1e-5));
+        CHECK(ft::compare(y[std::size_t(r * ld + j)], std::exp(double(xr[j]) - m) / s,
+                          ft::rel_tol(1e-5, 1e-30)));
+        CHECK(ft::compare(lsm[std::size_t(r * ld + j)], double(xr[j]) - m - std::log(s),
+                          ft::rel_tol(1e-5)));
       }
     }
   }
@@ -102,9 +103,10 @@ TEST_CASE_TEMPLATE("layernorm and rmsnorm rows match the reference within 1e-5",
         for (std::ptrdiff_t j = 0; j < cols; ++j) {
           const double n = (xr[j] - mean) / std::sqrt(var + 1e-5);
           const std::size_t i = std::size_t(r * ld + j);
-          CHECK(close(ln_plain[i], n, 1e-5));
-          CHECK(close(ln[i], n * g[std::size_t(j)] + b[std::size_t(j)], 1e-5));
-          CHECK(close(rms[i], xr[j] / std::sqrt(ms + 1e-6) * g[std::size_t(j)], 1e-5));
+          CHECK(ft::compare(ln_plain[i], n, ft::rel_tol(1e-5)));
+          CHECK(ft::compare(ln[i], n * g[std::size_t(j)] + b[std::size_t(j)], ft::rel_tol(1e-5)));
+          CHECK(ft::compare(rms[i], xr[j] / std::sqrt(ms + 1e-6) * g[std::size_t(j)],
+                            ft::rel_tol(1e-5)));
         }
       }
     }

@@ -12,11 +12,13 @@
 #include <fusedsl/backend/cuda/graph_runner.hpp>
 #include <stdexcept>
 
+#include "../common/compare.hpp"
 #include "reference.hpp"
 
 namespace fc = fusedsl::cuda;
 using fusedsl::graph::op_kind;
 namespace ref = fusedsl::cuda::reference;
+namespace tc = fusedsl::test;
 
 TEST_CASE(
     "the mma.sync tile is 128x128 when it yields a wave of blocks, 64x64 for mid sizes, 32x32 for "
@@ -36,9 +38,9 @@ TEST_CASE("16-bit operands default to the mma.sync path, f32 to exact CUDA-core 
 }
 
 TEST_CASE("attention flops count 4 * b * h * sq * sk * d, half of it when causal") {
-  CHECK(fc::attention_flops(1, 1, 2, 3, 4, false) == doctest::Approx(96.0));
-  CHECK(fc::attention_flops(2, 16, 2048, 2048, 64, true) ==
-        doctest::Approx(2.0 * 16 * 2048.0 * 2048 * 64 * 2));
+  CHECK(tc::compare(fc::attention_flops(1, 1, 2, 3, 4, false), 96.0, tc::exact()));
+  CHECK(tc::compare(fc::attention_flops(2, 16, 2048, 2048, 64, true),
+                    2.0 * 16 * 2048.0 * 2048 * 64 * 2, tc::rel_tol(1e-12)));
 }
 
 TEST_CASE("the epilogue computes act(scale * acc + bias) + residual in that order") {
@@ -46,21 +48,20 @@ TEST_CASE("the epilogue computes act(scale * acc + bias) + residual in that orde
   const float residual[6] = {1, 2, 3, 4, 5, 6};
   fc::epilogue<float, fc::op<op_kind::relu>, true, true> e;
   e.scale = 2.0f, e.bias = bias, e.residual = residual;
-  CHECK(e.apply(1.0f, 1, 1, 3) == doctest::Approx(std::max(0.0, 2.0 - 1.0) + 5.0));
-  CHECK(e.apply(-3.0f, 0, 2, 3) ==
-        doctest::Approx(0.0 + 3.0));  // relu(-6 + 2) = 0, then + residual
+  CHECK(tc::compare(e.apply(1.0f, 1, 1, 3), std::max(0.0, 2.0 - 1.0) + 5.0, tc::rel_tol(1e-6)));
+  // relu(-6 + 2) = 0, then + residual
+  CHECK(tc::compare(e.apply(-3.0f, 0, 2, 3), 0.0 + 3.0, tc::rel_tol(1e-6)));
 }
 
 TEST_CASE("the op table's activations on the device policy match their definitions") {
   for (float x : {-3.0f, -0.5f, 0.0f, 0.7f, 4.0f}) {
-    CHECK(fc::apply_op<op_kind::gelu_erf>(x) == doctest::Approx(ref::gelu(x)).epsilon(1e-6));
-    CHECK(fc::apply_op<op_kind::silu>(x) == doctest::Approx(ref::silu(x)).epsilon(1e-6));
-    CHECK(fc::apply_op<op_kind::relu>(x) == doctest::Approx(ref::relu(x)));
+    CHECK(tc::compare(fc::apply_op<op_kind::gelu_erf>(x), ref::gelu(x), tc::rel_tol(1e-6)));
+    CHECK(tc::compare(fc::apply_op<op_kind::silu>(x), ref::silu(x), tc::rel_tol(1e-6)));
+    CHECK(tc::compare(fc::apply_op<op_kind::relu>(x), ref::relu(x), tc::exact()));
   }
   // Relative accuracy where gelu is tiny (-7.2e-6 at -5, -5e-15 at -8), which 1 + erf would lose.
   for (float x : {-8.0f, -5.0f, -3.0f})
-    CHECK(fc::apply_op<op_kind::gelu_erf>(x) ==
-          doctest::Approx(ref::gelu(x)).epsilon(1e-5).scale(0.0));
+    CHECK(tc::compare(fc::apply_op<op_kind::gelu_erf>(x), ref::gelu(x), tc::rel_tol(1e-5, 0.0)));
 }
 
 TEST_CASE("the device policy's maximum and minimum propagate NaN; comparisons are false on NaN") {

@@ -8,6 +8,7 @@
 #include <string>
 #include <type_traits>
 
+#include "../common/compare.hpp"
 #include "fusedsl/backend/cuda/codegen.cuh"
 #include "programs.hpp"
 
@@ -163,7 +164,7 @@ TEST_CASE(
   CHECK(d.heads == 4);
   CHECK(d.head_dim == 32);
   CHECK_FALSE(d.causal);
-  CHECK(d.scale == doctest::Approx(1.0 / 5.656854249492381));
+  CHECK(fd::test::compare(d.scale, 1.0 / 5.656854249492381, fd::test::rel_tol(1e-6)));
 }
 
 TEST_CASE(

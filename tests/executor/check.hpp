@@ -9,6 +9,7 @@
 #include "fusedsl/backend/cpu/executor.hpp"
 #include "fusedsl/backend/reference/evaluate.hpp"
 #include "fusedsl/fusedsl.hpp"
+#include "../common/compare.hpp"
 
 namespace fusedsl::test {
 
@@ -33,8 +34,13 @@ bound_program bind_random(Exec& ex, unsigned seed) {
     for (std::int64_t i = 0; i < info.shape.size(); ++i) {
       float v = nd(rng) * (info.kind == graph::op_kind::input ? 10.0f : 1.0f);
       if (info.name.find("gamma") != std::string::npos) v += 1.0f;
-      if (info.type == dtype::bf16) t.data<bf16>()[i] = bf16(v);
-      else t.data<float>()[i] = v;
+      switch (info.type) {
+        case dtype::f32: t.data<float>()[i] = v; break;
+        case dtype::bf16: t.data<bf16>()[i] = bf16(v); break;
+        case dtype::f16: t.data<f16>()[i] = f16(v); break;
+        case dtype::i32: t.data<std::int32_t>()[i] = std::int32_t(rng() % 17) - 3; break;  // some out of range
+        case dtype::boolean: t.data<bool>()[i] = (rng() % 4) != 0; break;
+      }
     }
     ex.bind(info.name, t.ref());
     b.names.push_back(info.name);
@@ -43,9 +49,23 @@ bound_program bind_random(Exec& ex, unsigned seed) {
   return b;
 }
 
-// Max |cpu - reference| / max(1, |reference|) over all outputs.
+// Element i of t, of any dtype, as a double.
+inline double element(const dynamic_tensor& t, std::int64_t i) {
+  switch (t.type()) {
+    case dtype::f32: return t.data<float>()[i];
+    case dtype::bf16: return double(float(t.data<bf16>()[i]));
+    case dtype::f16: return double(float(t.data<f16>()[i]));
+    case dtype::i32: return t.data<std::int32_t>()[i];
+    case dtype::boolean: return t.data<bool>()[i] ? 1.0 : 0.0;
+  }
+  return 0.0;
+}
+
+// Runs the executor and compares every output with the Eigen reference on the same bindings
+// (compare.hpp's rules; the outputs as one sequence, output 0 first).
 template <class Program>
-double max_relative_error(cpu::executor<Program>& ex, const bound_program& b) {
+comparison compare_with_reference(cpu::executor<Program>& ex, const bound_program& b, tolerance tol,
+                                  nans policy = nans::unexpected) {
   std::vector<dynamic_tensor> outs;
   for (int o = 0; o < Program::graph.n_outputs; ++o) {
     const graph::node& n = Program::graph[Program::graph.outputs[std::size_t(o)]];
@@ -53,21 +73,25 @@ double max_relative_error(cpu::executor<Program>& ex, const bound_program& b) {
     ex.bind_output(o, outs.back().ref());
   }
   ex.run();
-  const auto expected = reference::run(graph::graph_view(Program::graph), std::span<const reference::binding>(b.refs));
-  double worst = 0;
+  const auto expected = reference::run(graph::graph_view(Program::graph),
+                                       std::span<const reference::binding>(b.refs));
+  std::vector<double> got, want;
   for (std::size_t o = 0; o < outs.size(); ++o) {
     REQUIRE(expected[o].shape() == outs[o].shape());
+    REQUIRE(expected[o].type() == outs[o].type());
     for (std::int64_t i = 0; i < outs[o].shape().size(); ++i) {
-      const double want = expected[o].data<float>()[i], got = outs[o].data<float>()[i];
-      if (std::isnan(want)) {
-        CHECK(std::isnan(got));
-        continue;
-      }
-      const double err = std::fabs(got - want) / std::max(1.0, std::fabs(want));
-      if (!(err <= worst)) worst = err;  // NaN in got counts as the worst error
+      got.push_back(element(outs[o], i));
+      want.push_back(element(expected[o], i));
     }
   }
-  return worst;
+  return compare(got, want, tol, policy);
+}
+
+// The largest |cpu - reference| / max(1, |reference|) over all outputs; +inf where a NaN or an
+// inf differs from the reference.
+template <class Program>
+double max_relative_error(cpu::executor<Program>& ex, const bound_program& b) {
+  return compare_with_reference(ex, b, rel_tol(1.0)).max_ratio;
 }
 
 }  // namespace fusedsl::test

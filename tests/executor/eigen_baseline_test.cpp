@@ -1,5 +1,6 @@
-// The plain Eigen transformer that model_bench measures the fused executor against
-// (benchmarks/model/eigen_transformer.hpp) computes the same function as the reference backend.
+// The plain Eigen transformer that model_bench and the race (benchmarks/race) measure the fused
+// executor against (benchmarks/model/eigen_transformer.hpp) computes the same function as the
+// reference backend, post-LN and pre-LN causal alike.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -10,15 +11,17 @@
 
 namespace fd = fusedsl;
 
-TEST_CASE("the plain Eigen seed transformer matches the reference backend") {
-  using M = fd::models::seed;
-  using P = M::program_type;
+namespace {
+
+template <class M>
+void check_against_reference() {
+  using P = typename M::program_type;
   fd::cpu::executor<P> probe(P{});  // only for its binding list
   const auto bound = fd::test::bind_random(probe, 7);
   std::map<std::string, const float*> by_name;
   const float* x = nullptr;
   for (std::size_t i = 0; i < bound.names.size(); ++i) {
-    const float* data = bound.storage[i].data<float>();
+    const float* data = bound.storage[i].template data<float>();
     if (bound.names[i] == "x")
       x = data;
     else
@@ -37,18 +40,24 @@ TEST_CASE("the plain Eigen seed transformer matches the reference backend") {
                                            std::span<const fd::reference::binding>(bound.refs));
   REQUIRE(expected.size() == 1);
   REQUIRE(expected[0].shape().size() == std::int64_t(y.size()));
-  double worst = 0;
-  for (std::size_t i = 0; i < y.size(); ++i) {
-    const double want = expected[0].data<float>()[i];
-    const double err = std::fabs(double(y[i]) - want) / std::max(1.0, std::fabs(want));
-    if (!(err <= worst)) worst = err;  // a NaN counts as the worst error
-  }
   // Different summation orders and Eigen's tanh/exp approximations: a few f32 ulps per step.
-  CHECK(worst < 1e-4);
-  MESSAGE("max relative error against the reference: ", worst);
+  const auto c = fd::test::compare(y, std::span<const float>(expected[0].data<float>(), y.size()),
+                                   fd::test::rel_tol(1e-4));
+  CHECK(c);
+  MESSAGE("max relative error against the reference: ", c.max_ratio);
 
   // A second call on the same buffers gives the same result (no state carried over).
   std::vector<float> again(y.size());
   eigen.run(x, again.data());
   CHECK(again == y);
+}
+
+}  // namespace
+
+TEST_CASE("the plain Eigen seed transformer matches the reference backend") {
+  check_against_reference<fd::models::seed>();
+}
+
+TEST_CASE("the plain Eigen pre-LN causal transformer matches the reference backend") {
+  check_against_reference<fd::models::transformer<48, 64, 4, 256, 3, fd::nn::pre_ln, true>>();
 }

@@ -18,7 +18,7 @@ TEST_CASE("loop, reduce and layout groups of a hand-written program match the re
   constexpr auto p = fd::compile(r, s, c, m);
   fd::cpu::executor ex(p);
   auto b = fd::test::bind_random(ex, 4);
-  CHECK(fd::test::max_relative_error(ex, b) < 1e-5);
+  CHECK(fd::test::compare_with_reference(ex, b, fd::test::rel_tol(1e-5)));
   CHECK(ex.stats().interpreted_groups == 0);  // every group is a generated kernel
 }
 
@@ -48,11 +48,8 @@ TEST_CASE("a fully masked softmax row is zeros and NaN propagates, as in the ref
   CHECK(sm(2, 1) == 0.0f);
   CHECK(ls(2, 1) == -std::numeric_limits<float>::infinity());
   const auto expected = fd::reference::run(fd::graph::graph_view(p.graph), {{"x", xv}, {"keep", kv}});
-  for (int i = 0; i < 64; ++i) {
-    const float e = expected[0].data<float>()[i];
-    if (std::isnan(e)) CHECK(std::isnan(sm[i]));
-    else CHECK(sm[i] == doctest::Approx(e).epsilon(1e-6));
-  }
+  CHECK(fd::test::compare(sm.span(), std::span<const float>(expected[0].data<float>(), 64),
+                          fd::test::allclose(1e-6, 1e-6), fd::test::nans::expected));
 }
 
 TEST_CASE("bf16 weights are widened once when bound and match the reference") {
@@ -61,17 +58,17 @@ TEST_CASE("bf16 weights are widened once when bound and match the reference") {
   constexpr auto p = fd::compile(fd::gelu(fd::matmul(x, fd::cast<float>(w))));
   fd::cpu::executor ex(p);
   auto b = fd::test::bind_random(ex, 5);
-  CHECK(fd::test::max_relative_error(ex, b) < 1e-5);
+  CHECK(fd::test::compare_with_reference(ex, b, fd::test::rel_tol(1e-5)));
 }
 
 // The plan checked numerically before any fast kernel: every group run node by node by the
 // interpreter, intermediates of a group in scratch, group results at their planned arena offsets
 // (buffers shared in place included), against the unfused reference.
 template <class Program>
-double planned_interpreted_error(unsigned seed) {
+fd::test::comparison planned_interpreted_error(unsigned seed) {
   fd::cpu::executor<Program> ex(Program{}, fd::cpu::threads{1}, fd::cpu::interpreter_only{});
   auto b = fd::test::bind_random(ex, seed);
-  const double err = fd::test::max_relative_error(ex, b);
+  const auto err = fd::test::compare_with_reference(ex, b, fd::test::rel_tol(1e-5));
   CHECK(ex.stats().fast_groups == 0);
   return err;
 }
@@ -85,9 +82,9 @@ TEST_CASE("planned programs run group by group over the arena match the unfused 
   constexpr auto custom = fd::compile(fd::nn::stack<"b", 4>(
       fd::nn::block([](auto v) { return fd::rmsnorm(v + fd::nn::linear<"lin", 32>(fd::silu(v)), fd::param<"g", float, 32>()); }),
       x), fd::softmax(x * g));
-  CHECK(planned_interpreted_error<decltype(post)>(11) < 1e-5);
-  CHECK(planned_interpreted_error<decltype(pre)>(12) < 1e-5);
-  CHECK(planned_interpreted_error<decltype(custom)>(13) < 1e-5);
+  CHECK(planned_interpreted_error<decltype(post)>(11));
+  CHECK(planned_interpreted_error<decltype(pre)>(12));
+  CHECK(planned_interpreted_error<decltype(custom)>(13));
 }
 
 TEST_CASE("an output returned twice, and an input returned as is, are each written") {
@@ -97,5 +94,5 @@ TEST_CASE("an output returned twice, and an input returned as is, are each writt
   static_assert(p.graph.n_outputs == 3);
   fd::cpu::executor ex(p);
   auto b = fd::test::bind_random(ex, 21);
-  CHECK(fd::test::max_relative_error(ex, b) < 1e-6);
+  CHECK(fd::test::compare_with_reference(ex, b, fd::test::rel_tol(1e-6)));
 }

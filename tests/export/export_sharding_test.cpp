@@ -13,7 +13,8 @@ namespace fd = fusedsl;
 namespace hlo = fusedsl::hlo;
 
 namespace {
-std::string text_of(const hlo::device_mesh& mesh, const hlo::partition_spec& spec, const fd::dims& shape) {
+std::string text_of(const hlo::device_mesh& mesh, const hlo::partition_spec& spec,
+                    const fd::dims& shape) {
   return hlo::to_text(hlo::to_sharding(mesh, spec, shape));
 }
 const hlo::instruction& parameter_named(const hlo::module& m, const std::string& name) {
@@ -32,21 +33,25 @@ TEST_CASE("a spec over a one-axis mesh tiles the named dimension over iota devic
   CHECK(text_of(mesh, {"", ""}, fd::make_dims(4, 4)) == "{replicated}");
 }
 
-TEST_CASE("mesh axes a spec leaves out become a replicated last tile dimension, in mesh device order") {
+TEST_CASE(
+    "mesh axes a spec leaves out become a replicated last tile dimension, in mesh device order") {
   const hlo::device_mesh mesh{{{"data", 2}, {"model", 4}}};
   CHECK(text_of(mesh, {"data", "model"}, fd::make_dims(8, 8)) == "{devices=[2,4]<=[8]}");
   CHECK(text_of(mesh, {"model", "data"}, fd::make_dims(8, 8)) == "{devices=[4,2]<=[2,4]T(1,0)}");
   CHECK(text_of(mesh, {"", "model"}, fd::make_dims(8, 8)) ==
         "{devices=[1,4,2]<=[2,4]T(1,0) last_tile_dim_replicate}");
-  CHECK(text_of(mesh, {"data", ""}, fd::make_dims(8, 8)) == "{devices=[2,1,4]<=[8] last_tile_dim_replicate}");
+  CHECK(text_of(mesh, {"data", ""}, fd::make_dims(8, 8)) ==
+        "{devices=[2,1,4]<=[8] last_tile_dim_replicate}");
 }
 
 TEST_CASE("bad specs are errors that name the axis or dimension at fault") {
   const hlo::device_mesh mesh{{{"model", 8}}};
   CHECK_THROWS_WITH_AS(hlo::to_sharding(mesh, {"heads"}, fd::make_dims(8)),
                        "sharding: the mesh has no axis named 'heads'", hlo::ir_error);
-  CHECK_THROWS_WITH_AS(hlo::to_sharding(mesh, {"model"}, fd::make_dims(12)),
-                       "sharding: dimension 0 of size 12 does not divide over mesh axis 'model' of size 8", hlo::ir_error);
+  CHECK_THROWS_WITH_AS(
+      hlo::to_sharding(mesh, {"model"}, fd::make_dims(12)),
+      "sharding: dimension 0 of size 12 does not divide over mesh axis 'model' of size 8",
+      hlo::ir_error);
   CHECK_THROWS_AS(hlo::to_sharding(mesh, {"model", "model"}, fd::make_dims(8, 8)), hlo::ir_error);
   CHECK_THROWS_AS(hlo::to_sharding(mesh, {"model"}, fd::make_dims(8, 8)), hlo::ir_error);
 }
@@ -62,9 +67,13 @@ TEST_CASE("patterns match binding names with '*'; the first matching rule wins")
   CHECK(s.of("no_rule", fd::make_dims(4)) == hlo::sharding::replicated());
 }
 
-TEST_CASE("the Megatron layout of the seed transformer: q/k/v and fc1 by columns, o and fc2 by rows") {
-  const hlo::module m = hlo::to_module(fd::models::seed::program, hlo::megatron_sharding(8).options());
-  auto sharding_of = [&](const std::string& name) { return hlo::to_text(*parameter_named(m, name).sharding); };
+TEST_CASE(
+    "the Megatron layout of the seed transformer: q/k/v and fc1 by columns, o and fc2 by rows") {
+  const hlo::module m =
+      hlo::to_module(fd::models::seed::program, hlo::megatron_sharding(8).options());
+  auto sharding_of = [&](const std::string& name) {
+    return hlo::to_text(*parameter_named(m, name).sharding);
+  };
   for (int layer = 0; layer < 2; ++layer) {
     const std::string p = "layers." + std::to_string(layer) + ".";
     CHECK(sharding_of(p + "attn.q.w") == "{devices=[1,8]<=[8]}");
@@ -88,5 +97,6 @@ TEST_CASE("several outputs are annotated with a tuple sharding") {
   s.shard("x", {"rows", ""}).shard("output.0", {"rows", ""}).shard("output.1", {"rows"});
   const std::string text = hlo::to_text(p, s.options());
   CHECK(text.find("sharding={{devices=[2,1]<=[2]}, {devices=[2]<=[2]}}") != std::string::npos);
-  CHECK(text.find("%x = f32[8,4]{1,0} parameter(0), sharding={devices=[2,1]<=[2]}") != std::string::npos);
+  CHECK(text.find("%x = f32[8,4]{1,0} parameter(0), sharding={devices=[2,1]<=[2]}") !=
+        std::string::npos);
 }

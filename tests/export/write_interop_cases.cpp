@@ -1,16 +1,17 @@
-// Writes, into the directory given as argv[1], the cases the HLO helper's real-XLA harness
+// Writes, into the directory given as argv[1], the cases the real-XLA harness
 // (tests/interop/run_hlo.py --cases DIR) runs: one folder <case>.<form> per exported module, with
-// module.hlo and the same module as StableHLO by the HLO helper's printer (module.mlir, run with
+// module.hlo and the same module as StableHLO by hlo/stablehlo.hpp's printer (module.mlir, run with
 // --format mlir), `keep_fusions` for the fused_xla_cpu form (run_hlo.py then checks that XLA's
-// compiled module runs exactly the module's fusions), input_<k>.npy (f32 values; the harness converts each to its parameter's type),
-// expected_<k>.npy (the reference backend's outputs) and, for sharded modules, `partitions`.
-// Forms: unfused; fused with each group a `call`; fused_xla_cpu, each group the kLoop fusion(s)
-// XLA's CPU backend compiles (group_calls::xla_cpu); fused_xla_cpu_dots, the same with every
-// product a plain library `dot` (xla_cpu_options::library_dots); sharded and sharded_xla_cpu
-// (Megatron layout over 8 devices, transformers only). The fused form with the plan's fusion kinds (kLoop/kInput/kOutput), which
+// compiled module runs exactly the module's fusions), input_<k>.npy (f32 values; the harness
+// converts each to its parameter's type), expected_<k>.npy (the reference backend's outputs) and,
+// for sharded modules, `partitions`. Forms: unfused; fused with each group a `call`; fused_xla_cpu,
+// each group the kLoop fusion(s) XLA's CPU backend compiles (group_calls::xla_cpu);
+// fused_xla_cpu_dots, the same with every product a plain library `dot`
+// (xla_cpu_options::library_dots); sharded and sharded_xla_cpu (Megatron layout over 8 devices,
+// transformers only). The fused form with the plan's fusion kinds (kLoop/kInput/kOutput), which
 // XLA's CPU backend does not compile, goes to plan_forms/<case>.hlo for check_plan_forms.py (XLA
-// parses it and converts it to StableHLO).
-// Each folder also gets `arena_bytes`: the compiled program's arena, printed next to XLA's.
+// parses it and converts it to StableHLO). Each folder also gets `arena_bytes`: the compiled
+// program's arena, printed next to XLA's.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -69,12 +70,14 @@ struct writer {
       const fd::hlo::module m = fd::hlo::to_module(p, o);
       write_text(d / "module.hlo", fd::hlo::to_text(m));
       write_text(d / "module.mlir", fd::hlo::to_stablehlo(m));
-      for (std::size_t i = 0; i < inputs.size(); ++i) write_npy(d / ("input_" + std::to_string(i) + ".npy"), inputs[i]);
+      for (std::size_t i = 0; i < inputs.size(); ++i)
+        write_npy(d / ("input_" + std::to_string(i) + ".npy"), inputs[i]);
       for (std::size_t k = 0; k < outputs.size(); ++k)
         write_npy(d / ("expected_" + std::to_string(k) + ".npy"), outputs[k]);
       if (partitions > 1) write_text(d / "partitions", std::to_string(partitions) + "\n");
       write_text(d / "arena_bytes", std::to_string(Program::arena_bytes()) + "\n");
-      if (keep_fusions) write_text(d / "keep_fusions", "XLA's compiled entry must hold module.hlo's fusions\n");
+      if (keep_fusions)
+        write_text(d / "keep_fusions", "XLA's compiled entry must hold module.hlo's fusions\n");
       ++count;
     };
     fd::hlo::export_options fused;
@@ -91,7 +94,9 @@ struct writer {
     if (sharded) write_case("sharded", fd::hlo::megatron_sharding(8).options(), 8);
     if (sharded)
       write_case("sharded_xla_cpu",
-                 fd::hlo::megatron_sharding(8).options(fd::hlo::export_form::fused, fd::hlo::group_calls::xla_cpu), 8);
+                 fd::hlo::megatron_sharding(8).options(fd::hlo::export_form::fused,
+                                                       fd::hlo::group_calls::xla_cpu),
+                 8);
     fd::hlo::export_options plan_form;
     plan_form.form = fd::hlo::export_form::fused;
     fs::create_directories(dir / "plan_forms");

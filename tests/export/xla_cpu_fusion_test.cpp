@@ -14,7 +14,9 @@ using hlo::opcode;
 
 namespace {
 
-hlo::shape f32(std::vector<std::int64_t> d) { return hlo::shape::array(element_type::f32, std::move(d)); }
+hlo::shape f32(std::vector<std::int64_t> d) {
+  return hlo::shape::array(element_type::f32, std::move(d));
+}
 
 void check_rules(const hlo::fusion_split& s) {
   for (const hlo::fusion_part& p : s.parts) CHECK(xla_cpu_rules::check_part(p.body) == "");
@@ -32,7 +34,8 @@ const hlo::computation sum = hlo::make_scalar_computation("sum", opcode::add, el
 
 }  // namespace
 
-TEST_CASE("an elementwise group stays one part with the group's name, reading the group's parameters") {
+TEST_CASE(
+    "an elementwise group stays one part with the group's name, reading the group's parameters") {
   hlo::computation_builder b("fused_loop_0");
   auto x = b.add_parameter(f32({4, 8}), "x");
   auto y = b.add_parameter(f32({8}), "y");
@@ -45,7 +48,8 @@ TEST_CASE("an elementwise group stays one part with the group's name, reading th
   check_rules(s);
 }
 
-TEST_CASE("a tuple root gives one part per output; a parameter returned as it is stays a parameter") {
+TEST_CASE(
+    "a tuple root gives one part per output; a parameter returned as it is stays a parameter") {
   hlo::computation_builder b("fused_loop_1");
   auto x = b.add_parameter(f32({4}), "x");
   auto n = b.add_unary(opcode::negate, x);
@@ -55,12 +59,14 @@ TEST_CASE("a tuple root gives one part per output; a parameter returned as it is
   CHECK(s.parts[0].body.name == "fused_loop_1.part0");
   CHECK(s.parts[1].body.name == "fused_loop_1.part1");
   CHECK(root_op(s.parts[0]) == opcode::negate);
-  CHECK(s.parts[1].operands == std::vector<hlo::part_value>{{true, 0}});  // exp reads the negate part
+  CHECK(s.parts[1].operands ==
+        std::vector<hlo::part_value>{{true, 0}});  // exp reads the negate part
   CHECK(s.outputs == std::vector<hlo::part_value>{{true, 0}, {true, 1}, {false, 0}});
   check_rules(s);
 }
 
-TEST_CASE("a reduce whose result is broadcast back is a part of its own (softmax: max, sum, divide)") {
+TEST_CASE(
+    "a reduce whose result is broadcast back is a part of its own (softmax: max, sum, divide)") {
   hlo::computation_builder b("fused_row_2");
   auto x = b.add_parameter(f32({4, 8}), "x");
   auto zero = b.add_constant(hlo::literal::scalar(element_type::f32, 0));
@@ -70,7 +76,8 @@ TEST_CASE("a reduce whose result is broadcast back is a part of its own (softmax
   const hlo::fusion_split s = hlo::split_for_xla_cpu(b.build());
   REQUIRE(s.parts.size() == 2);
   CHECK(root_op(s.parts[0]) == opcode::reduce);
-  CHECK(count(s.parts[0].body, opcode::exponential) == 1);  // the reduce's producer is fused into it
+  CHECK(count(s.parts[0].body, opcode::exponential) ==
+        1);  // the reduce's producer is fused into it
   CHECK(root_op(s.parts[1]) == opcode::divide);
   CHECK(s.parts[1].operands == std::vector<hlo::part_value>{{false, 0}, {true, 0}});
   check_rules(s);
@@ -86,7 +93,9 @@ TEST_CASE("a reduce used once by an elementwise root stays inside the root's par
   CHECK(count(s.parts[0].body, opcode::reduce) == 1);
 }
 
-TEST_CASE("a dot with a bias epilogue is one part; an epilogue that reads the dot twice gets its own part") {
+TEST_CASE(
+    "a dot with a bias epilogue is one part; an epilogue that reads the dot twice gets its own "
+    "part") {
   auto group = [](bool twice) {
     hlo::computation_builder b("fused_matmul_4");
     auto x = b.add_parameter(f32({4, 8}), "x");
@@ -108,7 +117,8 @@ TEST_CASE("a dot with a bias epilogue is one part; an epilogue that reads the do
   check_rules(gated);
 }
 
-TEST_CASE("a transpose feeding a dot is folded into its dimension numbers; the dot reads parameters") {
+TEST_CASE(
+    "a transpose feeding a dot is folded into its dimension numbers; the dot reads parameters") {
   hlo::computation_builder b("fused_attention_5");
   auto q = b.add_parameter(f32({16, 64}), "q");
   auto k = b.add_parameter(f32({16, 64}), "k");
@@ -141,7 +151,9 @@ TEST_CASE("a transpose that cannot be folded is a part of its own, reading a par
   check_rules(s);
 }
 
-TEST_CASE("a reshape of an intermediate on the root's elementwise path is split off; under a broadcast it stays") {
+TEST_CASE(
+    "a reshape of an intermediate on the root's elementwise path is split off; under a broadcast "
+    "it stays") {
   hlo::computation_builder b("fused_loop_7");
   auto x = b.add_parameter(f32({4, 8}), "x");
   auto r = b.add_reshape(b.add_unary(opcode::negate, x), {32});
@@ -153,7 +165,8 @@ TEST_CASE("a reshape of an intermediate on the root's elementwise path is split 
   hlo::computation_builder c("fused_loop_8");
   auto y = c.add_parameter(f32({4, 1}), "y");
   auto z = c.add_parameter(f32({4, 8}), "z");
-  c.add_binary(opcode::add, z, c.add_broadcast(c.add_reshape(c.add_unary(opcode::abs, y), {4}), {4, 8}, {0}));
+  c.add_binary(opcode::add, z,
+               c.add_broadcast(c.add_reshape(c.add_unary(opcode::abs, y), {4}), {4, 8}, {0}));
   CHECK(hlo::split_for_xla_cpu(c.build()).parts.size() == 1);
 }
 
@@ -170,7 +183,8 @@ TEST_CASE("logistic is expanded as XLA does before fusion: 1 / (1 + exp(-x))") {
   check_rules(s);
 }
 
-TEST_CASE("with library_dots every dot is a lone part of parameters, marked to run as a plain dot") {
+TEST_CASE(
+    "with library_dots every dot is a lone part of parameters, marked to run as a plain dot") {
   hlo::computation_builder b("fused_matmul_10");
   auto x = b.add_parameter(f32({4, 8}), "x");
   auto w = b.add_parameter(f32({8, 6}), "w");

@@ -14,7 +14,9 @@ namespace hlo = fusedsl::hlo;
 inline std::string check_part(const hlo::computation& c) {
   const hlo::instruction& root = c.root_instruction();
   if (root.shape.is_tuple()) return c.name + ": a tuple root";
-  auto is_param = [&](hlo::instruction_id i) { return c.instructions[i].opcode == hlo::opcode::parameter; };
+  auto is_param = [&](hlo::instruction_id i) {
+    return c.instructions[i].opcode == hlo::opcode::parameter;
+  };
   for (hlo::instruction_id i = 0; i < c.instructions.size(); ++i) {
     const hlo::instruction& in = c.instructions[i];
     if (in.opcode == hlo::opcode::logistic) return c.name + ": logistic " + in.name;
@@ -24,7 +26,8 @@ inline std::string check_part(const hlo::computation& c) {
     if (in.opcode == hlo::opcode::transpose && (i != c.root || !is_param(in.operands[0])))
       return c.name + ": transpose " + in.name + " is not a root reading a parameter";
   }
-  // Reshapes and concatenates the loop emitter meets going up from the root through elementwise ops.
+  // Reshapes and concatenates the loop emitter meets going up from the root through elementwise
+  // ops.
   std::vector<hlo::instruction_id> stack{c.root};
   std::vector<bool> seen(c.instructions.size(), false);
   while (!stack.empty()) {
@@ -39,7 +42,8 @@ inline std::string check_part(const hlo::computation& c) {
       continue;
     }
     if (in.opcode == hlo::opcode::concatenate) {
-      if (i != c.root) return c.name + ": concatenate " + in.name + " below the root on its elementwise path";
+      if (i != c.root)
+        return c.name + ": concatenate " + in.name + " below the root on its elementwise path";
       for (hlo::instruction_id op : in.operands)
         if (!is_param(op)) return c.name + ": concatenate " + in.name + " reads a non-parameter";
       continue;

@@ -1,4 +1,6 @@
 // The HLO text parser: our printer's output, jax's output, syntax it ignores, and its errors.
+// Golden lines over 100 columns go on in the next raw string literal (a line ends in )",
+// the next starts with R"(): adjacent literals concatenate into one line.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -91,7 +93,8 @@ TEST_CASE("jax-emitted bf16 MLP and tuple-returning softmax parse and round-trip
 
 TEST_CASE("attributes and syntax the IR does not model are accepted and ignored") {
   const std::string text =
-      R"(HloModule jit_f, is_scheduled=true, entry_computation_layout={(f32[2,2]{1,0})->f32[2,2]{1,0}}
+      R"(HloModule jit_f, is_scheduled=true, )"
+R"(entry_computation_layout={(f32[2,2]{1,0})->f32[2,2]{1,0}}
 
 add.1 (a: f32[], b: f32[]) -> f32[] {
   a = f32[] parameter(0)
@@ -101,12 +104,15 @@ add.1 (a: f32[], b: f32[]) -> f32[] {
 
 // a line comment
 ENTRY main.2 (x: f32[2,2]) -> f32[2,2] {
-  x = f32[2,2]{1,0:T(8,128)S(1)} parameter(0), frontend_attributes={_xla_x="1"}, metadata={op_name="jit(f)/x" source_file="f.py" source_line=3}
-  d = f32[2,2]{1,0} dot(x, /*index=1*/x), lhs_contracting_dims={1}, rhs_contracting_dims={0}, operand_precision={highest,highest}, backend_config={"k":[1,2]}
+  x = f32[2,2]{1,0:T(8,128)S(1)} parameter(0), frontend_attributes={_xla_x="1"}, )"
+R"(metadata={op_name="jit(f)/x" source_file="f.py" source_line=3}
+  d = f32[2,2]{1,0} dot(x, /*index=1*/x), lhs_contracting_dims={1}, rhs_contracting_dims={0}, )"
+R"(operand_precision={highest,highest}, backend_config={"k":[1,2]}
   z = f32[] constant(0)
   r = f32[2]{0} reduce(d, z), dimensions={1}, to_apply=add.1
   c = pred[2,2]{1,0} compare(x, x), direction=LT, type=TOTALORDER
-  ROOT y = f32[2,2]{1,0} broadcast(r), dimensions={0}, sharding={devices=[2,1]<=[2] metadata={op_name="s"}}
+  ROOT y = f32[2,2]{1,0} broadcast(r), dimensions={0}, sharding={devices=[2,1]<=[2] )"
+R"(metadata={op_name="s"}}
 }
 )";
   module m = parse_module(text);

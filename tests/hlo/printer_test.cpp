@@ -1,5 +1,7 @@
 // The HLO text printer: golden text for small modules (XLA's syntax; these exact texts are
 // accepted by jaxlib 0.10.2's HLO parser and compile on XLA:CPU, see tests/interop), stability.
+// Golden lines over 100 columns go on in the next raw string literal (a line ends in )hlo",
+// the next starts with R"hlo(): adjacent literals concatenate into one line.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -32,7 +34,8 @@ ENTRY %main {
   %subtract = f32[2,4]{1,0} subtract(f32[2,4]{1,0} %x, f32[2,4]{1,0} %broadcast)
   %exponential = f32[2,4]{1,0} exponential(f32[2,4]{1,0} %subtract)
   %constant.1 = f32[] constant(0)
-  %reduce.1 = f32[2]{0} reduce(f32[2,4]{1,0} %exponential, f32[] %constant.1), dimensions={1}, to_apply=%sum
+  %reduce.1 = f32[2]{0} reduce(f32[2,4]{1,0} %exponential, f32[] %constant.1), dimensions={1}, )hlo"
+R"hlo(to_apply=%sum
   %broadcast.1 = f32[2,4]{1,0} broadcast(f32[2]{0} %reduce.1), dimensions={0}
   ROOT %divide = f32[2,4]{1,0} divide(f32[2,4]{1,0} %exponential, f32[2,4]{1,0} %broadcast.1)
 }
@@ -43,7 +46,8 @@ const char* const golden_attention_scores = R"hlo(HloModule attention_scores
 ENTRY %main {
   %q = f32[2,3,4]{2,1,0} parameter(0), sharding={devices=[2,1,1]<=[2]}
   %k = f32[2,3,4]{2,1,0} parameter(1), sharding={devices=[2,1,1]1,0}
-  %dot = f32[2,3,3]{2,1,0} dot(f32[2,3,4]{2,1,0} %q, f32[2,3,4]{2,1,0} %k), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={2}
+  %dot = f32[2,3,3]{2,1,0} dot(f32[2,3,4]{2,1,0} %q, f32[2,3,4]{2,1,0} %k), )hlo"
+R"hlo(lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={2}
   %constant = f32[] constant(0.5)
   %broadcast = f32[2,3,3]{2,1,0} broadcast(f32[] %constant), dimensions={}
   %multiply = f32[2,3,3]{2,1,0} multiply(f32[2,3,3]{2,1,0} %dot, f32[2,3,3]{2,1,0} %broadcast)
@@ -53,8 +57,10 @@ ENTRY %main {
   %broadcast.1 = pred[2,3,3]{2,1,0} broadcast(pred[3,3]{1,0} %compare), dimensions={1,2}
   %constant.1 = f32[] constant(-inf)
   %broadcast.2 = f32[2,3,3]{2,1,0} broadcast(f32[] %constant.1), dimensions={}
-  %select = f32[2,3,3]{2,1,0} select(pred[2,3,3]{2,1,0} %broadcast.1, f32[2,3,3]{2,1,0} %multiply, f32[2,3,3]{2,1,0} %broadcast.2), sharding={replicated}
-  ROOT %tuple = (f32[2,3,3]{2,1,0}, f32[2,3,3]{2,1,0}) tuple(f32[2,3,3]{2,1,0} %select, f32[2,3,3]{2,1,0} %dot), sharding={{replicated}, {maximal device=0}}
+  %select = f32[2,3,3]{2,1,0} select(pred[2,3,3]{2,1,0} %broadcast.1, f32[2,3,3]{2,1,0} )hlo"
+R"hlo(%multiply, f32[2,3,3]{2,1,0} %broadcast.2), sharding={replicated}
+  ROOT %tuple = (f32[2,3,3]{2,1,0}, f32[2,3,3]{2,1,0}) tuple(f32[2,3,3]{2,1,0} %select, )hlo"
+R"hlo(f32[2,3,3]{2,1,0} %dot), sharding={{replicated}, {maximal device=0}}
 }
 )hlo";
 
@@ -79,9 +85,11 @@ ENTRY %main {
   %constant.2 = s64[2]{0} constant({-1099511627776, 7})
   %constant.3 = f16[] constant(0.099975586)
   %constant.4 = bf16[] constant(3.140625)
-  %f32_ = f32[2,3]{1,0} fusion(f32[2,3]{1,0} %input__x__0, f32[2,3]{1,0} %constant), kind=kLoop, calls=%fused_exp_y
+  %f32_ = f32[2,3]{1,0} fusion(f32[2,3]{1,0} %input__x__0, f32[2,3]{1,0} %constant), )hlo"
+R"hlo(kind=kLoop, calls=%fused_exp_y
   %slice = f32[2,2]{1,0} slice(f32[2,3]{1,0} %f32_), slice={[0:2], [0:3:2]}
-  %concatenate = f32[2,4]{1,0} concatenate(f32[2,2]{1,0} %slice, f32[2,2]{1,0} %slice), dimensions={1}
+  %concatenate = f32[2,4]{1,0} concatenate(f32[2,2]{1,0} %slice, f32[2,2]{1,0} %slice), )hlo"
+R"hlo(dimensions={1}
   %convert = bf16[2,4]{1,0} convert(f32[2,4]{1,0} %concatenate)
   %convert.1 = f32[2,4]{1,0} convert(bf16[2,4]{1,0} %convert)
   %transpose = f32[3,2]{1,0} transpose(f32[2,3]{1,0} %f32_), dimensions={1,0}

@@ -1,5 +1,7 @@
 // The StableHLO (MLIR text) printer: golden text, and the MLIR spellings of attributes and
 // constants. (tests/interop runs every interop case's StableHLO in XLA as well.)
+// Golden lines over 100 columns go on in the next raw string literal (a line ends in )mlir",
+// the next starts with R"mlir(): adjacent literals concatenate into one line.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -17,11 +19,14 @@ const char* const golden_softmax = R"mlir(module @softmax {
     %constant = "stablehlo.constant"() {value = dense<0xFF800000> : tensor<f32>} : () -> tensor<f32>
     %reduce = "stablehlo.reduce"(%x, %constant) ({
     ^bb0(%max$lhs: tensor<f32>, %max$rhs: tensor<f32>):
-      %max$maximum = "stablehlo.maximum"(%max$lhs, %max$rhs) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+      %max$maximum = "stablehlo.maximum"(%max$lhs, %max$rhs) : (tensor<f32>, tensor<f32>) -> )mlir"
+R"mlir(tensor<f32>
       "stablehlo.return"(%max$maximum) : (tensor<f32>) -> ()
     }) {dimensions = array<i64: 1>} : (tensor<2x4xf32>, tensor<f32>) -> tensor<2xf32>
-    %broadcast = "stablehlo.broadcast_in_dim"(%reduce) {broadcast_dimensions = array<i64: 0>} : (tensor<2xf32>) -> tensor<2x4xf32>
-    %subtract = "stablehlo.subtract"(%x, %broadcast) : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+    %broadcast = "stablehlo.broadcast_in_dim"(%reduce) {broadcast_dimensions = array<i64: 0>} )mlir"
+R"mlir(: (tensor<2xf32>) -> tensor<2x4xf32>
+    %subtract = "stablehlo.subtract"(%x, %broadcast) : (tensor<2x4xf32>, tensor<2x4xf32>) -> )mlir"
+R"mlir(tensor<2x4xf32>
     %exponential = "stablehlo.exponential"(%subtract) : (tensor<2x4xf32>) -> tensor<2x4xf32>
     %constant.1 = "stablehlo.constant"() {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
     %reduce.1 = "stablehlo.reduce"(%exponential, %constant.1) ({
@@ -29,27 +34,44 @@ const char* const golden_softmax = R"mlir(module @softmax {
       %sum$add = "stablehlo.add"(%sum$lhs, %sum$rhs) : (tensor<f32>, tensor<f32>) -> tensor<f32>
       "stablehlo.return"(%sum$add) : (tensor<f32>) -> ()
     }) {dimensions = array<i64: 1>} : (tensor<2x4xf32>, tensor<f32>) -> tensor<2xf32>
-    %broadcast.1 = "stablehlo.broadcast_in_dim"(%reduce.1) {broadcast_dimensions = array<i64: 0>} : (tensor<2xf32>) -> tensor<2x4xf32>
-    %divide = "stablehlo.divide"(%exponential, %broadcast.1) : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+    %broadcast.1 = "stablehlo.broadcast_in_dim"(%reduce.1) {broadcast_dimensions = array<i64: )mlir"
+R"mlir(0>} : (tensor<2xf32>) -> tensor<2x4xf32>
+    %divide = "stablehlo.divide"(%exponential, %broadcast.1) : (tensor<2x4xf32>, )mlir"
+R"mlir(tensor<2x4xf32>) -> tensor<2x4xf32>
     "func.return"(%divide) : (tensor<2x4xf32>) -> ()
   }
 }
 )mlir";
 
 const char* const golden_attention =
-    R"mlir(module @attention_scores attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 : i32} {
-  func.func public @main(%q: tensor<2x3x4xf32> {mhlo.sharding = "{devices=[2,1,1]<=[2]}"}, %k: tensor<2x3x4xf32> {mhlo.sharding = "{devices=[2,1,1]1,0}"}) -> (tensor<2x3x3xf32> {mhlo.sharding = "{replicated}"}, tensor<2x3x3xf32> {mhlo.sharding = "{maximal device=0}"}) {
-    %dot = "stablehlo.dot_general"(%q, %k) {dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = [0], rhs_batching_dimensions = [0], lhs_contracting_dimensions = [2], rhs_contracting_dimensions = [2]>} : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x3xf32>
+    R"mlir(module @attention_scores attributes {mhlo.num_partitions = 2 : i32, )mlir"
+R"mlir(mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%q: tensor<2x3x4xf32> {mhlo.sharding = "{devices=[2,1,1]<=[2]}"}, )mlir"
+R"mlir(%k: tensor<2x3x4xf32> {mhlo.sharding = "{devices=[2,1,1]1,0}"}) -> (tensor<2x3x3xf32> )mlir"
+R"mlir({mhlo.sharding = "{replicated}"}, tensor<2x3x3xf32> {mhlo.sharding = "{maximal device=0}"}) {
+    %dot = "stablehlo.dot_general"(%q, %k) {dot_dimension_numbers = )mlir"
+R"mlir(#stablehlo.dot<lhs_batching_dimensions = [0], rhs_batching_dimensions = [0], )mlir"
+R"mlir(lhs_contracting_dimensions = [2], rhs_contracting_dimensions = [2]>} : )mlir"
+R"mlir((tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x3xf32>
     %constant = "stablehlo.constant"() {value = dense<0.5> : tensor<f32>} : () -> tensor<f32>
-    %broadcast = "stablehlo.broadcast_in_dim"(%constant) {broadcast_dimensions = array<i64>} : (tensor<f32>) -> tensor<2x3x3xf32>
-    %multiply = "stablehlo.multiply"(%dot, %broadcast) : (tensor<2x3x3xf32>, tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+    %broadcast = "stablehlo.broadcast_in_dim"(%constant) {broadcast_dimensions = array<i64>} )mlir"
+R"mlir(: (tensor<f32>) -> tensor<2x3x3xf32>
+    %multiply = "stablehlo.multiply"(%dot, %broadcast) : (tensor<2x3x3xf32>, )mlir"
+R"mlir(tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
     %iota = "stablehlo.iota"() {iota_dimension = 0 : i64} : () -> tensor<3x3xi32>
     %iota.1 = "stablehlo.iota"() {iota_dimension = 1 : i64} : () -> tensor<3x3xi32>
-    %compare = "stablehlo.compare"(%iota, %iota.1) {comparison_direction = #stablehlo<comparison_direction GE>, compare_type = #stablehlo<comparison_type SIGNED>} : (tensor<3x3xi32>, tensor<3x3xi32>) -> tensor<3x3xi1>
-    %broadcast.1 = "stablehlo.broadcast_in_dim"(%compare) {broadcast_dimensions = array<i64: 1, 2>} : (tensor<3x3xi1>) -> tensor<2x3x3xi1>
-    %constant.1 = "stablehlo.constant"() {value = dense<0xFF800000> : tensor<f32>} : () -> tensor<f32>
-    %broadcast.2 = "stablehlo.broadcast_in_dim"(%constant.1) {broadcast_dimensions = array<i64>} : (tensor<f32>) -> tensor<2x3x3xf32>
-    %select = "stablehlo.select"(%broadcast.1, %multiply, %broadcast.2) {mhlo.sharding = "{replicated}"} : (tensor<2x3x3xi1>, tensor<2x3x3xf32>, tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+    %compare = "stablehlo.compare"(%iota, %iota.1) {comparison_direction = )mlir"
+R"mlir(#stablehlo<comparison_direction GE>, compare_type = #stablehlo<comparison_type )mlir"
+R"mlir(SIGNED>} : (tensor<3x3xi32>, tensor<3x3xi32>) -> tensor<3x3xi1>
+    %broadcast.1 = "stablehlo.broadcast_in_dim"(%compare) {broadcast_dimensions = array<i64: )mlir"
+R"mlir(1, 2>} : (tensor<3x3xi1>) -> tensor<2x3x3xi1>
+    %constant.1 = "stablehlo.constant"() {value = dense<0xFF800000> : tensor<f32>} : () -> )mlir"
+R"mlir(tensor<f32>
+    %broadcast.2 = "stablehlo.broadcast_in_dim"(%constant.1) {broadcast_dimensions = )mlir"
+R"mlir(array<i64>} : (tensor<f32>) -> tensor<2x3x3xf32>
+    %select = "stablehlo.select"(%broadcast.1, %multiply, %broadcast.2) {mhlo.sharding = )mlir"
+R"mlir("{replicated}"} : (tensor<2x3x3xi1>, tensor<2x3x3xf32>, tensor<2x3x3xf32>) -> )mlir"
+R"mlir(tensor<2x3x3xf32>
     "func.return"(%select, %dot) : (tensor<2x3x3xf32>, tensor<2x3x3xf32>) -> ()
   }
 }

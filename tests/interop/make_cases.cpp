@@ -104,7 +104,8 @@ void write_case(const fs::path& root, const std::string& name, const module& m,
   std::ofstream(dir / "module.mlir") << to_stablehlo(m);
   for (std::size_t k = 0; k < inputs.size(); ++k)
     write_value(dir / ("input_" + std::to_string(k) + ".npy"), inputs[k]);
-  if (keep_fusions) std::ofstream(dir / "keep_fusions") << "XLA's compiled entry must hold module.hlo's fusions\n";
+  if (keep_fusions)
+    std::ofstream(dir / "keep_fusions") << "XLA's compiled entry must hold module.hlo's fusions\n";
   std::vector<value> outs;
   flatten(reference::evaluate(reference ? *reference : m, inputs), outs);
   for (std::size_t k = 0; k < outs.size(); ++k)
@@ -135,7 +136,9 @@ void write_split_case(const fs::path& root, const std::string& name, const compu
   std::vector<instruction_id> params, parts;
   for (instruction_id p : group.parameters())
     params.push_back(b.add_parameter(group.instructions[p].shape, group.instructions[p].name));
-  auto value_of = [&](const part_value& v) { return v.from_part ? parts[v.index] : params[v.index]; };
+  auto value_of = [&](const part_value& v) {
+    return v.from_part ? parts[v.index] : params[v.index];
+  };
   for (std::size_t k = 0; k < split.parts.size(); ++k) {
     std::vector<instruction_id> args;
     for (const part_value& v : split.parts[k].operands) args.push_back(value_of(v));
@@ -175,11 +178,13 @@ void write_split_cases(const fs::path& root) {
     computation_builder b("softmax_group");
     auto x = b.add_parameter(arr({4, 16}), "x");
     auto m = b.add_reduce(x, b.add_constant(literal::scalar(f32, -INFINITY)), {1}, max);
-    auto e = b.add_unary(opcode::exponential, b.add_binary(opcode::subtract, x, b.add_broadcast(m, {4, 16}, {0})));
+    auto e = b.add_unary(opcode::exponential,
+                         b.add_binary(opcode::subtract, x, b.add_broadcast(m, {4, 16}, {0})));
     auto s0 = b.add_reduce(e, b.add_constant(literal::scalar(f32, 0)), {1}, sum);
     auto p = b.add_binary(opcode::divide, e, b.add_broadcast(s0, {4, 16}, {0}));
     b.add_tuple({p, b.add_unary(opcode::logistic, x)});
-    write_split_case(root, "xla_cpu_split_softmax", b.build(), {sum, max}, {random_value(arr({4, 16}), -3, 3)});
+    write_split_case(root, "xla_cpu_split_softmax", b.build(), {sum, max},
+                     {random_value(arr({4, 16}), -3, 3)});
   }
   {
     // Attention head split: reshape + transpose folded into the dots; head merge transpose.
@@ -187,15 +192,20 @@ void write_split_cases(const fs::path& root) {
     auto q = b.add_parameter(arr({16, 32}), "q");
     auto k = b.add_parameter(arr({16, 32}), "k");
     auto v = b.add_parameter(arr({16, 32}), "v");
-    auto heads = [&](instruction_id t) { return b.add_transpose(b.add_reshape(t, {16, 4, 8}), {1, 0, 2}); };
+    auto heads = [&](instruction_id t) {
+      return b.add_transpose(b.add_reshape(t, {16, 4, 8}), {1, 0, 2});
+    };
     auto sc = b.add_dot(heads(q), heads(k), {{0}, {2}, {0}, {2}});
     auto m = b.add_reduce(sc, b.add_constant(literal::scalar(f32, -INFINITY)), {2}, max);
-    auto e = b.add_unary(opcode::exponential, b.add_binary(opcode::subtract, sc, b.add_broadcast(m, {4, 16, 16}, {0, 1})));
+    auto e =
+        b.add_unary(opcode::exponential,
+                    b.add_binary(opcode::subtract, sc, b.add_broadcast(m, {4, 16, 16}, {0, 1})));
     auto s0 = b.add_reduce(e, b.add_constant(literal::scalar(f32, 0)), {2}, sum);
     auto p = b.add_binary(opcode::divide, e, b.add_broadcast(s0, {4, 16, 16}, {0, 1}));
     auto ctx = b.add_dot(p, heads(v), {{0}, {2}, {0}, {1}});
     b.add_reshape(b.add_transpose(ctx, {1, 0, 2}), {16, 32});
-    const std::vector<value> in = {random_value(arr({16, 32}), -1, 1), random_value(arr({16, 32}), -1, 1),
+    const std::vector<value> in = {random_value(arr({16, 32}), -1, 1),
+                                   random_value(arr({16, 32}), -1, 1),
                                    random_value(arr({16, 32}), -1, 1)};
     write_split_case(root, "xla_cpu_split_attention", b.build(), {sum, max}, in);
     // Every dot a part of its own (library_dots), here still called as a kLoop fusion.
@@ -213,8 +223,10 @@ void write_split_cases(const fs::path& root) {
     auto g = b.add_binary(opcode::multiply, h, b.add_unary(opcode::tanh, h));
     auto r = b.add_reshape(b.add_unary(opcode::negate, g), {8, 4, 6});
     auto t = b.add_transpose(b.add_unary(opcode::exponential, x), {1, 0});
-    auto c = b.add_concatenate({b.add_unary(opcode::negate, x), b.add_unary(opcode::exponential, x)}, 1);
-    b.add_tuple({b.add_unary(opcode::abs, r), b.add_unary(opcode::sqrt, b.add_unary(opcode::abs, t)),
+    auto c =
+        b.add_concatenate({b.add_unary(opcode::negate, x), b.add_unary(opcode::exponential, x)}, 1);
+    b.add_tuple({b.add_unary(opcode::abs, r),
+                 b.add_unary(opcode::sqrt, b.add_unary(opcode::abs, t)),
                  b.add_unary(opcode::tanh, c)});
     write_split_case(root, "xla_cpu_split_mlp", b.build(), {},
                      {random_value(arr({8, 16}), -1, 1), random_value(arr({16, 24}), -0.3, 0.3)});

@@ -81,7 +81,8 @@ TEST_CASE("matmuls sharing the left operand with parameter right operands run as
 
 TEST_CASE("softmax, layernorm and rmsnorm are row kernels with their epilogue") {
   constexpr auto g = fd::param<"g", float, 24>();
-  constexpr auto p = fd::compile(fd::softmax(x) * fd::lit<3.0>, fd::layernorm(y, g, g), fd::rmsnorm(y, g));
+  constexpr auto p =
+      fd::compile(fd::softmax(x) * fd::lit<3.0>, fd::layernorm(y, g, g), fd::rmsnorm(y, g));
   CHECK(count_kind(p, group_kind::row) == 3);
   CHECK(group_of_op(p, op_kind::mul) == group_of_op(p, op_kind::softmax));
 }
@@ -121,7 +122,8 @@ TEST_CASE("attention whose scores are also returned is not fused") {
 
 TEST_CASE("the seed transformer block is 7 kernels per layer") {
   constexpr auto xx = fd::input<"x", float, 128, 128>();
-  constexpr auto p = fd::compile(fd::nn::stack<"layers", 2>(fd::nn::transformer_block<fd::nn::post_ln, 4, 512>, xx));
+  constexpr auto p = fd::compile(
+      fd::nn::stack<"layers", 2>(fd::nn::transformer_block<fd::nn::post_ln, 4, 512>, xx));
   static_assert(p.fusion.kernels_in_region(1) == 7);
   static_assert(p.stats().kernels_per_layer <= 8);
   CHECK(count_kind(p, group_kind::attention) == 1);

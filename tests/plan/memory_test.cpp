@@ -40,10 +40,12 @@ TEST_CASE("buffers live at the same time never overlap; dead ones are reused") {
 
 TEST_CASE("an elementwise kernel writes in place over an operand that dies in it") {
   constexpr auto h = fd::matmul(x, w1);
-  constexpr auto s = fd::softmax(h * fd::lit<2.0> + fd::matmul(x, w2));  // row kernel over a dead buffer
+  constexpr auto s =
+      fd::softmax(h * fd::lit<2.0> + fd::matmul(x, w2));  // row kernel over a dead buffer
   constexpr auto p = fd::compile(fd::matmul(s, w3));
   bool in_place = false;
-  for (int i = 0; i < p.graph.size(); ++i) in_place = in_place || p.memory.alias_of[std::size_t(i)] >= 0;
+  for (int i = 0; i < p.graph.size(); ++i)
+    in_place = in_place || p.memory.alias_of[std::size_t(i)] >= 0;
   CHECK(in_place);
   CHECK(p.check.ok());
 }
@@ -53,7 +55,7 @@ TEST_CASE("a stacked block is planned once and runs in place") {
   constexpr auto& p = seed::program;
   constexpr auto s = p.stats();
   static_assert(s.kernels_per_layer <= 8);
-  // Targets of issue 3: arena <= 35% of naive bytes and <= 50% of the eager peak.
+  // The planner's targets (docs/memory.md): arena <= 35% of naive bytes, <= 50% of the eager peak.
   static_assert(s.arena_bytes * 100 <= 35 * s.naive_bytes);
   static_assert(s.arena_bytes * 100 <= 50 * s.eager_peak_bytes);
   int repeat = -1;

@@ -14,7 +14,8 @@ using fd::graph::op_kind;
 namespace {
 constexpr std::size_t cap = 160;
 
-// A random DAG of elementwise ops, matmuls, reductions, softmaxes and layout ops over [r, c] values.
+// A random DAG of elementwise ops, matmuls, reductions, softmaxes and layout ops over [r, c]
+// values.
 fd::graph::graph<cap> random_graph(std::mt19937& rng, int& n_nodes) {
   builder b;
   const std::int64_t r = 1 + rng() % 9, c = 1 + rng() % 13;

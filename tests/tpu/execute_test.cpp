@@ -3,6 +3,7 @@
 #include <cmath>
 #include <random>
 
+#include "../common/compare.hpp"
 #include "fusedsl/hlo/builder.hpp"
 #include "fusedsl/tpu/cost.hpp"
 #include "fusedsl/tpu/execute.hpp"
@@ -11,6 +12,7 @@
 
 namespace tpu = fusedsl::tpu;
 namespace hlo = fusedsl::hlo;
+namespace ft = fusedsl::test;
 using hlo::element_type;
 
 namespace {
@@ -82,14 +84,14 @@ TEST_CASE("dot + bias + tanh runs as one MXU kernel with a fused epilogue and ma
                B = random_value(b.shape_of(bias), 3);
     const auto out = tpu::execute(s, {X, W, B});
     REQUIRE(out.data.size() == 64u * 160u);
-    double worst = 0;
+    std::vector<double> want;
     for (int i = 0; i < 64; ++i)
       for (int j = 0; j < 160; ++j) {
         double acc = 0;
         for (int k = 0; k < 96; ++k) acc += X.data[i * 96 + k] * W.data[k * 160 + j];
-        worst = std::max(worst, std::fabs(std::tanh(acc + B.data[j]) - out.data[i * 160 + j]));
+        want.push_back(std::tanh(acc + B.data[j]));
       }
-    CHECK(worst < 2e-6);
+    CHECK(ft::compare(out.data, want, ft::abs_tol(2e-6)));
   }
 }
 
@@ -109,7 +111,7 @@ TEST_CASE("a bf16 dot multiplies bf16 operands and accumulates in f32, as the MX
   check_schedule_sane(s);
   const auto X = random_value(b.shape_of(x), 4), W = random_value(b.shape_of(w), 5);
   const auto out = tpu::execute(s, {X, W});
-  double worst_bf16 = 0, worst_f32 = 0;
+  std::vector<double> want_bf16, want_f32;
   for (int i = 0; i < 48; ++i)
     for (int j = 0; j < 40; ++j) {
       double ref_bf16 = 0, ref_f32 = 0;
@@ -117,11 +119,13 @@ TEST_CASE("a bf16 dot multiplies bf16 operands and accumulates in f32, as the MX
         ref_bf16 += bf16(X.data[i * 300 + k]) * bf16(W.data[k * 40 + j]);
         ref_f32 += X.data[i * 300 + k] * W.data[k * 40 + j];
       }
-      worst_bf16 = std::max(worst_bf16, std::fabs(ref_bf16 - out.data[i * 40 + j]));
-      worst_f32 = std::max(worst_f32, std::fabs(ref_f32 - out.data[i * 40 + j]));
+      want_bf16.push_back(ref_bf16);
+      want_f32.push_back(ref_f32);
     }
-  CHECK(worst_bf16 < 1e-4);  // f32 accumulation of exact bf16 products
-  CHECK(worst_f32 > 1e-2);   // the operands really were rounded to bf16
+  CHECK(ft::compare(out.data, want_bf16, ft::abs_tol(1e-4)));  // f32 sums of exact bf16 products
+  const auto f32 = ft::compare(out.data, want_f32, ft::abs_tol(1e-2));
+  CHECK(std::isfinite(f32.max_error));
+  CHECK_FALSE(f32);  // the operands really were rounded to bf16: some element is off by > 1e-2
   std::size_t matmuls = 0;
   for (const auto& k : s.kernels)
     if (k.kind == tpu::kernel_kind::matmul) {
@@ -159,14 +163,14 @@ TEST_CASE("a dot whose result has two users is not fused; each user runs as a ve
   CHECK(groups == std::vector<std::vector<std::string>>{{"gram"}, {"e"}, {"n", "sum"}});
   const auto X = random_value(b.shape_of(x), 6, 0.05);
   const auto out = tpu::execute(s, {X});
-  double worst = 0;
+  std::vector<double> want;
   for (int i = 0; i < 16; ++i)
     for (int j = 0; j < 16; ++j) {
       double g = 0;
       for (int k = 0; k < 128; ++k) g += X.data[i * 128 + k] * X.data[j * 128 + k];
-      worst = std::max(worst, std::fabs(std::exp(g) - g - out.data[i * 16 + j]));
+      want.push_back(std::exp(g) - g);
     }
-  CHECK(worst < 1e-5);
+  CHECK(ft::compare(out.data, want, ft::abs_tol(1e-5)));
 }
 
 TEST_CASE("a batched dot with batch and contracting dims in any position matches loops") {
@@ -185,15 +189,16 @@ TEST_CASE("a batched dot with batch and contracting dims in any position matches
   const auto Q = random_value(b.shape_of(q), 7), K = random_value(b.shape_of(k), 8);
   const auto out = tpu::execute(s, {Q, K});
   REQUIRE(out.shape.dims == std::vector<std::int64_t>{3, 16, 20});
-  double worst = 0;
+  std::vector<double> want;
   for (int h = 0; h < 3; ++h)
     for (int i = 0; i < 16; ++i)
       for (int t = 0; t < 20; ++t) {
         double acc = 0;
-        for (int d = 0; d < 32; ++d) acc += Q.data[(i * 3 + h) * 32 + d] * K.data[(h * 32 + d) * 20 + t];
-        worst = std::max(worst, std::fabs(acc - out.data[(h * 16 + i) * 20 + t]));
+        for (int d = 0; d < 32; ++d)
+          acc += Q.data[(i * 3 + h) * 32 + d] * K.data[(h * 32 + d) * 20 + t];
+        want.push_back(acc);
       }
-  CHECK(worst < 1e-5);
+  CHECK(ft::compare(out.data, want, ft::abs_tol(1e-5)));
 }
 
 TEST_CASE("reduce, transpose, slice, concatenate, iota, compare/select, call and tuples compute "
@@ -236,7 +241,7 @@ TEST_CASE("reduce, transpose, slice, concatenate, iota, compare/select, call and
   for (int i = 0; i < 4; ++i) {
     double sum = 0;
     for (int j = 0; j < 6; ++j) sum += xv(i, j);
-    CHECK(out.elements[0].data[i] == doctest::Approx(sum).epsilon(1e-6));
+    CHECK(ft::compare(out.elements[0].data[i], sum, ft::rel_tol(1e-6)));
   }
   for (int j = 0; j < 6; ++j) {
     double best = -INFINITY;
@@ -297,19 +302,20 @@ TEST_CASE("HLO fusions are kept as kernels: an output fusion with a dot becomes 
   std::vector<std::pair<std::string, tpu::kernel_kind>> kernels;
   for (const auto& k : s.kernels)
     if (k.kind != tpu::kernel_kind::layout) kernels.push_back({k.name, k.kind});
-  CHECK(kernels == std::vector<std::pair<std::string, tpu::kernel_kind>>{
-                       {"mm_fusion", tpu::kernel_kind::matmul}, {"act_fusion", tpu::kernel_kind::vector}});
+  CHECK(kernels ==
+        std::vector<std::pair<std::string, tpu::kernel_kind>>{
+            {"mm_fusion", tpu::kernel_kind::matmul}, {"act_fusion", tpu::kernel_kind::vector}});
   // The output fusion reads x, w and r once and writes its result once.
   CHECK(s.kernels[3].hbm_bytes == (32 * 256 + 256 * 128 + 32 * 128 + 32 * 128) * 4);
   const auto X = random_value(b.shape_of(x), 10), W = random_value(b.shape_of(w), 11, 0.05),
              R = random_value(b.shape_of(r), 12);
   const auto out = tpu::execute(s, {X, W, R});
-  double worst = 0;
+  std::vector<double> want;
   for (int i = 0; i < 32; ++i)
     for (int j = 0; j < 128; ++j) {
       double acc = R.data[i * 128 + j];
       for (int k = 0; k < 256; ++k) acc += X.data[i * 256 + k] * W.data[k * 128 + j];
-      worst = std::max(worst, std::fabs(0.5 * std::tanh(acc) - out.data[i * 128 + j]));
+      want.push_back(0.5 * std::tanh(acc));
     }
-  CHECK(worst < 2e-6);
+  CHECK(ft::compare(out.data, want, ft::abs_tol(2e-6)));
 }

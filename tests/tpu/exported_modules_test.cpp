@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "../common/compare.hpp"
 #include "fusedsl/hlo/parser.hpp"
 #include "fusedsl/tpu/cost.hpp"
 #include "fusedsl/tpu/execute.hpp"
@@ -16,6 +17,7 @@
 
 namespace tpu = fusedsl::tpu;
 namespace hlo = fusedsl::hlo;
+namespace ft = fusedsl::test;
 
 namespace {
 
@@ -32,13 +34,15 @@ std::vector<tpu::value> seed_inputs(const hlo::module& m) {
   auto in = tpu::random_inputs(m, 7);
   for (auto& v : in)
     if (v.shape.rank() == 2 && v.shape.dims[0] != 128)  // not x: a weight matrix
-      for (auto& x : v.data) x = hlo::round_to(v.shape.type, x / std::sqrt(double(v.shape.dims[0])));
+      for (auto& x : v.data)
+        x = hlo::round_to(v.shape.type, x / std::sqrt(double(v.shape.dims[0])));
   return in;
 }
 
 }  // namespace
 
-TEST_CASE("the exported seed transformer gives the same numbers fused and unfused on the TPU model") {
+TEST_CASE(
+    "the exported seed transformer gives the same numbers fused and unfused on the TPU model") {
   const auto unfused = load_seed("seed_unfused.hlo");
   const auto fused = load_seed("seed_fused.hlo");
   const auto inputs = seed_inputs(unfused);
@@ -46,14 +50,9 @@ TEST_CASE("the exported seed transformer gives the same numbers fused and unfuse
   const auto b = tpu::execute(tpu::make_schedule(fused, tpu::chip_by_name("v5e")), inputs);
   const auto& ya = a.shape.is_tuple() ? a.elements.at(0) : a;
   const auto& yb = b.shape.is_tuple() ? b.elements.at(0) : b;
-  REQUIRE(ya.data.size() == yb.data.size());
-  double diff = 0, scale = 0;
-  for (std::size_t i = 0; i < ya.data.size(); ++i) {
-    diff = std::max(diff, std::fabs(ya.data[i] - yb.data[i]));
-    scale = std::max(scale, std::fabs(ya.data[i]));
-  }
+  const double scale = ft::max_abs(ya.data, 0.0);
   CHECK(scale > 0.5);
-  CHECK(diff < 1e-4 * scale);
+  CHECK(ft::compare(yb.data, ya.data, ft::abs_tol(1e-4 * scale)));
 }
 
 TEST_CASE("fusing the seed transformer cuts HBM traffic and time on every chip; multi-dot fusions "
@@ -69,7 +68,7 @@ TEST_CASE("fusing the seed transformer cuts HBM traffic and time on every chip; 
     const auto cu = tpu::summarize(su), cf = tpu::summarize(sf);
     CHECK(cf.hbm_bytes < cu.hbm_bytes);
     CHECK(cf.total_time_s < cu.total_time_s);
-    CHECK(cf.matmul_flops == doctest::Approx(cu.matmul_flops));
+    CHECK(ft::compare(cf.matmul_flops, cu.matmul_flops, ft::rel_tol(1e-12)));
     for (const auto* c : {&cu, &cf}) {
       for (const auto& k : c->kernels) CHECK(k.time_s >= k.roofline_s * (1 - 1e-12));
       CHECK(c->vmem_peak_bytes <= chip.vmem_bytes_per_core);

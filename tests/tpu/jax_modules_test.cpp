@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "../common/compare.hpp"
 #include "fusedsl/hlo/parser.hpp"
 #include "fusedsl/tpu/cost.hpp"
 #include "fusedsl/tpu/execute.hpp"
@@ -18,6 +19,7 @@
 namespace tpu = fusedsl::tpu;
 namespace hlo = fusedsl::hlo;
 namespace fs = std::filesystem;
+namespace ft = fusedsl::test;
 
 namespace {
 
@@ -31,15 +33,9 @@ hlo::module load(const std::string& name, const std::string& file = "module.hlo"
   return hlo::parse_module(ss.str());
 }
 
-// Largest |result - expected| relative to the largest |expected|.
-double relative_error(const tpu::value& v, const tpu::value& ref) {
-  REQUIRE(v.data.size() == ref.data.size());
-  double diff = 0, scale = 0;
-  for (std::size_t i = 0; i < ref.data.size(); ++i) {
-    diff = std::max(diff, std::fabs(v.data[i] - ref.data[i]));
-    scale = std::max(scale, std::fabs(ref.data[i]));
-  }
-  return diff / scale;
+// Every |result - expected| within tol of the largest |expected|.
+ft::comparison within_scale(const tpu::value& v, const tpu::value& ref, double tol) {
+  return ft::compare(v.data, ref.data, ft::abs_tol(tol * ft::max_abs(ref.data, 0.0)));
 }
 
 }  // namespace
@@ -58,7 +54,7 @@ TEST_CASE("jax-exported modules match XLA's results on every chip model") {
       const auto s = tpu::make_schedule(m, chip);
       check_invariants(s.kernels, s.tl, chip);
       const auto out = tpu::execute(s, inputs);
-      CHECK(relative_error(out, expected) < tol);
+      CHECK(within_scale(out, expected, tol));
     }
   }
 }
@@ -71,7 +67,7 @@ TEST_CASE("small VMEM budgets force multi-step matmuls and still give XLA's resu
   opt.blocks = tpu::matmul_blocks{16, 128, 128};
   const auto s = tpu::make_schedule(m, tpu::chip_by_name("v5e"), opt);
   check_invariants(s.kernels, s.tl, s.chip);
-  CHECK(relative_error(tpu::execute(s, inputs), expected) < 1e-4);
+  CHECK(within_scale(tpu::execute(s, inputs), expected, 1e-4));
 }
 
 TEST_CASE("in the jax transformer layer every matmul is fused with what follows it when legal") {
@@ -127,13 +123,9 @@ TEST_CASE("every elementwise, logical, reduce and layout op jax emits computes w
   REQUIRE(out.elements.size() == 34u);
   for (std::size_t i = 0; i < out.elements.size(); ++i) {
     CAPTURE(i);
-    const auto expected = tpu::read_npy_value(data_dir / "ops_zoo" / ("out" + std::to_string(i) + ".npy"));
-    REQUIRE(out.elements[i].data.size() == expected.data.size());
-    double diff = 0, scale = 0;
-    for (std::size_t j = 0; j < expected.data.size(); ++j) {
-      diff = std::max(diff, std::fabs(out.elements[i].data[j] - expected.data[j]));
-      scale = std::max(scale, std::fabs(expected.data[j]));
-    }
-    CHECK(diff <= 1e-6 * std::max(scale, 1.0));
+    const auto expected =
+        tpu::read_npy_value(data_dir / "ops_zoo" / ("out" + std::to_string(i) + ".npy"));
+    CHECK(ft::compare(out.elements[i].data, expected.data,
+                      ft::abs_tol(1e-6 * ft::max_abs(expected.data)), ft::nans::expected));
   }
 }

@@ -10,7 +10,8 @@ namespace tpu = fusedsl::tpu;
 
 namespace {
 
-double mxu_utilisation(const tpu::kernel_plan& kp, const tpu::timeline& tl, const tpu::chip_spec& c) {
+double mxu_utilisation(const tpu::kernel_plan& kp, const tpu::timeline& tl,
+                       const tpu::chip_spec& c) {
   return kp.flops / (tl.end_s * c.peak_bf16_flops);
 }
 
@@ -72,7 +73,8 @@ TEST_CASE("DMA of step i+1 overlaps compute of step i") {
   }
   int overlapped = 0;
   for (auto& [s, e] : mxu)
-    if (in.count(s + 1) && in[s + 1]->start_s < e->end_s && in[s + 1]->end_s > e->start_s) ++overlapped;
+    if (in.count(s + 1) && in[s + 1]->start_s < e->end_s && in[s + 1]->end_s > e->start_s)
+      ++overlapped;
   CHECK(overlapped >= int(mxu.size()) - 2);
   // Serial would be the sum of all DMA and compute; the pipeline is well below it.
   double serial = 0;

@@ -14,8 +14,9 @@ TEST_CASE("layout tiles are (8,128) for 32-bit and (16,128) for 16-bit elements"
 TEST_CASE("a tiled matmul moves (m*k*n/bn + k*n*m/bm + m*n) * bytes of HBM traffic") {
   const auto chip = tpu::chip_by_name("v5e");
   struct c { std::int64_t m, k, n, bm, bk, bn; int bytes; };
-  for (const c& cs : {c{1024, 1024, 1024, 256, 256, 256, 2}, c{2048, 4096, 1024, 512, 1024, 512, 2},
-                      c{512, 2048, 768, 128, 512, 256, 4}, c{8192, 8192, 8192, 512, 1024, 1024, 2}}) {
+  for (const c& cs :
+       {c{1024, 1024, 1024, 256, 256, 256, 2}, c{2048, 4096, 1024, 512, 1024, 512, 2},
+        c{512, 2048, 768, 128, 512, 256, 4}, c{8192, 8192, 8192, 512, 1024, 1024, 2}}) {
     const std::int64_t m = cs.m, k = cs.k, n = cs.n, bm = cs.bm, bk = cs.bk, bn = cs.bn;
     const int bytes = cs.bytes;
     CAPTURE(m);

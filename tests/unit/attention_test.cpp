@@ -90,7 +90,7 @@ TEST_CASE("feed-forward is fc2(act(fc1(x))) for each activation") {
   constexpr auto x = fd::input<"x", float, L, D>();
   auto xv = test::random_tensor<float, L, D>(7, -2, 2);
   const auto xm = as_mat(xv);
-  using fd::nn::activation;
+  namespace activation = fd::nn::activation;
   {
     auto [y, w] = run_with_weights(fd::flatten(fd::nn::feed_forward<"ffn", F>(x)), xv);
     test::check_close(y, nnref::ffn(xm, L, D, F, w, "ffn", nnref::gelu_tanh), 1e-5, 1e-4);

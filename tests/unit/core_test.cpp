@@ -27,7 +27,8 @@ TEST_CASE("broadcasting follows NumPy: trailing axes equal or 1, missing axes ad
 }
 
 TEST_CASE("axes count from the end when negative") {
-  static_assert(fd::normalize_axis(-1, 3) == 2 && fd::axis_in_range(-3, 3) && !fd::axis_in_range(3, 3));
+  static_assert(fd::normalize_axis(-1, 3) == 2 && fd::axis_in_range(-3, 3) &&
+                !fd::axis_in_range(3, 3));
   constexpr auto r = fd::reduce_shape(fd::make_dims(4, 5, 6), -2, true);
   static_assert(r.ok() && r.value == fd::make_dims(4, 1, 6));
 }

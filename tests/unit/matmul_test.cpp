@@ -99,8 +99,5 @@ TEST_CASE("bf16 matmul multiplies in f32 and rounds the result to bf16") {
   auto want = loop_matmul(
       1, 4, 3, 32, [&](int, int i, int p) { return float(av(i, p)); },
       [&](int, int p, int j) { return float(bv(p, j)); });
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    const float got = float(out[0].data<fd::bf16>()[i]);
-    CHECK(std::abs(got - want[i]) <= std::abs(want[i]) / 128 + 1e-6);  // within one bf16 rounding
-  }
+  test::check_close(out[0], want, 1e-6, 1.0 / 128);  // within one bf16 rounding
 }

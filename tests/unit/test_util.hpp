@@ -1,5 +1,6 @@
 #pragma once
-// Helpers shared by the unit tests: random tensors, element access as f32, closeness checks.
+// Shared by the unit tests: random tensors, element access as f32, the comparison of a tensor
+// with expected values (../common/compare.hpp's rules).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -8,10 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "../common/compare.hpp"
 #include "fusedsl/backend/reference/evaluate.hpp"
 #include "fusedsl/fusedsl.hpp"
 
 namespace fd = fusedsl;
+namespace ft = fusedsl::test;
 
 namespace test {
 
@@ -53,28 +56,11 @@ inline std::vector<float> values(fd::dynamic_tensor& t) {
   return values(t.ref());
 }
 
-// Checks every element: |got - want| <= atol + rtol |want|; NaN must meet NaN and an infinity the
-// same infinity. Reports the first bad element and the count.
+// Checks every element of a tensor: |got - want| <= atol + rtol |want| (ft::allclose), an infinity
+// the same infinity, NaN only where the test passes ft::nans::expected.
 inline void check_close(fd::dynamic_tensor& got, const std::vector<double>& want, double atol,
-                        double rtol = 0.0) {
-  const std::vector<float> g = values(got);
-  REQUIRE(g.size() == want.size());
-  std::size_t bad = 0, first = 0;
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    const double w = want[i], v = g[i];
-    bool ok;
-    if (std::isnan(w))
-      ok = std::isnan(v);
-    else if (std::isinf(w))
-      ok = v == w;
-    else
-      ok = std::abs(v - w) <= atol + rtol * std::abs(w);
-    if (!ok && bad++ == 0) first = i;
-  }
-  INFO("first mismatch at element " << first << ": got " << (g.empty() ? 0.0f : g[first])
-                                    << ", want " << (want.empty() ? 0.0 : want[first]) << " ("
-                                    << bad << " of " << g.size() << " differ)");
-  CHECK(bad == 0);
+                        double rtol = 0.0, ft::nans policy = ft::nans::unexpected) {
+  CHECK(ft::compare(values(got), want, ft::allclose(atol, rtol), policy));
 }
 
 // Row-major offset of a multi-index in a shape.

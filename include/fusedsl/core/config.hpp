@@ -10,10 +10,12 @@
 // its V rows, and 10 of the 35 row and attention kernel test cases fail). With the rest of
 // -ffast-math (-ffast-math -fno-finite-math-only: reassociation, reciprocal math, no signed zeros)
 // those tests pass but one, the bitwise equality of a norm row computed alone and in a batch.
-// The message stays on one line, as the compiler prints it.
+// The message is one logical line (joined by the backslashes), which the compiler prints whole.
 // clang-format off
 #if defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__ && !defined(FUSEDSL_ALLOW_FINITE_MATH)
-#error "fusedsl: -ffinite-math-only (part of -ffast-math) would drop the inf and NaN checks that masks and NaN propagation need; add -fno-finite-math-only after -ffast-math, or define FUSEDSL_ALLOW_FINITE_MATH to accept wrong results for masked and non-finite inputs"
+#error "fusedsl: -ffinite-math-only (part of -ffast-math) would drop the inf and NaN checks that \
+masks and NaN propagation need; add -fno-finite-math-only after -ffast-math, or define \
+FUSEDSL_ALLOW_FINITE_MATH to accept wrong results for masked and non-finite inputs"
 #endif
 // clang-format on
 

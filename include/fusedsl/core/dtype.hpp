@@ -32,7 +32,9 @@ constexpr int size_of(dtype t) {
   return 0;
 }
 
-constexpr bool is_floating(dtype t) { return t == dtype::f32 || t == dtype::bf16 || t == dtype::f16; }
+constexpr bool is_floating(dtype t) {
+  return t == dtype::f32 || t == dtype::bf16 || t == dtype::f16;
+}
 
 // bfloat16: the upper 16 bits of an IEEE binary32.
 struct bf16 {
@@ -40,7 +42,9 @@ struct bf16 {
 
   constexpr bf16() = default;
   constexpr explicit bf16(float f) : bits(from_float(f)) {}
-  constexpr explicit operator float() const { return std::bit_cast<float>(std::uint32_t(bits) << 16); }
+  constexpr explicit operator float() const {
+    return std::bit_cast<float>(std::uint32_t(bits) << 16);
+  }
   static constexpr bf16 from_bits(std::uint16_t b) { bf16 r; r.bits = b; return r; }
 
   static constexpr std::uint16_t from_float(float f) {
@@ -68,7 +72,7 @@ struct f16 {
     if (a > 0x7f800000u) return std::uint16_t(sign | 0x7e00u);           // NaN
     if (a >= 0x477ff000u) return std::uint16_t(sign | 0x7c00u);          // overflow -> inf
     if (a < 0x38800000u) {                                               // subnormal or zero
-      if (a < 0x33000000u) return std::uint16_t(sign);                   // below half the min subnormal
+      if (a < 0x33000000u) return std::uint16_t(sign);  // below half the min subnormal
       const std::uint32_t m = (a & 0x7fffffu) | 0x800000u;
       const int shift = 126 - int(a >> 23);                              // 14..24
       const std::uint32_t h = m >> shift;

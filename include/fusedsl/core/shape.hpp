@@ -15,7 +15,8 @@ struct dims {
 
   constexpr dims() = default;
   template <class... I>
-  constexpr explicit dims(std::in_place_t, I... e) : rank(int(sizeof...(I))), d{std::int64_t(e)...} {}
+  constexpr explicit dims(std::in_place_t, I... e)
+      : rank(int(sizeof...(I))), d{std::int64_t(e)...} {}
 
   constexpr std::int64_t operator[](int i) const { return d[std::size_t(i)]; }
   constexpr std::int64_t& operator[](int i) { return d[std::size_t(i)]; }
@@ -100,8 +101,10 @@ constexpr shape_result broadcast_shapes(const dims& a, const dims& b) {
 constexpr shape_result matmul_shape(const dims& a, const dims& b, bool ta, bool tb) {
   shape_result r;
   if (a.rank < 2 || b.rank < 2) { r.error = "operands must have rank 2 or more"; return r; }
-  const std::int64_t m = ta ? a[a.rank - 1] : a[a.rank - 2], ka = ta ? a[a.rank - 2] : a[a.rank - 1];
-  const std::int64_t kb = tb ? b[b.rank - 1] : b[b.rank - 2], n = tb ? b[b.rank - 2] : b[b.rank - 1];
+  const std::int64_t m = ta ? a[a.rank - 1] : a[a.rank - 2],
+                     ka = ta ? a[a.rank - 2] : a[a.rank - 1];
+  const std::int64_t kb = tb ? b[b.rank - 1] : b[b.rank - 2],
+                     n = tb ? b[b.rank - 2] : b[b.rank - 1];
   if (ka != kb) { r.error = "inner dimensions differ"; return r; }
   dims ba, bb;
   ba.rank = a.rank - 2;
@@ -159,7 +162,10 @@ constexpr shape_result slice_shape(const dims& a, int axis, std::int64_t begin, 
   shape_result r;
   if (!axis_in_range(axis, a.rank)) { r.error = "axis out of range"; return r; }
   axis = normalize_axis(axis, a.rank);
-  if (begin < 0 || end > a[axis] || begin >= end) { r.error = "range is empty or out of bounds"; return r; }
+  if (begin < 0 || end > a[axis] || begin >= end) {
+    r.error = "range is empty or out of bounds";
+    return r;
+  }
   r.value = a;
   r.value[axis] = end - begin;
   return r;
@@ -177,7 +183,10 @@ constexpr shape_result concat_shape(const dims* parts, int n, int axis) {
     const dims& p = parts[k];
     if (p.rank != a.rank) { r.error = "operands differ in rank"; return r; }
     for (int i = 0; i < a.rank; ++i)
-      if (i != axis && p[i] != a[i]) { r.error = "operands differ outside the concatenation axis"; return r; }
+      if (i != axis && p[i] != a[i]) {
+        r.error = "operands differ outside the concatenation axis";
+        return r;
+      }
     r.value[axis] += p[axis];
   }
   return r;

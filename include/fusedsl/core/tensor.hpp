@@ -23,7 +23,8 @@ class aligned_buffer {
   aligned_buffer() = default;
   explicit aligned_buffer(std::size_t bytes)
       : bytes_(bytes),
-        data_(bytes ? static_cast<std::byte*>(::operator new(round_up(bytes), std::align_val_t(tensor_alignment)))
+        data_(bytes ? static_cast<std::byte*>(
+                          ::operator new(round_up(bytes), std::align_val_t(tensor_alignment)))
                     : nullptr) {
     if (bytes) std::memset(data_.get(), 0, round_up(bytes));
   }
@@ -32,7 +33,9 @@ class aligned_buffer {
   std::size_t size() const { return bytes_; }
 
  private:
-  static std::size_t round_up(std::size_t b) { return (b + tensor_alignment - 1) / tensor_alignment * tensor_alignment; }
+  static std::size_t round_up(std::size_t b) {
+    return (b + tensor_alignment - 1) / tensor_alignment * tensor_alignment;
+  }
   std::size_t bytes_ = 0;
   std::unique_ptr<std::byte, aligned_free> data_;
 };
@@ -69,7 +72,10 @@ class tensor_view {
     return data_[off];
   }
   T& operator[](std::int64_t i) const { return data_[i]; }
-  operator tensor_ref() const { return {const_cast<std::remove_const_t<T>*>(data_), dtype_of<std::remove_const_t<T>>, static_shape}; }
+  operator tensor_ref() const {
+    return {const_cast<std::remove_const_t<T>*>(data_), dtype_of<std::remove_const_t<T>>,
+            static_shape};
+  }
 
  private:
   T* data_ = nullptr;
@@ -92,7 +98,10 @@ class tensor {
   std::span<const T> span() const { return {data(), std::size_t(size())}; }
   tensor_view<T, Ds...> view() { return tensor_view<T, Ds...>(data()); }
   template <class... I> T& operator()(I... idx) { return view()(idx...); }
-  template <class... I> const T& operator()(I... idx) const { return const_cast<tensor&>(*this).view()(idx...); }
+  template <class... I>
+  const T& operator()(I... idx) const {
+    return const_cast<tensor&>(*this).view()(idx...);
+  }
   T& operator[](std::int64_t i) { return data()[i]; }
   const T& operator[](std::int64_t i) const { return data()[i]; }
   operator tensor_ref() { return {data(), dtype_of<T>, static_shape}; }
@@ -106,7 +115,8 @@ class tensor {
 class dynamic_tensor {
  public:
   dynamic_tensor() = default;
-  dynamic_tensor(dtype t, dims s) : type_(t), shape_(s), buf_(std::size_t(s.size()) * std::size_t(size_of(t))) {}
+  dynamic_tensor(dtype t, dims s)
+      : type_(t), shape_(s), buf_(std::size_t(s.size()) * std::size_t(size_of(t))) {}
   dtype type() const { return type_; }
   const dims& shape() const { return shape_; }
   template <class T> T* data() { return reinterpret_cast<T*>(buf_.data()); }

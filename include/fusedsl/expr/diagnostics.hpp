@@ -12,7 +12,9 @@ using graph::op_kind;
 
 template <bool Ok, op_kind Op, class Lhs, class Rhs>
 struct cannot_broadcast {
-  static_assert(Ok, "elementwise op: operands cannot be broadcast together (trailing axes must be equal or 1)");
+  static_assert(
+      Ok,
+      "elementwise op: operands cannot be broadcast together (trailing axes must be equal or 1)");
 };
 template <bool Ok, op_kind Op, dtype Lhs, dtype Rhs>
 struct dtype_mismatch {
@@ -28,7 +30,8 @@ struct select_predicate {
 };
 template <bool Ok, class Lhs, class Rhs>
 struct matmul_rank {
-  static_assert(Ok, "matmul: operands must have rank 2 or more (reshape a vector to [1,K] or [K,1])");
+  static_assert(Ok,
+                "matmul: operands must have rank 2 or more (reshape a vector to [1,K] or [K,1])");
 };
 template <bool Ok, class Lhs, class Rhs>
 struct matmul_inner_dimensions {
@@ -64,7 +67,8 @@ struct slice_range {
 };
 template <bool Ok, int Axis>
 struct concat_shapes {
-  static_assert(Ok, "concat: operands must have the same dtype, rank and dimensions outside the axis");
+  static_assert(Ok,
+                "concat: operands must have the same dtype, rank and dimensions outside the axis");
 };
 template <bool Ok, class From, class To>
 struct broadcast_to_shape {
@@ -85,6 +89,11 @@ struct kv_heads_divide_heads {
 template <bool Ok, class Shape>
 struct sequence_input {
   static_assert(Ok, "nn: the input must be [seq, d_model] or [batch, seq, d_model]");
+};
+template <bool Ok, class XShape, class MaskShape>
+struct attention_mask {
+  static_assert(Ok, "attention: the mask must be [seq] for x [seq, d] or [batch, seq] for x [batch, seq, d], "
+                    "boolean or of x's dtype");
 };
 template <bool Ok, class Shape>
 struct block_shape {

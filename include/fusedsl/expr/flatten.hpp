@@ -20,11 +20,13 @@ using graph::prune;
 namespace detail {
 
 template <class T, class L> inline constexpr bool contains = false;
-template <class T, class... Ls> inline constexpr bool contains<T, type_list<Ls...>> = (__is_same(T, Ls) || ...);
+template <class T, class... Ls>
+inline constexpr bool contains<T, type_list<Ls...>> = (__is_same(T, Ls) || ...);
 
 template <class L, class T> struct push_unique;
 template <class... Ls, class T> struct push_unique<type_list<Ls...>, T> {
-  using type = std::conditional_t<contains<T, type_list<Ls...>>, type_list<Ls...>, type_list<Ls..., T>>;
+  using type =
+      std::conditional_t<contains<T, type_list<Ls...>>, type_list<Ls...>, type_list<Ls..., T>>;
 };
 
 template <class L, class M> struct merge;
@@ -62,8 +64,8 @@ template <class... Ts> struct emitter<type_list<Ts...>> {
   using order = type_list<Ts...>;
 
   template <class T, class... Os>
-  static constexpr int emit_one(builder& b, const std::array<int, sizeof...(Ts) + 1>& ids, int placeholder_id,
-                                type_list<Os...>) {
+  static constexpr int emit_one(builder& b, const std::array<int, sizeof...(Ts) + 1>& ids,
+                                int placeholder_id, type_list<Os...>) {
     if constexpr (is_placeholder<T>) {
       if (placeholder_id < 0) graph::fail("graph: a placeholder outside a block body");
       return placeholder_id;
@@ -90,6 +92,30 @@ constexpr int emit_expression(builder& b, int placeholder_id = -1) {
   return ids[detail::index_of<E, order>::value];
 }
 
+// An output that is the new value of a state (fd::update): compiled like any output, written into
+// the state's memory instead of the caller's.
+template <class S, class V>
+struct update_t {
+  using fusedsl_expression = void;
+  using operands = type_list<S, V>;
+  using state_type = S;
+  using value_type = V;
+  static constexpr dtype type = V::type;
+  static constexpr dims shape = V::shape;
+};
+template <class E> inline constexpr bool is_update = false;
+template <class S, class V> inline constexpr bool is_update<update_t<S, V>> = true;
+
+template <class E>
+constexpr void emit_output(builder& b) {
+  if constexpr (is_update<E>) {
+    const int v = emit_expression<typename E::value_type>(b);
+    b.mark_output(v, emit_expression<typename E::state_type>(b));
+  } else {
+    b.mark_output(emit_expression<E>(b));
+  }
+}
+
 template <expression... Outs>
 struct flattened {
   static_assert(sizeof...(Outs) >= 1, "flatten: needs at least one output");
@@ -98,7 +124,7 @@ struct flattened {
   static constexpr bool well_formed = (expr::well_formed_of<Outs>() && ...);
   static constexpr void build(builder& b) {
     if constexpr (well_formed) {
-      (b.mark_output(emit_expression<Outs>(b)), ...);
+      (emit_output<Outs>(b), ...);
       prune(b);
     }
   }
@@ -115,6 +141,16 @@ struct flattened {
 };
 
 }  // namespace expr
+
+// `state` takes `value` as its value after the call: an output of the program that the executor
+// writes into the state's memory. A value that is dynamic_update_slice(state, ...) writes only its
+// window there.
+template <class S, class V>
+  requires expression<S> && expression<V>
+constexpr expr::update_t<S, V> update(S, V) {
+  static_assert(S::shape == V::shape && S::type == V::type, "update: the new value differs from the state in shape or dtype");
+  return {};
+}
 
 // The node table of one or more outputs: merged, pruned, topologically ordered.
 template <expression... Outs>

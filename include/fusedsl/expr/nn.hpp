@@ -45,6 +45,37 @@ struct composite_t : node_base<X> {
   }() && node_base<X>::operands_well_formed;
 };
 
+// A composite of an input and a mask: Fn::emit(builder&, int x, int mask) -> int.
+template <class Fn, class X, class M>
+struct masked_composite_t : node_base<X, M> {
+  static constexpr dtype type = X::type;
+  static constexpr dims shape = Fn::template result_shape<X>();
+  static constexpr int emit(builder& b, std::array<int, 2> x) { return Fn::emit(b, x[0], x[1]); }
+  static constexpr bool well_formed = [] {
+    if constexpr (requires { Fn::template valid<X>(); }) return Fn::template valid<X>();
+    else return true;
+  }() && M::shape.rank == X::shape.rank - 1 && M::shape.back() == X::shape[X::shape.rank - 2] &&
+                                      node_base<X, M>::operands_well_formed;
+};
+
+// A composite of several operands: Fn::emit(builder&, int x, int y...) -> int, the result of x's
+// dtype and of Fn::result_shape<X>(); Fn::template valid<X, Ys...>() (if present) says whether
+// the operands fit.
+template <class Fn, class X, class... Ys>
+struct composite_of_t : node_base<X, Ys...> {
+  static constexpr dtype type = X::type;
+  static constexpr dims shape = Fn::template result_shape<X>();
+  static constexpr int emit(builder& b, std::array<int, 1 + sizeof...(Ys)> x) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return Fn::emit(b, x[I]...);
+    }(std::make_index_sequence<1 + sizeof...(Ys)>{});
+  }
+  static constexpr bool well_formed = [] {
+    if constexpr (requires { Fn::template valid<X, Ys...>(); }) return Fn::template valid<X, Ys...>();
+    else return true;
+  }() && node_base<X, Ys...>::operands_well_formed;
+};
+
 // A block body applied Count times, with parameters named "<Name>.<i>.<param>".
 template <fixed_string Name, int Count, class Block, class X>
 struct repeat_t : node_base<X> {
@@ -100,7 +131,29 @@ using graph::builder;
 using graph::node;
 using graph::op_kind;
 
-enum class activation : std::uint8_t { relu, gelu, gelu_tanh, silu };
+// Activations are unary ops of the op table (graph/ops.hpp); these are the usual names.
+namespace activation {
+inline constexpr op_kind relu = op_kind::relu;
+inline constexpr op_kind gelu = op_kind::gelu_erf;  // the exact (erf) form
+inline constexpr op_kind gelu_tanh = op_kind::gelu_tanh;
+inline constexpr op_kind silu = op_kind::silu;
+inline constexpr op_kind sigmoid = op_kind::sigmoid;
+}  // namespace activation
+
+// The dtype weights are declared with: the input's (the default), or one given by `Weights`
+// (float, bf16, f16); narrower weights are widened where they are read (a GEMM packs them).
+struct same_as_input {};
+template <class W>
+constexpr dtype weight_dtype(dtype input) {
+  if constexpr (std::is_same_v<W, same_as_input>) return input;
+  else return dtype_of<W>;
+}
+
+// A parameter of dtype wt read as dtype t (a widening cast when they differ).
+constexpr int param_as(builder& b, std::string_view name, dtype wt, dtype t, dims shape) {
+  const int p = b.param(name, wt, shape);
+  return wt == t ? p : b.cast(p, t);
+}
 
 // ---- graph-level definitions (constexpr functions over a builder) ----
 
@@ -112,42 +165,43 @@ constexpr double sqrt_of(double v) {
   return r;
 }
 
-// y = x @ w + b, x: [..., In], w: [In, Out], b: [Out]. Params "<prefix>.w", "<prefix>.b".
-constexpr int emit_linear(builder& b, int x, std::string_view prefix, std::int64_t out, bool bias = true) {
+// y = x @ w + b, x: [..., In], w: [In, Out], b: [Out]. Params "<prefix>.w", "<prefix>.b", of
+// dtype wt (the input's when wt is not given).
+constexpr int emit_linear(builder& b, int x, std::string_view prefix, std::int64_t out, bool bias = true,
+                          int wt = -1) {
   const node& xn = b.at(x);
   const std::int64_t in = xn.shape.back();
-  const dtype t = xn.type;
-  const int w = b.param(join(prefix, "w").view(), t, make_dims(in, out));
+  const dtype t = xn.type, w_t = wt < 0 ? t : dtype(wt);
+  const int w = param_as(b, join(prefix, "w").view(), w_t, t, make_dims(in, out));
   int y = b.matmul(x, w);
-  if (bias) y = b.binary(op_kind::add, y, b.param(join(prefix, "b").view(), t, make_dims(out)));
+  if (bias) {
+    const int bv = param_as(b, join(prefix, "b").view(), w_t, t, make_dims(out));
+    y = b.binary(op_kind::add, y, bv);
+  }
   return y;
 }
 
-constexpr int emit_layernorm(builder& b, int x, std::string_view prefix, double eps = 1e-5) {
+constexpr int emit_layernorm(builder& b, int x, std::string_view prefix, double eps = 1e-5, int wt = -1) {
   const dims row = make_dims(b.at(x).shape.back());
-  const dtype t = b.at(x).type;
+  const dtype t = b.at(x).type, w_t = wt < 0 ? t : dtype(wt);
   // One builder call per statement: argument order differs between constant evaluation and run
   // time in GCC, and node ids must not.
-  const int gamma = b.param(join(prefix, "gamma").view(), t, row);
-  const int beta = b.param(join(prefix, "beta").view(), t, row);
+  const int gamma = param_as(b, join(prefix, "gamma").view(), w_t, t, row);
+  const int beta = param_as(b, join(prefix, "beta").view(), w_t, t, row);
   return b.norm(op_kind::layernorm, x, gamma, beta, eps);
 }
 
-constexpr int emit_activation(builder& b, int x, activation a) {
-  switch (a) {
-    case activation::relu: return b.unary(op_kind::relu, x);
-    case activation::gelu: return b.unary(op_kind::gelu_erf, x);
-    case activation::gelu_tanh: return b.unary(op_kind::gelu_tanh, x);
-    case activation::silu: return b.unary(op_kind::silu, x);
-  }
-  return x;
+// An activation: any elementwise unary op of the op table.
+constexpr int emit_activation(builder& b, int x, op_kind a) {
+  if (!graph::is_unary(a)) graph::fail("nn: an activation must be a unary op of the op table");
+  return b.unary(a, x);
 }
 
 // Feed-forward: fc2(act(fc1(x))), hidden size `hidden`.
-constexpr int emit_ffn(builder& b, int x, std::string_view prefix, std::int64_t hidden, activation a) {
+constexpr int emit_ffn(builder& b, int x, std::string_view prefix, std::int64_t hidden, op_kind a, int wt = -1) {
   const std::int64_t d = b.at(x).shape.back();
-  const int h = emit_activation(b, emit_linear(b, x, join(prefix, "fc1").view(), hidden), a);
-  return emit_linear(b, h, join(prefix, "fc2").view(), d);
+  const int h = emit_activation(b, emit_linear(b, x, join(prefix, "fc1").view(), hidden, true, wt), a);
+  return emit_linear(b, h, join(prefix, "fc2").view(), d, true, wt);
 }
 
 // Split the last axis into heads: [..., L, H*dh] -> [..., H, L, dh].
@@ -178,33 +232,53 @@ constexpr int merge_heads(builder& b, int x) {
   return b.reshape(y, r);
 }
 
-// Multi-head scaled dot-product attention (Vaswani et al., 2017), with grouped/multi-query heads
-// (Ainslie et al., 2023): head h reads key/value head h / (heads / kv_heads). Params under
-// "<prefix>": q, k, v, o (each .w and .b). x: [L, D] or [B, L, D].
-constexpr int emit_attention(builder& b, int x, std::string_view prefix, int heads, int kv_heads, bool causal) {
-  const dims xs = b.at(x).shape;
-  const std::int64_t d = xs.back(), dh = d / heads, len = xs[xs.rank - 2];
-  const int group = heads / kv_heads;
-  const int q = split_heads(b, emit_linear(b, x, join(prefix, "q").view(), d), heads);
-  const int k = split_heads(b, emit_linear(b, x, join(prefix, "k").view(), kv_heads * dh), kv_heads);
-  const int v = split_heads(b, emit_linear(b, x, join(prefix, "v").view(), kv_heads * dh), kv_heads);
+// Scaled dot-product attention over split heads (Vaswani et al., 2017), with grouped/multi-query
+// heads (Ainslie et al., 2023): q [.., H, L, dh], k and v [.., Hkv, Lk, dh]; head h reads key/value
+// head h / (H / Hkv). Returns the heads merged, [.., L, H * dh]. `mask` (-1: none) is a
+// key-padding mask over the keys, [Lk] or [B, Lk]: boolean (true: attend; a query whose keys are
+// all masked gets zeros) or floating (added to the scores, as frameworks' extended masks).
+// Causal: query i sees keys j <= i + Lk - L. The causal select comes last, next to the softmax, so
+// the attention kernel skips the blocks it masks (plan/lower.hpp).
+constexpr int emit_attention_core(builder& b, int q, int k, int v, bool causal, int mask = -1) {
+  const dims qs = b.at(q).shape, ks = b.at(k).shape;
+  const int r = qs.rank;
+  const std::int64_t heads = qs[r - 3], kv_heads = ks[r - 3], len = qs[r - 2], len_kv = ks[r - 2], dh = qs[r - 1];
+  const std::int64_t group = heads / kv_heads;
   // Queries of one group share a key/value head: fold the group into the rows, [.., Hkv, G*L, dh].
-  dims qg = b.at(q).shape;
-  qg[qg.rank - 3] = kv_heads;
-  qg[qg.rank - 2] = group * len;
+  dims qg = qs;
+  qg[r - 3] = kv_heads;
+  qg[r - 2] = group * len;
   const int qf = b.reshape(q, qg);
-  int s = b.matmul(qf, k, false, true);  // [.., Hkv, G*L, L]
+  int s = b.matmul(qf, k, false, true);  // [.., Hkv, G*L, Lk]
   s = b.binary(op_kind::mul, s, b.constant(1.0 / sqrt_of(double(dh))));
+  if (mask >= 0) {
+    // [..., Lk] -> [..., 1, 1, Lk]: one row of key flags per sequence, over heads and queries.
+    const dims ms = b.at(mask).shape;
+    if (!(ms.back() == len_kv) || ms.rank != r - 2) graph::fail("attention: the mask must be [L] or [B, L] for x [L, D] or [B, L, D]");
+    dims m4 = b.at(s).shape;
+    for (int c = ms.rank - 1; c < m4.rank - 1; ++c) m4[c] = 1;
+    const int mr = b.reshape(mask, m4);
+    if (b.at(mask).type == dtype::boolean) {
+      const int neg_inf = b.constant(-std::numeric_limits<double>::infinity());
+      s = b.select(mr, s, neg_inf);
+    } else {
+      s = b.binary(op_kind::add, s, mr);
+    }
+  }
   if (causal) {
-    // [.., Hkv, G, L, L] so that one [L, L] mask broadcasts over heads and groups.
+    // [.., Hkv, G, L, Lk] so that one [L, Lk] mask broadcasts over heads and groups.
     dims s5 = b.at(s).shape;
     s5.rank += 1;
-    s5[s5.rank - 1] = len;
+    s5[s5.rank - 1] = len_kv;
     s5[s5.rank - 2] = len;
     s5[s5.rank - 3] = group;
     const int sg = b.reshape(s, s5);
-    const dims ll = make_dims(len, len);
-    const int rows = b.iota(dtype::i32, ll, 0);
+    const dims ll = make_dims(len, len_kv);
+    int rows = b.iota(dtype::i32, ll, 0);
+    if (len_kv != len) {
+      const int shift = b.constant(double(len_kv - len), dtype::i32);
+      rows = b.binary(op_kind::add, rows, shift);
+    }
     const int cols = b.iota(dtype::i32, ll, 1);
     const int keep = b.binary(op_kind::ge, rows, cols);
     const int neg_inf = b.constant(-std::numeric_limits<double>::infinity());
@@ -214,22 +288,44 @@ constexpr int emit_attention(builder& b, int x, std::string_view prefix, int hea
   const int p = b.softmax(s, -1);
   const int o = b.matmul(p, v);  // [.., Hkv, G*L, dh]
   dims oh = b.at(o).shape;
-  oh[oh.rank - 3] = heads;
-  oh[oh.rank - 2] = len;
-  return emit_linear(b, merge_heads(b, b.reshape(o, oh)), join(prefix, "o").view(), d);
+  oh[r - 3] = heads;
+  oh[r - 2] = len;
+  return merge_heads(b, b.reshape(o, oh));
+}
+
+// Multi-head self-attention: projections q, k, v, o (each .w and .b, under "<prefix>") around
+// emit_attention_core. x: [L, D] or [B, L, D]; mask as emit_attention_core's (over x's positions).
+constexpr int emit_attention(builder& b, int x, std::string_view prefix, int heads, int kv_heads, bool causal,
+                             int mask = -1, int wt = -1) {
+  const dims xs = b.at(x).shape;
+  const std::int64_t d = xs.back(), dh = d / heads;
+  const int q = split_heads(b, emit_linear(b, x, join(prefix, "q").view(), d, true, wt), heads);
+  const int k = split_heads(b, emit_linear(b, x, join(prefix, "k").view(), kv_heads * dh, true, wt), kv_heads);
+  const int v = split_heads(b, emit_linear(b, x, join(prefix, "v").view(), kv_heads * dh, true, wt), kv_heads);
+  const int o = emit_attention_core(b, q, k, v, causal, mask);
+  return emit_linear(b, o, join(prefix, "o").view(), d, true, wt);
 }
 
 struct post_ln {};  // y = LN(x + f(x)), the original Transformer
 struct pre_ln {};   // y = x + f(LN(x)), GPT-2 and most current models
 
+// One transformer block (pre- or post-LN); mask: a key-padding mask (see emit_attention) or -1;
+// wt: the weights' dtype or -1 (the input's).
 constexpr int emit_transformer_block(builder& b, int x, bool pre, int heads, int kv_heads, std::int64_t hidden,
-                                     bool causal, activation act) {
+                                     bool causal, op_kind act, double eps = 1e-5, int mask = -1, int wt = -1,
+                                     std::string_view prefix = "") {
+  const auto name = [&](std::string_view n) { return join(prefix, n); };
   if (pre) {
-    const int h = b.binary(op_kind::add, x, emit_attention(b, emit_layernorm(b, x, "ln1"), "attn", heads, kv_heads, causal));
-    return b.binary(op_kind::add, h, emit_ffn(b, emit_layernorm(b, h, "ln2"), "ffn", hidden, act));
+    const int a = emit_attention(b, emit_layernorm(b, x, name("ln1").view(), eps, wt), name("attn").view(), heads,
+                                 kv_heads, causal, mask, wt);
+    const int h = b.binary(op_kind::add, x, a);
+    const int f = emit_ffn(b, emit_layernorm(b, h, name("ln2").view(), eps, wt), name("ffn").view(), hidden, act, wt);
+    return b.binary(op_kind::add, h, f);
   }
-  const int h = emit_layernorm(b, b.binary(op_kind::add, x, emit_attention(b, x, "attn", heads, kv_heads, causal)), "ln1");
-  return emit_layernorm(b, b.binary(op_kind::add, h, emit_ffn(b, h, "ffn", hidden, act)), "ln2");
+  const int a = emit_attention(b, x, name("attn").view(), heads, kv_heads, causal, mask, wt);
+  const int h = emit_layernorm(b, b.binary(op_kind::add, x, a), name("ln1").view(), eps, wt);
+  const int f = emit_ffn(b, h, name("ffn").view(), hidden, act, wt);
+  return emit_layernorm(b, b.binary(op_kind::add, h, f), name("ln2").view(), eps, wt);
 }
 
 // ---- expression-level front doors ----
@@ -251,61 +347,92 @@ constexpr void check_attention() {
 }
 }  // namespace detail
 
-template <fixed_string Prefix, std::int64_t Out, bool Bias>
+template <fixed_string Prefix, std::int64_t Out, bool Bias, class W>
 struct linear_fn {
   template <class X> static constexpr dims result_shape() {
     dims s = X::shape;
     s[s.rank - 1] = Out;
     return s;
   }
-  static constexpr int emit(builder& b, int x) { return emit_linear(b, x, Prefix.view(), Out, Bias); }
+  static constexpr int emit(builder& b, int x) {
+    return emit_linear(b, x, Prefix.view(), Out, Bias, int(weight_dtype<W>(b.at(x).type)));
+  }
 };
 
-// y = x @ w + b with params "<Prefix>.w" [In, Out] and "<Prefix>.b" [Out].
-template <fixed_string Prefix, std::int64_t Out, bool Bias = true, expression X>
+// y = x @ w + b with params "<Prefix>.w" [In, Out] and "<Prefix>.b" [Out], of dtype W (the
+// input's by default).
+template <fixed_string Prefix, std::int64_t Out, bool Bias = true, class W = same_as_input, expression X>
 constexpr auto linear(X) {
   static_assert(X::shape.rank >= 1, "linear: the input must have rank 1 or more");
-  return expr::composite_t<linear_fn<Prefix, Out, Bias>, X>{};
+  return expr::composite_t<linear_fn<Prefix, Out, Bias, W>, X>{};
 }
 
-template <fixed_string Prefix, int Heads, int KvHeads, bool Causal>
+template <fixed_string Prefix, int Heads, int KvHeads, bool Causal, class W>
 struct attention_fn {
   template <class X> static constexpr dims result_shape() { return X::shape; }
   template <class X> static constexpr bool valid() { return detail::attention_valid<X, Heads, KvHeads>(); }
-  static constexpr int emit(builder& b, int x) { return emit_attention(b, x, Prefix.view(), Heads, KvHeads, Causal); }
+  static constexpr int emit(builder& b, int x, int mask = -1) {
+    return emit_attention(b, x, Prefix.view(), Heads, KvHeads, Causal, mask, int(weight_dtype<W>(b.at(x).type)));
+  }
 };
 
 struct causal_t {};
 inline constexpr bool causal = true;
 
+namespace detail {
+template <class X, class M>
+constexpr void check_mask() {
+  (void)diag::attention_mask<M::shape.rank == X::shape.rank - 1 && M::shape.back() == X::shape[X::shape.rank - 2] &&
+                                 (M::type == dtype::boolean || M::type == X::type),
+                             expr::shape_t<X>, expr::shape_t<M>>{};
+}
+}  // namespace detail
+
 // Multi-head self-attention with params under Prefix; KvHeads < Heads gives grouped/multi-query.
-template <fixed_string Prefix, int Heads, int KvHeads = Heads, bool Causal = false, expression X>
+template <fixed_string Prefix, int Heads, int KvHeads = Heads, bool Causal = false, class W = same_as_input,
+          expression X>
 constexpr auto attention(X) {
   detail::check_attention<X, Heads, KvHeads>();
-  return expr::composite_t<attention_fn<Prefix, Heads, KvHeads, Causal>, X>{};
+  return expr::composite_t<attention_fn<Prefix, Heads, KvHeads, Causal, W>, X>{};
+}
+// The same with a key-padding mask: [L] or [B, L] for x [L, D] or [B, L, D]; boolean (true:
+// attend) or of x's dtype (added to the scores).
+template <fixed_string Prefix, int Heads, int KvHeads = Heads, bool Causal = false, class W = same_as_input,
+          expression X, expression M>
+constexpr auto attention(X, M) {
+  detail::check_attention<X, Heads, KvHeads>();
+  detail::check_mask<X, M>();
+  return expr::masked_composite_t<attention_fn<Prefix, Heads, KvHeads, Causal, W>, X, M>{};
 }
 
-template <fixed_string Prefix, std::int64_t Hidden, activation Act>
+template <fixed_string Prefix, std::int64_t Hidden, op_kind Act, class W>
 struct ffn_fn {
   template <class X> static constexpr dims result_shape() { return X::shape; }
-  static constexpr int emit(builder& b, int x) { return emit_ffn(b, x, Prefix.view(), Hidden, Act); }
+  static constexpr int emit(builder& b, int x) {
+    return emit_ffn(b, x, Prefix.view(), Hidden, Act, int(weight_dtype<W>(b.at(x).type)));
+  }
 };
 
-template <fixed_string Prefix, std::int64_t Hidden, activation Act = activation::gelu_tanh, expression X>
+template <fixed_string Prefix, std::int64_t Hidden, op_kind Act = activation::gelu_tanh, class W = same_as_input,
+          expression X>
 constexpr auto feed_forward(X) {
   (void)diag::sequence_input<X::shape.rank >= 1, expr::shape_t<X>>{};
-  return expr::composite_t<ffn_fn<Prefix, Hidden, Act>, X>{};
+  static_assert(graph::is_unary(Act), "feed_forward: the activation must be a unary op");
+  return expr::composite_t<ffn_fn<Prefix, Hidden, Act, W>, X>{};
 }
 
 // A transformer block as a value: `block(x)` applies it once (params "attn.q.w", "ln1.gamma", ...);
-// `stack<"layers", N>(block, x)` applies it N times with params "layers.<i>.attn.q.w", ...
+// `block(x, mask)` with a key-padding mask; `stack<"layers", N>(block, x)` applies it N times with
+// params "layers.<i>.attn.q.w", ... Eps: the layernorms' epsilon; W: the weights' dtype.
 template <class Norm, int Heads, std::int64_t Hidden, int KvHeads = Heads, bool Causal = false,
-          activation Act = activation::gelu_tanh>
+          op_kind Act = activation::gelu_tanh, double Eps = 1e-5, class W = same_as_input>
 struct transformer_block_t {
+  static_assert(graph::is_unary(Act), "transformer_block: the activation must be a unary op");
   template <class X> static constexpr dims result_shape() { return X::shape; }
   template <class X> static constexpr bool valid() { return detail::attention_valid<X, Heads, KvHeads>(); }
-  static constexpr int emit(builder& b, int x) {
-    return emit_transformer_block(b, x, std::is_same_v<Norm, pre_ln>, Heads, KvHeads, Hidden, Causal, Act);
+  static constexpr int emit(builder& b, int x, int mask = -1) {
+    return emit_transformer_block(b, x, std::is_same_v<Norm, pre_ln>, Heads, KvHeads, Hidden, Causal, Act, Eps, mask,
+                                  int(weight_dtype<W>(b.at(x).type)));
   }
   static constexpr int emit_body(builder& b, int x) { return emit(b, x); }
 
@@ -314,12 +441,18 @@ struct transformer_block_t {
     detail::check_attention<X, Heads, KvHeads>();
     return expr::composite_t<transformer_block_t, X>{};
   }
+  template <expression X, expression M>
+  constexpr auto operator()(X, M) const {
+    detail::check_attention<X, Heads, KvHeads>();
+    detail::check_mask<X, M>();
+    return expr::masked_composite_t<transformer_block_t, X, M>{};
+  }
   template <class X> static constexpr void check() { detail::check_attention<X, Heads, KvHeads>(); }
 };
 
 template <class Norm, int Heads, std::int64_t Hidden, int KvHeads = Heads, bool Causal = false,
-          activation Act = activation::gelu_tanh>
-inline constexpr transformer_block_t<Norm, Heads, Hidden, KvHeads, Causal, Act> transformer_block{};
+          op_kind Act = activation::gelu_tanh, double Eps = 1e-5, class W = same_as_input>
+inline constexpr transformer_block_t<Norm, Heads, Hidden, KvHeads, Causal, Act, Eps, W> transformer_block{};
 
 // Any callable from an expression to an expression of the same shape can be a block:
 // stack<"layers", 4>(fd::nn::block([](auto x) { return x + fd::gelu(x); }), x).

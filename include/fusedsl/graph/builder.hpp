@@ -23,6 +23,7 @@ class builder {
  public:
   std::vector<node> nodes;
   std::vector<int> outputs;
+  std::vector<int> output_state;  // per output: -1, or the state node it is the new value of
   std::vector<region_info> regions{region_info{}};
   int region = 0;  // the region new nodes go to
 
@@ -42,7 +43,8 @@ class builder {
   constexpr int leaf(op_kind k, std::string_view name, dtype t, dims s) {
     if (k == op_kind::input || k == op_kind::param) {
       for (const node& o : nodes)
-        if (o.op == k && o.region == region && o.name.view() == name && (o.type != t || !(o.shape == s)))
+        if (o.op == k && o.region == region && o.name.view() == name &&
+            (o.type != t || !(o.shape == s)))
           fail("graph: one name is declared with two different shapes or dtypes");
       for (const node& o : nodes)
         if (o.op != k && (o.op == op_kind::input || o.op == op_kind::param) && o.region == region &&
@@ -56,8 +58,21 @@ class builder {
     n.name.assign(name);
     return add(n);
   }
-  constexpr int input(std::string_view name, dtype t, dims s) { return leaf(op_kind::input, name, t, s); }
-  constexpr int param(std::string_view name, dtype t, dims s) { return leaf(op_kind::param, name, t, s); }
+  constexpr int input(std::string_view name, dtype t, dims s) {
+    return leaf(op_kind::input, name, t, s);
+  }
+  // A tensor the executor keeps across calls (a KV cache): read like an input, given a new value by
+  // an output marked with mark_output(value, state).
+  constexpr int state(std::string_view name, dtype t, dims s) {
+    if (region != 0) fail("graph: a state inside a block body");
+    for (const node& o : nodes)
+      if (o.name.view() == name && (o.op == op_kind::input || o.op == op_kind::param))
+        fail("graph: one name is used both as a state and as an input or param");
+    return leaf(op_kind::state, name, t, s);
+  }
+  constexpr int param(std::string_view name, dtype t, dims s) {
+    return leaf(op_kind::param, name, t, s);
+  }
   // A scalar constant; weak: it takes the dtype of the tensor it is combined with.
   constexpr int constant(double v, dtype t = dtype::f32, bool weak = true) {
     node n;
@@ -138,7 +153,7 @@ class builder {
     if (!s.ok()) fail("reduce: axis out of range");
     node n;
     n.op = k;
-    n.type = at(x).type;
+    n.type = k == op_kind::argmax ? dtype::i32 : at(x).type;
     n.shape = s.value;
     n.axis = normalize_axis(axis, at(x).shape.rank);
     n.keepdims = keepdims;
@@ -236,6 +251,67 @@ class builder {
     return add(n);
   }
 
+  // ---- data movement at run-time positions ----
+  // table[ids]: rows of `table` (axis 0) picked by the i32 `ids`; result ids.shape ++ table.shape[1:].
+  // An id outside [0, rows) reads the nearest row (XLA's gather clamps its indices).
+  constexpr int gather(int table, int ids) {
+    const dims t = at(table).shape, i = at(ids).shape;
+    if (t.rank < 1) fail("gather: the table must have rank 1 or more");
+    if (at(ids).type != dtype::i32) fail("gather: the indices must be i32");
+    if (i.rank + t.rank - 1 > max_rank) fail("gather: the result has more than 6 axes");
+    node n;
+    n.op = op_kind::gather;
+    n.type = at(table).type;
+    n.shape.rank = i.rank + t.rank - 1;
+    for (int c = 0; c < i.rank; ++c) n.shape[c] = i[c];
+    for (int c = 1; c < t.rank; ++c) n.shape[i.rank + c - 1] = t[c];
+    n.n_in = 2;
+    n.in[0] = table;
+    n.in[1] = ids;
+    return add(n);
+  }
+  // x[start : start + size] along axis, start an i32 scalar clamped to [0, dim - size] (XLA's
+  // dynamic-slice).
+  constexpr int dynamic_slice(int x, int start, int axis, std::int64_t size) {
+    const dims xs = at(x).shape;
+    if (!axis_in_range(axis, xs.rank)) fail("dynamic_slice: axis out of range");
+    const int a = normalize_axis(axis, xs.rank);
+    if (size < 1 || size > xs[a]) fail("dynamic_slice: the size must be between 1 and the axis' length");
+    if (at(start).type != dtype::i32 || at(start).shape.rank != 0) fail("dynamic_slice: the start must be an i32 scalar");
+    node n;
+    n.op = op_kind::dynamic_slice;
+    n.type = at(x).type;
+    n.shape = xs;
+    n.shape[a] = size;
+    n.axis = a;
+    n.n_in = 2;
+    n.in[0] = x;
+    n.in[1] = start;
+    return add(n);
+  }
+  // x with x[start : start + len] along axis replaced by `update` (len its extent there), start an
+  // i32 scalar clamped to [0, dim - len] (XLA's dynamic-update-slice).
+  constexpr int dynamic_update_slice(int x, int update, int start, int axis) {
+    const dims xs = at(x).shape, us = at(update).shape;
+    if (!axis_in_range(axis, xs.rank)) fail("dynamic_update_slice: axis out of range");
+    const int a = normalize_axis(axis, xs.rank);
+    if (us.rank != xs.rank || us[a] > xs[a]) fail("dynamic_update_slice: the update does not fit the operand");
+    for (int c = 0; c < xs.rank; ++c)
+      if (c != a && us[c] != xs[c]) fail("dynamic_update_slice: the update differs from the operand off its axis");
+    if (at(update).type != at(x).type) fail("dynamic_update_slice: the update's dtype differs from the operand's");
+    if (at(start).type != dtype::i32 || at(start).shape.rank != 0) fail("dynamic_update_slice: the start must be an i32 scalar");
+    node n;
+    n.op = op_kind::dynamic_update_slice;
+    n.type = at(x).type;
+    n.shape = xs;
+    n.axis = a;
+    n.n_in = 3;
+    n.in[0] = x;
+    n.in[1] = update;
+    n.in[2] = start;
+    return add(n);
+  }
+
   // ---- row composites ----
   constexpr int softmax(int x, int axis, bool log = false) {
     if (!axis_in_range(axis, at(x).shape.rank)) fail("softmax: axis out of range");
@@ -249,7 +325,8 @@ class builder {
     n.in[0] = x;
     return add(n);
   }
-  // layernorm over the last axis: (x - mean) / sqrt(var + eps) * gamma + beta. rmsnorm: x / rms * gamma.
+  // layernorm over the last axis: (x - mean) / sqrt(var + eps) * gamma + beta.
+  // rmsnorm: x / rms * gamma.
   constexpr int norm(op_kind k, int x, int gamma, int beta, double eps) {
     const node& xn = at(x);
     const dims row = make_dims(xn.shape.back());
@@ -271,7 +348,8 @@ class builder {
   // ---- regions ----
   // Start a block body: nodes go to a new region whose input is a placeholder of the given shape.
   constexpr int begin_region(dtype t, dims s) {
-    if (int(regions.size()) >= max_regions) fail("graph: too many distinct repeated blocks (max 7)");
+    if (int(regions.size()) >= max_regions)
+      fail("graph: too many distinct repeated blocks (max 7)");
     regions.push_back(region_info{});
     region = int(regions.size()) - 1;
     node n;
@@ -306,9 +384,18 @@ class builder {
   }
 
   // Outputs keep their positions: the same node returned twice is two outputs.
-  constexpr void mark_output(int id) {
+  // state: -1, or the state node whose new value id is (written into the state's memory).
+  constexpr void mark_output(int id, int state = -1) {
     if (int(outputs.size()) >= max_outputs) fail("graph: too many outputs (max 8)");
+    if (state >= 0) {
+      if (at(state).op != op_kind::state) fail("update: the target is not a state");
+      if (!(at(state).shape == at(id).shape) || at(state).type != at(id).type)
+        fail("update: the new value differs from the state in shape or dtype");
+      for (int s : output_state)
+        if (s == state) fail("update: a state is given two new values");
+    }
     outputs.push_back(id);
+    output_state.push_back(state);
   }
 
   template <std::size_t N>
@@ -318,6 +405,7 @@ class builder {
     for (std::size_t i = 0; i < nodes.size(); ++i) g.nodes[i] = nodes[i];
     g.n_outputs = int(outputs.size());
     for (std::size_t i = 0; i < outputs.size(); ++i) g.outputs[i] = outputs[i];
+    for (std::size_t i = 0; i < output_state.size(); ++i) g.output_state[i] = output_state[i];
     g.n_regions = int(regions.size());
     for (std::size_t i = 0; i < regions.size(); ++i) g.regions[i] = regions[i];
     return g;
@@ -328,7 +416,8 @@ class builder {
     if (n.op != op_kind::transpose || n.shape.rank < 2) return false;
     for (int i = 0; i < n.shape.rank - 2; ++i)
       if (n.perm[std::size_t(i)] != i) return false;
-    return n.perm[std::size_t(n.shape.rank - 2)] == n.shape.rank - 1 && n.perm[std::size_t(n.shape.rank - 1)] == n.shape.rank - 2;
+    return n.perm[std::size_t(n.shape.rank - 2)] == n.shape.rank - 1 &&
+           n.perm[std::size_t(n.shape.rank - 1)] == n.shape.rank - 2;
   }
 
   constexpr const node& at(int id) const {

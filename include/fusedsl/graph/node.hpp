@@ -66,6 +66,8 @@ template <std::size_t N>
 struct graph {
   std::array<node, N> nodes{};
   std::array<int, max_outputs> outputs{};
+  // -1: output k goes to user memory; else the state node whose new value it is (fd::update)
+  std::array<int, max_outputs> output_state{-1, -1, -1, -1, -1, -1, -1, -1};
   int n_outputs = 0;
   std::array<region_info, max_regions> regions{};
   int n_regions = 1;
@@ -83,11 +85,13 @@ struct graph_view {
   int n_outputs = 0;
   const region_info* regions = nullptr;
   int n_regions = 1;
+  const int* output_state = nullptr;  // per output: -1, or the state node it updates
 
   template <std::size_t N>
   constexpr graph_view(const graph<N>& g)
       : nodes(g.nodes.data()), size(int(N)), outputs(g.outputs.data()), n_outputs(g.n_outputs),
-        regions(g.regions.data()), n_regions(g.n_regions) {}
+        regions(g.regions.data()), n_regions(g.n_regions), output_state(g.output_state.data()) {}
+  constexpr int state_of_output(int k) const { return output_state ? output_state[k] : -1; }
   constexpr graph_view() = default;
   constexpr const node& operator[](int i) const { return nodes[i]; }
 };

@@ -33,7 +33,7 @@
 namespace fusedsl::graph {
 
 enum class op_category : std::uint8_t {
-  leaf,     // input, param, constant, iota, placeholder
+  leaf,     // input, param, state, constant, iota, placeholder
   unary,    // elementwise, one operand
   binary,   // elementwise, two operands (NumPy broadcasting)
   compare,  // elementwise, two operands, boolean result
@@ -42,6 +42,7 @@ enum class op_category : std::uint8_t {
   reduce,   // one axis reduced
   matmul,   // batched matrix product over the last two axes
   layout,   // data movement: transpose, reshape, slice, concat, broadcast
+  index,    // data movement at run-time positions: gather, dynamic_slice, dynamic_update_slice
   row,      // row composites over one axis (softmax, log_softmax, layernorm, rmsnorm)
   repeat,   // a block body applied `count` times
 };
@@ -54,6 +55,7 @@ enum class op_category : std::uint8_t {
   X(constant, leaf, 0, "constant", false)                 \
   X(iota, leaf, 0, "iota", false)                         \
   X(placeholder, leaf, 0, "parameter", false)             \
+  X(state, leaf, 0, "parameter", false)                   \
   X(neg, unary, 1, "negate", true)                        \
   X(abs, unary, 1, "abs", true)                           \
   X(exp, unary, 1, "exponential", true)                   \
@@ -67,6 +69,8 @@ enum class op_category : std::uint8_t {
   X(gelu_erf, unary, 1, "composite", true)                         \
   X(gelu_tanh, unary, 1, "composite", true)                        \
   X(silu, unary, 1, "composite", true)                             \
+  X(sin, unary, 1, "sine", true)                          \
+  X(cos, unary, 1, "cosine", true)                        \
   X(add, binary, 2, "add", true)                          \
   X(sub, binary, 2, "subtract", true)                     \
   X(mul, binary, 2, "multiply", true)                     \
@@ -86,12 +90,16 @@ enum class op_category : std::uint8_t {
   X(reduce_mean, reduce, 1, "composite", false)                    \
   X(reduce_max, reduce, 1, "reduce", false)               \
   X(reduce_min, reduce, 1, "reduce", false)               \
+  X(argmax, reduce, 1, "composite", false)                \
   X(matmul, matmul, 2, "dot", false)                      \
   X(transpose, layout, 1, "transpose", false)             \
   X(reshape, layout, 1, "reshape", false)                 \
   X(slice, layout, 1, "slice", false)                     \
   X(concat, layout, -1, "concatenate", false)             \
   X(broadcast, layout, 1, "broadcast", false)             \
+  X(gather, index, 2, "gather", false)                    \
+  X(dynamic_slice, index, 2, "dynamic-slice", false)      \
+  X(dynamic_update_slice, index, 3, "dynamic-update-slice", false) \
   X(softmax, row, 1, "composite", false)                           \
   X(log_softmax, row, 1, "composite", false)                       \
   X(layernorm, row, -1, "composite", false)                        \
@@ -137,6 +145,7 @@ constexpr bool is_compare(op_kind k) { return category_of(k) == op_category::com
 constexpr bool is_reduce(op_kind k) { return category_of(k) == op_category::reduce; }
 constexpr bool is_row_composite(op_kind k) { return category_of(k) == op_category::row; }
 constexpr bool is_layout(op_kind k) { return category_of(k) == op_category::layout; }
+constexpr bool is_index(op_kind k) { return category_of(k) == op_category::index; }
 // Elementwise: each output element depends on the same-index (broadcast) elements of the operands.
 constexpr bool is_elementwise(op_kind k) {
   const op_category c = category_of(k);
@@ -195,8 +204,8 @@ constexpr V splat(double c) {
 
 using detail::splat;
 
-// Primitives every policy provides: neg, abs, exp, log, sqrt, tanh, erf, erfc, max, min
-// (both NaN-propagating, as XLA's), pow, the comparisons, select, reciprocal.
+// Primitives every policy provides: neg, abs, exp, log, sqrt, tanh, erf, erfc, sin, cos, max, min
+// (both NaN-propagating, as XLA's), pow, the comparisons, select.
 FUSEDSL_UNARY_BODY(neg, M::neg(x))
 FUSEDSL_UNARY_BODY(abs, M::abs(x))
 FUSEDSL_UNARY_BODY(exp, M::exp(x))
@@ -212,12 +221,20 @@ FUSEDSL_UNARY_BODY(relu, M::select(M::lt(x, splat<V>(0.0)), splat<V>(0.0), x))
 // digit of a small result (6.5e5 and 4.8e6 ulp at x = -5 in float): x/2 (1 + erf(x / sqrt 2)) =
 // x/2 erfc(-x / sqrt 2) (Hendrycks & Gimpel, 2016, eq. 1), and x/2 (1 + tanh(u)) = x / (1 +
 // e^(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3) (the same paper, sec. 2; GPT-2).
-FUSEDSL_UNARY_BODY(gelu_erf, splat<V>(0.5) * x * M::erfc(x * splat<V>(-0.70710678118654752)))
+// At -inf all three are 0, the limit (x times a factor that vanishes faster), not the NaN of
+// -inf * 0; gelu_tanh is 0 once its exp would overflow (x below about -9.5, where its exact value
+// is below 2e-34 in magnitude).
+FUSEDSL_UNARY_BODY(gelu_erf, M::select(M::eq(x, splat<V>(-std::numeric_limits<double>::infinity())), splat<V>(0.0),
+                                       splat<V>(0.5) * x * M::erfc(x * splat<V>(-0.70710678118654752))))
 FUSEDSL_UNARY_BODY(gelu_tanh,
-                   x / (splat<V>(1.0) +
-                        M::exp(splat<V>(-2.0 * 0.79788456080286536) *
-                               (x + splat<V>(0.044715) * x * x * x))))
-FUSEDSL_UNARY_BODY(silu, x / (splat<V>(1.0) + M::exp(M::neg(x))))
+                   M::select(M::lt(x, splat<V>(-9.5)), splat<V>(0.0),
+                             x / (splat<V>(1.0) +
+                                  M::exp(splat<V>(-2.0 * 0.79788456080286536) *
+                                         (x + splat<V>(0.044715) * x * x * x)))))
+FUSEDSL_UNARY_BODY(silu, M::select(M::eq(x, splat<V>(-std::numeric_limits<double>::infinity())), splat<V>(0.0),
+                                   x / (splat<V>(1.0) + M::exp(M::neg(x)))))
+FUSEDSL_UNARY_BODY(sin, M::sin(x))
+FUSEDSL_UNARY_BODY(cos, M::cos(x))
 
 FUSEDSL_BINARY_BODY(add, x + y)
 FUSEDSL_BINARY_BODY(sub, x - y)
@@ -291,6 +308,17 @@ template <>
 struct op_traits<op_kind::reduce_max> : reduce_body<op_kind::reduce_max> {};
 template <>
 struct op_traits<op_kind::reduce_min> : reduce_body<op_kind::reduce_min> {};
+// argmax: the index of the first maximum along the axis (NaN counts as the maximum, the first NaN
+// wins, as NumPy's). A kernel carries (best value, its index): take(x, best) says whether x
+// replaces best as it meets x at a later index.
+template <>
+struct op_traits<op_kind::argmax> : detail::body_base<op_kind::argmax> {
+  template <class M, class V>
+  static V take(const V& x, const V& best) {
+    // x > best, or x is NaN and best is not
+    return M::select(M::lt(best, x), splat<V>(1.0), M::select(M::ne(x, x), M::select(M::ne(best, best), splat<V>(0.0), splat<V>(1.0)), splat<V>(0.0)));
+  }
+};
 
 // Every computed elementwise and reduce kind has a body; every table row names its own kind.
 namespace detail {

@@ -11,11 +11,14 @@ inline std::string describe(const node& n) {
   std::ostringstream os;
   os << name_of(n.op);
   switch (n.op) {
-    case op_kind::input: case op_kind::param: os << " \"" << n.name.view() << "\""; break;
+    case op_kind::input: case op_kind::param: case op_kind::state: os << " \"" << n.name.view() << "\""; break;
     case op_kind::constant: os << " " << n.value << (n.weak ? " (weak)" : ""); break;
     case op_kind::iota: case op_kind::softmax: case op_kind::log_softmax: case op_kind::concat:
       os << " axis=" << n.axis; break;
-    case op_kind::reduce_sum: case op_kind::reduce_mean: case op_kind::reduce_max: case op_kind::reduce_min:
+    case op_kind::reduce_sum:
+    case op_kind::reduce_mean:
+    case op_kind::reduce_max:
+    case op_kind::reduce_min:
       os << " axis=" << n.axis << (n.keepdims ? " keepdims" : ""); break;
     case op_kind::matmul:
       if (n.trans_a) os << " trans_a";
@@ -28,7 +31,9 @@ inline std::string describe(const node& n) {
       break;
     case op_kind::slice: os << " axis=" << n.axis << " [" << n.begin << ":" << n.end << "]"; break;
     case op_kind::layernorm: case op_kind::rmsnorm: os << " eps=" << n.value; break;
-    case op_kind::repeat: os << " \"" << n.name.view() << "\" x" << n.count << " body=region" << n.body; break;
+    case op_kind::repeat:
+      os << " \"" << n.name.view() << "\" x" << n.count << " body=region" << n.body;
+      break;
     default: break;
   }
   return os.str();
@@ -76,17 +81,19 @@ inline std::string to_dot(const graph_view& g) {
     for (int i = 0; i < g.size; ++i) {
       const node& n = g[i];
       if (n.region != r) continue;
-      os << "  n" << i << " [label=\"%" << i << " " << dot_escape(describe(n)) << "\\n" << name_of(n.type) << to_string(n.shape)
-         << "\"" << (is_leaf(n.op) ? ", style=rounded" : "") << "];\n";
+      os << "  n" << i << " [label=\"%" << i << " " << dot_escape(describe(n)) << "\\n"
+         << name_of(n.type) << to_string(n.shape) << "\""
+         << (is_leaf(n.op) ? ", style=rounded" : "") << "];\n";
     }
     if (r > 0) os << "  }\n";
   }
   for (int i = 0; i < g.size; ++i)
-    for (int k = 0; k < g[i].n_in; ++k) os << "  n" << g[i].in[std::size_t(k)] << " -> n" << i << ";\n";
+    for (int k = 0; k < g[i].n_in; ++k)
+      os << "  n" << g[i].in[std::size_t(k)] << " -> n" << i << ";\n";
   for (int i = 0; i < g.size; ++i)
     if (g[i].op == op_kind::repeat)
-      os << "  n" << i << " -> n" << g.regions[g[i].body].placeholder << " [style=dashed, label=\"x" << g[i].count
-         << "\"];\n";
+      os << "  n" << i << " -> n" << g.regions[g[i].body].placeholder << " [style=dashed, label=\"x"
+         << g[i].count << "\"];\n";
   os << "}\n";
   return os.str();
 }

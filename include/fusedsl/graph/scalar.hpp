@@ -24,6 +24,8 @@ struct math {
   static float tanh(float x) { return std::tanh(x); }
   static float erf(float x) { return std::erf(x); }
   static float erfc(float x) { return std::erfc(x); }
+  static float sin(float x) { return std::sin(x); }
+  static float cos(float x) { return std::cos(x); }
   static float pow(float x, float y) { return std::pow(x, y); }
   static float max(float x, float y) { return nan_max(x, y); }
   static float min(float x, float y) { return nan_min(x, y); }

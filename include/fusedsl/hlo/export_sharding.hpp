@@ -68,10 +68,11 @@ inline bool glob_match(std::string_view pattern, std::string_view s) {
 // The HLO sharding of a tensor of `shape` laid out by `spec` over `mesh`: tile dims are the sizes
 // of the named axes; mesh axes the spec does not use become a trailing replicated tile dimension;
 // the device order is the mesh's iota, transposed to (used axes in spec order, unused axes).
-inline sharding to_sharding(const device_mesh& mesh, const partition_spec& spec, const dims& shape) {
+inline sharding to_sharding(const device_mesh& mesh, const partition_spec& spec,
+                            const dims& shape) {
   if (int(spec.size()) != shape.rank)
-    throw ir_error("sharding: a partition spec of " + std::to_string(spec.size()) + " dimensions for a tensor of rank " +
-                   std::to_string(shape.rank));
+    throw ir_error("sharding: a partition spec of " + std::to_string(spec.size()) +
+                   " dimensions for a tensor of rank " + std::to_string(shape.rank));
   std::vector<std::int64_t> tile, perm;
   std::vector<bool> used(mesh.axes.size(), false);
   for (int d = 0; d < shape.rank; ++d) {
@@ -85,8 +86,9 @@ inline sharding to_sharding(const device_mesh& mesh, const partition_spec& spec,
     used[ax] = true;
     const std::int64_t n = mesh.axes[ax].second;
     if (shape[d] % n != 0)
-      throw ir_error("sharding: dimension " + std::to_string(d) + " of size " + std::to_string(shape[d]) +
-                     " does not divide over mesh axis '" + a + "' of size " + std::to_string(n));
+      throw ir_error("sharding: dimension " + std::to_string(d) + " of size " +
+                     std::to_string(shape[d]) + " does not divide over mesh axis '" + a +
+                     "' of size " + std::to_string(n));
     tile.push_back(n);
     perm.push_back(std::int64_t(ax));
   }
@@ -105,7 +107,8 @@ inline sharding to_sharding(const device_mesh& mesh, const partition_spec& spec,
   bool identity = true;
   for (std::size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == std::int64_t(i);
   if (!identity) s.iota_perm = perm;
-  if (s.iota_dims.size() > 1 && s.iota_perm.empty()) s.iota_dims = {mesh.device_count()};  // same order, shorter
+  if (s.iota_dims.size() > 1 && s.iota_perm.empty())
+    s.iota_dims = {mesh.device_count()};  // same order, shorter
   return s;
 }
 
@@ -129,16 +132,19 @@ class sharding_spec {
   // The annotation of a named tensor: its rule's sharding, or {replicated}.
   sharding of(std::string_view name, const dims& shape) const {
     for (const auto& [pattern, spec] : rules_)
-      if (glob_match(pattern, name)) return spec ? to_sharding(mesh_, *spec, shape) : sharding::replicated();
+      if (glob_match(pattern, name))
+        return spec ? to_sharding(mesh_, *spec, shape) : sharding::replicated();
     return sharding::replicated();
   }
 
   // export_options carrying this sharding (a copy of the spec lives in the rule).
-  export_options options(export_form form = export_form::unfused, group_calls groups = group_calls::fusion) const {
+  export_options options(export_form form = export_form::unfused,
+                         group_calls groups = group_calls::fusion) const {
     export_options o;
     o.form = form;
     o.groups = groups;
-    o.sharding = [self = *this](std::string_view name, const dims& shape) -> std::optional<sharding> {
+    o.sharding = [self = *this](std::string_view name,
+                                const dims& shape) -> std::optional<sharding> {
       return self.of(name, shape);
     };
     return o;

@@ -159,7 +159,8 @@ struct xla_cpu_splitter {
         for (instruction_id op : in.operands)
           if (!is_param(op)) materialize[op] = true;
       once[i] = used_once(i, once);
-      if ((in.opcode == opcode::dot || in.opcode == opcode::reduce) && !once[i]) materialize[i] = true;
+      if ((in.opcode == opcode::dot || in.opcode == opcode::reduce) && !once[i])
+        materialize[i] = true;
       if (in.opcode == opcode::dot && options.library_dots) materialize[i] = true;
     }
     // XLA:CPU's loop emitter looks for a "hero" from each root through elementwise ops and asks
@@ -209,7 +210,8 @@ struct xla_cpu_splitter {
     // XLA's logistic expander: 1 / (1 + exp(-x)).
     const instruction_id x = in.operands[0];
     const element_type t = in.shape.type;
-    const instruction_id one = b.add_broadcast(b.add_constant(literal::scalar(t, 1.0)), in.shape.dims, {});
+    const instruction_id one =
+        b.add_broadcast(b.add_constant(literal::scalar(t, 1.0)), in.shape.dims, {});
     const instruction_id e = b.add_unary(opcode::exponential, b.add_unary(opcode::negate, x));
     return b.add_binary(opcode::divide, one, b.add_binary(opcode::add, one, e));
   }
@@ -239,7 +241,8 @@ struct xla_cpu_splitter {
         body[i] = true;
         for (instruction_id op : at(i).operands) stack.push_back(op);
       }
-      const std::string name = count == 1 ? c.name : c.name + ".part" + std::to_string(s.parts.size());
+      const std::string name =
+          count == 1 ? c.name : c.name + ".part" + std::to_string(s.parts.size());
       computation_builder b(name);
       fusion_part p;
       std::vector<instruction_id> map(n, 0);
@@ -272,7 +275,8 @@ struct xla_cpu_splitter {
 // The parts of `group` (a fusion computation: parameters, one root or a tuple root) that
 // XLA:CPU compiles as kLoop fusions. One part keeps the group's name; several are
 // "<name>.part<k>". Throws ir_error on a malformed computation.
-inline fusion_split split_for_xla_cpu(const computation& group, const xla_cpu_options& options = {}) {
+inline fusion_split split_for_xla_cpu(const computation& group,
+                                      const xla_cpu_options& options = {}) {
   (void)group.root_instruction();
   return detail::xla_cpu_splitter(group, options).build();
 }

@@ -7,8 +7,8 @@
 
 namespace fusedsl::models {
 
-template <std::int64_t Seq, std::int64_t DModel, int Heads, std::int64_t Hidden, int Layers, class Norm = nn::post_ln,
-          bool Causal = false, class T = float>
+template <std::int64_t Seq, std::int64_t DModel, int Heads, std::int64_t Hidden, int Layers,
+          class Norm = nn::post_ln, bool Causal = false, class T = float>
 struct transformer {
   static constexpr std::int64_t seq = Seq, d_model = DModel, hidden = Hidden;
   static constexpr int heads = Heads, layers = Layers;

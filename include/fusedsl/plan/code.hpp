@@ -9,6 +9,8 @@
 //             a value another group materialised), converted from its dtype to f32
 //   constant  a compile-time scalar
 //   iota      an affine function of the iteration index (masks, positions)
+//   gather    a load whose offset adds clamp(register, 0, dyn_max) * dyn_stride: an embedding row
+//             picked by an id, a dynamic slice at a run-time position
 //   op        an elementwise op of the op table over earlier registers, rounded to its dtype
 //
 // emitter::emit(node, map) writes the instructions that compute `node` at the index map `map`
@@ -29,14 +31,14 @@ inline constexpr int max_code = 96;     // instructions of one kernel (all its s
 inline constexpr int max_accesses = 32;  // loads, iotas and stores of one kernel
 inline constexpr int max_constants = 24;
 
-enum class ins_kind : std::uint8_t { input, load, constant, iota, op };
+enum class ins_kind : std::uint8_t { input, load, constant, iota, gather, op };
 
 struct ins {
   ins_kind kind = ins_kind::op;
   op_kind op = op_kind::add;
   dtype type = dtype::f32;            // the value's dtype (a load: the buffer's)
-  std::array<std::int16_t, 3> arg{-1, -1, -1};  // op: operand registers
-  std::int16_t ref = -1;              // load, iota: access; constant: constant; input: which
+  std::array<std::int16_t, 3> arg{-1, -1, -1};  // op: operand registers; gather: the index
+  std::int16_t ref = -1;              // load, iota, gather: access; constant: constant; input: which
 };
 
 // An affine element offset into node's buffer (or, for an iota, the value itself): at.base +
@@ -45,6 +47,7 @@ struct access {
   int node = -1;  // -1 for an iota
   dtype type = dtype::f32;
   affine_row at{};
+  std::int64_t dyn_stride = 0, dyn_max = 0;  // gather: offset += clamp(index, 0, dyn_max) * dyn_stride
 };
 
 struct code {
@@ -58,7 +61,8 @@ struct code {
   constexpr int add_access(const access& a) {
     for (int i = 0; i < n_access; ++i)
       if (acc[std::size_t(i)].node == a.node && acc[std::size_t(i)].type == a.type &&
-          acc[std::size_t(i)].at == a.at)
+          acc[std::size_t(i)].at == a.at && acc[std::size_t(i)].dyn_stride == a.dyn_stride &&
+          acc[std::size_t(i)].dyn_max == a.dyn_max)
         return i;
     if (n_access == max_accesses) return -1;
     acc[std::size_t(n_access)] = a;
@@ -209,6 +213,47 @@ struct emitter {
     }
     const int x = n.in[0];
     const dims& xs = sc.nodes[x].shape;
+    if (n.op == op_kind::gather || n.op == op_kind::dynamic_slice) {
+      if (member(x) && !graph::is_leaf(sc.nodes[x].op)) {
+        fail("a gather or dynamic slice of a value computed in the same kernel");
+        return -1;
+      }
+      index_map xm;  // x's index without the run-time part
+      xm.rank = xs.rank;
+      int index = -1;
+      access a;
+      a.node = x;
+      a.type = sc.nodes[x].type;
+      if (n.op == op_kind::gather) {
+        const int ids = n.in[1];
+        const int ri = sc.nodes[ids].shape.rank;
+        index_map im;
+        im.rank = ri;
+        for (int c = 0; c < ri; ++c) im.row[std::size_t(c)] = m.row[std::size_t(c)];
+        for (int c = 1; c < xs.rank; ++c) xm.row[std::size_t(c)] = m.row[std::size_t(ri + c - 1)];
+        index = emit(ids, im);
+        a.dyn_stride = xs.stride(0);
+        a.dyn_max = xs[0] - 1;
+      } else {
+        xm = m;
+        index = emit(n.in[1], index_map{});
+        a.dyn_stride = xs.stride(n.axis);
+        a.dyn_max = xs[n.axis] - n.shape[n.axis];
+      }
+      if (index < 0) return -1;
+      a.at = offset_row(xm, xs);
+      const int ref = c.add_access(a);
+      if (ref < 0) {
+        fail("a fusion group reads more than 32 distinct operand elements");
+        return -1;
+      }
+      ins in;
+      in.kind = ins_kind::gather;
+      in.type = a.type;
+      in.ref = std::int16_t(ref);
+      in.arg[0] = std::int16_t(index);
+      return push(in, id, m);
+    }
     switch (n.op) {
       case op_kind::broadcast: return emit(x, broadcast_map(m, xs, out));
       case op_kind::transpose: return emit(x, transpose_map(m, n.perm));

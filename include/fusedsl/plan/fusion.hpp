@@ -33,13 +33,14 @@ namespace detail {
 
 constexpr bool is_inlined_leaf(op_kind k) { return k == op_kind::constant || k == op_kind::iota; }
 constexpr bool is_external(op_kind k) {
-  return k == op_kind::input || k == op_kind::param || k == op_kind::placeholder;
+  return k == op_kind::input || k == op_kind::param || k == op_kind::state || k == op_kind::placeholder;
 }
 constexpr bool is_view_op(op_kind k) {
   return k == op_kind::reshape || k == op_kind::transpose || k == op_kind::broadcast;
 }
 constexpr bool is_loop_op(op_kind k) {
-  return graph::is_elementwise(k) || is_view_op(k) || k == op_kind::slice || k == op_kind::concat;
+  return graph::is_elementwise(k) || is_view_op(k) || k == op_kind::slice || k == op_kind::concat ||
+         k == op_kind::gather || k == op_kind::dynamic_slice;
 }
 
 template <std::size_t N>
@@ -83,7 +84,10 @@ struct fuser {
   // Pull single-consumer loop ops feeding `id` into group gi (producer into consumer).
   constexpr void absorb_operands(int id, int gi, bool layout_only) {
     const node& n = g[id];
-    for (int k = 0; k < n.n_in; ++k) {
+    // A gather or dynamic slice reads its data from a buffer (only the index computation fuses
+    // in); a dynamic update slice fuses nothing.
+    if (n.op == op_kind::dynamic_update_slice) return;
+    for (int k = (n.op == op_kind::gather || n.op == op_kind::dynamic_slice) ? 1 : 0; k < n.n_in; ++k) {
       const int a = n.in[std::size_t(k)];
       const op_kind ak = g[a].op;
       if (!free(a) || !single_use(a)) continue;

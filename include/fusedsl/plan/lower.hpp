@@ -17,6 +17,8 @@
 //   attention  Q, K, V, O as strided views [batch..., heads, seq, head_dim], grouped heads, the
 //              scale, causal (iota-compare select with -inf), and anything else between Q Kᵀ and
 //              the softmax as a score program over (batch..., kv head, group, query, key)
+//   update     dynamic_update_slice: the operand copied to the result (nothing, when the result
+//              takes the operand's buffer) and the update written at the run-time start
 //   repeat     a stacked block (its body's groups have descriptors of their own)
 // A refused group names its reason; the reasons are a closed list (docs/fusion.md, "Refusals"),
 // and backends run such a group through their general path (the CPU interpreter).
@@ -30,10 +32,10 @@
 
 namespace fusedsl::plan {
 
-enum class kernel_kind : std::uint8_t { loop, reduce, row, gemm, attention, repeat, refused };
+enum class kernel_kind : std::uint8_t { loop, reduce, row, gemm, attention, update, repeat, refused };
 
 constexpr std::string_view name_of(kernel_kind k) {
-  constexpr std::string_view names[] = {"loop", "reduce", "row", "gemm", "attention", "repeat", "refused"};
+  constexpr std::string_view names[] = {"loop", "reduce", "row", "gemm", "attention", "update", "repeat", "refused"};
   return names[std::size_t(k)];
 }
 
@@ -79,6 +81,12 @@ struct attention_part {
   std::int64_t heads = 0, kv_heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
   float scale = 1.0f;
   bool causal = false;       // where(iota_q + (seq_kv - seq_q) >= iota_k, s, -inf) last
+  // Keys at or past a run-time length are masked: where(iota_k < len, s, -inf) (or iota_k <= pos:
+  // len = pos + 1), len an i32 scalar (one for every batch index) or one per batch index; the
+  // kernel reads keys [0, clamp(len, 0, seq_kv)) only, and causal counts from that length.
+  int kv_len = -1;               // the node holding len (a buffer), or -1
+  std::int64_t kv_len_offset = 0;  // len = value + offset
+  bool kv_len_per_batch = false;
   program_range score{};     // the scores' other ops, over (batch..., kv head, group, query, key);
                              // input 0: q . k times `scale`; empty: none
 };
@@ -109,6 +117,11 @@ struct kernel_desc {
   std::array<gemm_part, max_roots> gemm{};
   // attention
   attention_part att{};
+  // update: result = x with `update` at [start, start + len) along update_axis
+  int update_x = -1, update_value = -1, update_start = -1;  // nodes (start: an i32 scalar)
+  int update_axis = 0;
+  bool start_is_constant = false;
+  std::int64_t start_constant = 0;
 
   constexpr bool refused() const { return kind == kernel_kind::refused; }
 };
@@ -199,11 +212,34 @@ struct lowerer {
 
   static constexpr index_map plain_root(const refinement& r) { return r.root_map(); }
 
+  // ---- update ----
+  constexpr kernel_desc update(int root) {
+    const node& n = g[root];
+    for (int k = 0; k < 3; ++k)
+      if (member(n.in[std::size_t(k)]) && !graph::is_leaf(g[n.in[std::size_t(k)]].op))
+        return refuse("a dynamic update slice whose operands are computed in its kernel");
+    d.kind = kernel_kind::update;
+    d.root = root;
+    d.update_x = n.in[0];
+    d.update_value = n.in[1];
+    d.update_start = n.in[2];
+    d.update_axis = n.axis;
+    if (g[n.in[2]].op == op_kind::constant) {
+      d.start_is_constant = true;
+      d.start_constant = std::int64_t(g[n.in[2]].value);
+    }
+    if (g[n.in[0]].op == op_kind::constant || g[n.in[0]].op == op_kind::iota || g[n.in[1]].op == op_kind::constant ||
+        g[n.in[1]].op == op_kind::iota)
+      return refuse("a dynamic update slice of a constant or iota");
+    return d;
+  }
+
   // ---- loop ----
   constexpr kernel_desc loop() {
     const fusion_group& gr = f.groups[std::size_t(gi)];
     if (gr.n_roots != 1) return refuse("a loop group with more than one result");
     const int root = gr.roots[0];
+    if (g[root].op == op_kind::dynamic_update_slice) return update(root);
     d.kind = kernel_kind::loop;
     d.root = root;
     refinement ref = refinement::of(g[root].shape);
@@ -451,17 +487,68 @@ struct lowerer {
   }
 
   // ---- attention ----
-  // pred is iota over the query axis >= iota over the key axis (+ an offset): the causal mask.
+  // The index an iota-like value holds at map m: an iota, or an iota plus a constant.
+  constexpr bool iota_index(int id, const index_map& m, affine_row& out) const {
+    const node& n = g[id];
+    if (n.op == op_kind::iota) {
+      out = m.row[std::size_t(n.axis)];
+      return true;
+    }
+    if (n.op != op_kind::add) return false;
+    for (int k = 0; k < 2; ++k) {
+      const node &a = g[n.in[std::size_t(k)]], &c = g[n.in[std::size_t(1 - k)]];
+      if (c.op == op_kind::constant && iota_index(n.in[std::size_t(k)], broadcast_map(m, a.shape, n.shape), out)) {
+        out.base += std::int64_t(c.value);
+        return true;
+      }
+    }
+    return false;
+  }
+  // pred is (query index + a) >= (key index + b) with a - b = seq_kv - seq_q: the causal mask, as
+  // the kernel aligns it (the last query with the last key).
   constexpr bool is_causal_pred(int pred, const index_map& m, int tq, int tk, std::int64_t offset) const {
     const node& p = g[pred];
     if (p.op != op_kind::ge) return false;
-    const node &a = g[p.in[0]], &b = g[p.in[1]];
-    if (a.op != op_kind::iota || b.op != op_kind::iota) return false;
-    const index_map ma = broadcast_map(m, a.shape, p.shape), mb = broadcast_map(m, b.shape, p.shape);
-    const affine_row& ra = ma.row[std::size_t(a.axis)];
-    const affine_row& rb = mb.row[std::size_t(b.axis)];
-    return unit_axis(ra, max_iter_rank) == tq && unit_axis(rb, max_iter_rank) == tk &&
-           ra.base + offset == rb.base;
+    affine_row ra, rb;
+    if (!iota_index(p.in[0], broadcast_map(m, g[p.in[0]].shape, p.shape), ra) ||
+        !iota_index(p.in[1], broadcast_map(m, g[p.in[1]].shape, p.shape), rb))
+      return false;
+    return unit_axis(ra, max_iter_rank) == tq && unit_axis(rb, max_iter_rank) == tk && ra.base - rb.base == offset;
+  }
+
+  // pred is (key index) < (a run-time scalar + c) or <= ...: the key-length mask. Sets a's fields.
+  constexpr bool is_kv_len_pred(int pred, const index_map& m, int tk, attention_part& a) const {
+    const node& p = g[pred];
+    int key = -1, len = -1;
+    bool inclusive = false;
+    if (p.op == op_kind::lt || p.op == op_kind::le) key = p.in[0], len = p.in[1], inclusive = p.op == op_kind::le;
+    else if (p.op == op_kind::gt || p.op == op_kind::ge) key = p.in[1], len = p.in[0], inclusive = p.op == op_kind::ge;
+    else return false;
+    affine_row rk;
+    if (!iota_index(key, broadcast_map(m, g[key].shape, p.shape), rk) || unit_axis(rk, max_iter_rank) != tk || rk.base != 0)
+      return false;
+    std::int64_t offset = inclusive ? 1 : 0;
+    if (g[len].op == op_kind::add && member(len)) {  // len + c
+      const node& ln = g[len];
+      const int k = g[ln.in[1]].op == op_kind::constant ? 1 : g[ln.in[0]].op == op_kind::constant ? 0 : -1;
+      if (k < 0) return false;
+      offset += std::int64_t(g[ln.in[std::size_t(k)]].value);
+      len = ln.in[std::size_t(1 - k)];
+    }
+    const node& ln = g[len];
+    if ((member(len) && !graph::is_leaf(ln.op)) || ln.op == op_kind::constant || ln.op == op_kind::iota ||
+        ln.type != dtype::i32)
+      return false;
+    if (ln.shape.size() == 1) {
+      a.kv_len_per_batch = false;
+    } else if (a.batch_rank > 0 && ln.shape.size() == a.batch.size()) {
+      a.kv_len_per_batch = true;  // one per batch index, in the batch's row-major order
+    } else {
+      return false;
+    }
+    a.kv_len = len;
+    a.kv_len_offset = offset;
+    return true;
   }
 
   constexpr kernel_desc attention() {
@@ -537,7 +624,7 @@ struct lowerer {
     for (int c = 0; c < r - 3; ++c) m.row[std::size_t(c)].coef[std::size_t(c)] = 1;
     if (ss[r - 3] == a.kv_heads && ss[r - 2] == group * a.seq_q) {
       m.row[std::size_t(r - 3)].coef[std::size_t(r - 3)] = 1;
-      m.row[std::size_t(r - 2)].coef[std::size_t(r - 2)] = a.seq_q;
+      if (group > 1) m.row[std::size_t(r - 2)].coef[std::size_t(r - 2)] = a.seq_q;  // the g axis (extent 1: none)
       m.row[std::size_t(r - 2)].coef[std::size_t(r - 1)] = 1;
     } else if (ss[r - 3] == a.heads && ss[r - 2] == a.seq_q) {
       m.row[std::size_t(r - 3)].coef[std::size_t(r - 3)] = group;
@@ -557,8 +644,15 @@ struct lowerer {
       mm = rr.map;
       return rr.req.ok();
     };
-    for (;;) {  // reshapes and a final causal select peel off the top
+    for (;;) {  // reshapes, a causal select and a key-length select peel off the top
       const node& c = g[top];
+      if (a.kv_len < 0 && c.op == op_kind::select && g[c.in[2]].op == op_kind::constant &&
+          g[c.in[2]].value == -std::numeric_limits<double>::infinity() &&
+          is_kv_len_pred(c.in[0], broadcast_map(top_map, g[c.in[0]].shape, c.shape), tk, a)) {
+        top = c.in[1];
+        top_map = broadcast_map(top_map, g[top].shape, c.shape);
+        continue;
+      }
       if (c.op == op_kind::reshape) {
         if (!through_reshape(top, top_map)) return refuse("an attention whose score reshapes are not affine");
         top = c.in[0];
@@ -627,7 +721,7 @@ struct lowerer {
     for (int c = 0; c < r - 3; ++c) m.row[std::size_t(c)].coef[std::size_t(c)] = 1;
     if (s[r - 3] == a.kv_heads && s[r - 2] == group * a.seq_q) {
       m.row[std::size_t(r - 3)].coef[std::size_t(r - 3)] = 1;
-      m.row[std::size_t(r - 2)].coef[std::size_t(r - 2)] = a.seq_q;
+      if (group > 1) m.row[std::size_t(r - 2)].coef[std::size_t(r - 2)] = a.seq_q;  // the g axis (extent 1: none)
       m.row[std::size_t(r - 2)].coef[std::size_t(r - 1)] = 1;
     } else {
       m.row[std::size_t(r - 3)].coef[std::size_t(r - 3)] = group;

@@ -89,8 +89,10 @@ struct planner {
       const affine_row& at = d.c.acc[std::size_t(store)].at;
       for (int i = begin; i < end; ++i) {
         const ins& x = d.c.instr[std::size_t(i)];
-        if (x.kind == ins_kind::load && d.c.acc[std::size_t(x.ref)].node == b && !(d.c.acc[std::size_t(x.ref)].at == at))
-          return false;
+        const bool reads_b = (x.kind == ins_kind::load || x.kind == ins_kind::gather) &&
+                             d.c.acc[std::size_t(x.ref)].node == b;
+        // a gather reads b at a run-time row: never known to be the element written
+        if (reads_b && (x.kind == ins_kind::gather || !(d.c.acc[std::size_t(x.ref)].at == at))) return false;
       }
       return true;
     };
@@ -99,6 +101,8 @@ struct planner {
         return loads_at(0, d.c.n_ins, d.store);
       case kernel_kind::row:
         return loads_at(0, d.c.n_ins, d.store);
+      case kernel_kind::update:  // reads x at the element it writes, before the window is written
+        return b == d.update_x;
       case kernel_kind::gemm:
         for (int q = 0; q < d.n_gemm; ++q) {
           const gemm_part& p = d.gemm[std::size_t(q)];
@@ -106,7 +110,8 @@ struct planner {
           if (p.out == root && (p.k > 512 || !loads_at(p.epilogue.begin, p.epilogue.end, p.store))) return false;
           if (p.out != root)  // another matmul of the group may run after this one: it must not read b
             for (int i = p.epilogue.begin; i < p.epilogue.end; ++i)
-              if (d.c.instr[std::size_t(i)].kind == ins_kind::load && d.c.acc[std::size_t(d.c.instr[std::size_t(i)].ref)].node == b)
+              if ((d.c.instr[std::size_t(i)].kind == ins_kind::load || d.c.instr[std::size_t(i)].kind == ins_kind::gather) &&
+                  d.c.acc[std::size_t(d.c.instr[std::size_t(i)].ref)].node == b)
                 return false;
         }
         return true;

@@ -66,8 +66,9 @@ template <std::size_t N>
 std::string print_plan(const graph::graph<N>& g, const fusion_plan<N>& f, const memory_plan<N>& m) {
   std::ostringstream os;
   for (int r = 0; r < g.n_regions; ++r) {
-    os << (r == 0 ? std::string("program") : "block body (region " + std::to_string(r) + ")") << ": "
-       << f.kernels_in_region(r) << " kernels, arena " << m.region_arena[std::size_t(r)] << " bytes\n";
+    os << (r == 0 ? std::string("program") : "block body (region " + std::to_string(r) + ")")
+       << ": " << f.kernels_in_region(r) << " kernels, arena " << m.region_arena[std::size_t(r)]
+       << " bytes\n";
     int k = 0;
     for (int s = 0; s < f.n_groups; ++s) {
       const int gi = f.order[std::size_t(s)];
@@ -85,18 +86,23 @@ std::string print_plan(const graph::graph<N>& g, const fusion_plan<N>& f, const 
         const int root = gr.roots[std::size_t(q)];
         os << "    writes %" << root << " " << name_of(g[root].type) << to_string(g[root].shape);
         if (m.in_arena(root))
-          os << " at arena+" << m.offset[std::size_t(root)] << " (" << m.size[std::size_t(root)] << " B, live "
-             << m.live[std::size_t(root)].begin << ".." << m.live[std::size_t(root)].end << ")";
+          os << " at arena+" << m.offset[std::size_t(root)] << " (" << m.size[std::size_t(root)]
+             << " B, live " << m.live[std::size_t(root)].begin << ".."
+             << m.live[std::size_t(root)].end << ")";
         else
           os << (g[root].region == 0 ? " to user memory" : " to the block's result buffer");
-        if (m.alias_of[std::size_t(root)] >= 0) os << " in place of %" << m.alias_of[std::size_t(root)];
+        if (m.alias_of[std::size_t(root)] >= 0)
+          os << " in place of %" << m.alias_of[std::size_t(root)];
         os << "\n";
       }
       os << "    " << describe(lower_group(g, f, gi)) << "\n";
       if (gr.kind == group_kind::repeat) {
         const node& n = g[gr.anchor];
-        os << "    runs region " << n.body << " x" << n.count << ", scratch at arena+" << m.scratch_offset[std::size_t(gr.anchor)]
-           << (m.body_in_place[std::size_t(gr.anchor)] ? ", in place (no carry buffer)" : ", with a carry buffer") << "\n";
+        os << "    runs region " << n.body << " x" << n.count << ", scratch at arena+"
+           << m.scratch_offset[std::size_t(gr.anchor)]
+           << (m.body_in_place[std::size_t(gr.anchor)] ? ", in place (no carry buffer)"
+                                                       : ", with a carry buffer")
+           << "\n";
       }
     }
   }
@@ -109,18 +115,21 @@ std::string plan_to_dot(const graph::graph<N>& g, const fusion_plan<N>& f) {
   os << "digraph fusedsl_plan {\n  node [shape=box, fontname=\"monospace\"];\n";
   for (int i = 0; i < int(N); ++i)
     if (f.group_of[std::size_t(i)] < 0)
-      os << "  n" << i << " [label=\"%" << i << " " << graph::dot_escape(graph::describe(g[i])) << "\", style=rounded];\n";
+      os << "  n" << i << " [label=\"%" << i << " " << graph::dot_escape(graph::describe(g[i]))
+         << "\", style=rounded];\n";
   for (int gi = 0; gi < f.n_groups; ++gi) {
-    os << "  subgraph cluster_g" << gi << " {\n    label=\"kernel " << gi << ": " << name_of(f.groups[std::size_t(gi)].kind)
-       << "\";\n    style=filled; color=lightgrey;\n";
+    os << "  subgraph cluster_g" << gi << " {\n    label=\"kernel " << gi << ": "
+       << name_of(f.groups[std::size_t(gi)].kind) << "\";\n    style=filled; color=lightgrey;\n";
     for (int i = 0; i < int(N); ++i)
       if (f.group_of[std::size_t(i)] == gi)
-        os << "    n" << i << " [label=\"%" << i << " " << graph::dot_escape(graph::describe(g[i])) << "\\n" << name_of(g[i].type)
-           << to_string(g[i].shape) << "\"];\n";
+        os << "    n" << i << " [label=\"%" << i << " " << graph::dot_escape(graph::describe(g[i]))
+           << "\\n"
+           << name_of(g[i].type) << to_string(g[i].shape) << "\"];\n";
     os << "  }\n";
   }
   for (int i = 0; i < int(N); ++i)
-    for (int k = 0; k < g[i].n_in; ++k) os << "  n" << g[i].in[std::size_t(k)] << " -> n" << i << ";\n";
+    for (int k = 0; k < g[i].n_in; ++k)
+      os << "  n" << g[i].in[std::size_t(k)] << " -> n" << i << ";\n";
   os << "}\n";
   return os.str();
 }
@@ -128,9 +137,9 @@ std::string plan_to_dot(const graph::graph<N>& g, const fusion_plan<N>& f) {
 inline std::string to_json(const memory_stats& s, std::string_view config) {
   std::ostringstream os;
   os << "{\"config\": \"" << config << "\", \"kernels_per_layer\": " << s.kernels_per_layer
-     << ", \"kernels\": " << s.kernels << ", \"layers\": " << s.layers << ", \"naive_bytes\": " << s.naive_bytes
-     << ", \"eager_peak_bytes\": " << s.eager_peak_bytes << ", \"fused_bytes\": " << s.fused_bytes
-     << ", \"arena_bytes\": " << s.arena_bytes << "}";
+     << ", \"kernels\": " << s.kernels << ", \"layers\": " << s.layers
+     << ", \"naive_bytes\": " << s.naive_bytes << ", \"eager_peak_bytes\": " << s.eager_peak_bytes
+     << ", \"fused_bytes\": " << s.fused_bytes << ", \"arena_bytes\": " << s.arena_bytes << "}";
   return os.str();
 }
 
@@ -139,13 +148,14 @@ inline std::string to_text(const memory_stats& s, std::string_view config) {
   auto pct = [](std::int64_t a, std::int64_t b) { return b ? 100.0 * double(a) / double(b) : 0.0; };
   os.precision(1);
   os << std::fixed;
-  os << config << ": " << s.layers << " layer(s), " << s.kernels_per_layer << " kernels per layer, " << s.kernels
-     << " kernels per call\n"
+  os << config << ": " << s.layers << " layer(s), " << s.kernels_per_layer << " kernels per layer, "
+     << s.kernels << " kernels per call\n"
      << "  naive (unfused, all intermediates)  " << s.naive_bytes << " B\n"
      << "  eager peak (unfused, freed early)   " << s.eager_peak_bytes << " B\n"
      << "  fused, unplanned                    " << s.fused_bytes << " B\n"
-     << "  fused, planned arena                " << s.arena_bytes << " B  (" << pct(s.arena_bytes, s.naive_bytes)
-     << "% of naive, " << pct(s.arena_bytes, s.eager_peak_bytes) << "% of eager peak)\n";
+     << "  fused, planned arena                " << s.arena_bytes << " B  ("
+     << pct(s.arena_bytes, s.naive_bytes) << "% of naive, "
+     << pct(s.arena_bytes, s.eager_peak_bytes) << "% of eager peak)\n";
   return os.str();
 }
 

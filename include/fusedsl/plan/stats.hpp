@@ -38,11 +38,14 @@ constexpr bool is_materialised_intermediate(const graph::graph<N>& g, int i) {
 // In a block body, the block's input (the previous layer's output) is an intermediate too: it is
 // held until its last use in the body.
 template <std::size_t N>
-constexpr std::int64_t eager_peak(const graph::graph<N>& g, int r, const std::vector<std::int64_t>& body_peak) {
+constexpr std::int64_t eager_peak(const graph::graph<N>& g, int r,
+                                  const std::vector<std::int64_t>& body_peak) {
   std::vector<int> last(N, -1);
   for (int i = 0; i < int(N); ++i)
     for (int k = 0; k < g[i].n_in; ++k) last[std::size_t(g[i].in[std::size_t(k)])] = i;
-  auto counted = [&](int i) { return is_materialised_intermediate(g, i) || g[i].op == op_kind::placeholder; };
+  auto counted = [&](int i) {
+    return is_materialised_intermediate(g, i) || g[i].op == op_kind::placeholder;
+  };
   std::int64_t live = 0, peak = 0;
   for (int i = 0; i < int(N); ++i) {
     const node& n = g[i];
@@ -67,15 +70,18 @@ constexpr std::int64_t eager_peak(const graph::graph<N>& g, int r, const std::ve
 }  // namespace detail
 
 template <std::size_t N>
-constexpr memory_stats stats(const graph::graph<N>& g, const fusion_plan<N>& f, const memory_plan<N>& m) {
+constexpr memory_stats stats(const graph::graph<N>& g, const fusion_plan<N>& f,
+                             const memory_plan<N>& m) {
   memory_stats s;
   // Multiplicity of each region: how many times its nodes run per call.
   std::vector<std::int64_t> times(graph::max_regions, 0);
   times[0] = 1;
   for (int i = 0; i < int(N); ++i)
-    if (g[i].op == op_kind::repeat) times[std::size_t(g[i].body)] += times[std::size_t(g[i].region)] * g[i].count;
+    if (g[i].op == op_kind::repeat)
+      times[std::size_t(g[i].body)] += times[std::size_t(g[i].region)] * g[i].count;
   for (int i = 0; i < int(N); ++i) {
-    if (detail::is_materialised_intermediate(g, i)) s.naive_bytes += g[i].bytes() * times[std::size_t(g[i].region)];
+    if (detail::is_materialised_intermediate(g, i))
+      s.naive_bytes += g[i].bytes() * times[std::size_t(g[i].region)];
     if (g[i].op == op_kind::repeat) {
       bool user = false;
       for (int o = 0; o < g.n_outputs; ++o) user = user || g.outputs[std::size_t(o)] == i;
@@ -83,14 +89,16 @@ constexpr memory_stats stats(const graph::graph<N>& g, const fusion_plan<N>& f, 
     }
   }
   std::vector<std::int64_t> body_peak(graph::max_regions, 0);
-  for (int r = g.n_regions - 1; r >= 0; --r) body_peak[std::size_t(r)] = detail::eager_peak(g, r, body_peak);
+  for (int r = g.n_regions - 1; r >= 0; --r)
+    body_peak[std::size_t(r)] = detail::eager_peak(g, r, body_peak);
   s.eager_peak_bytes = body_peak[0];
   for (int i = 0; i < int(N); ++i) {
     const int gi = f.group_of[std::size_t(i)];
     if (gi < 0 || !detail::is_materialised_intermediate(g, i)) continue;
     const fusion_group& gr = f.groups[std::size_t(gi)];
     for (int k = 0; k < gr.n_roots; ++k)
-      if (gr.roots[std::size_t(k)] == i) s.fused_bytes += align_up(g[i].bytes()) * times[std::size_t(g[i].region)];
+      if (gr.roots[std::size_t(k)] == i)
+        s.fused_bytes += align_up(g[i].bytes()) * times[std::size_t(g[i].region)];
   }
   s.arena_bytes = m.arena_bytes;
   for (int gi = 0; gi < f.n_groups; ++gi) {

@@ -89,7 +89,8 @@ inline cost_summary summarize(const schedule& s) {
   }
   c.total_time_s = s.tl.end_s;
   c.total_cycles = c.total_time_s * c.clock_hz;
-  c.mxu_utilization = c.total_time_s > 0 ? c.matmul_flops / (c.total_time_s * s.chip.peak_bf16_flops) : 0;
+  c.mxu_utilization =
+      c.total_time_s > 0 ? c.matmul_flops / (c.total_time_s * s.chip.peak_bf16_flops) : 0;
   c.vmem_peak_bytes = vmem_high_water(s.tl);
   return c;
 }

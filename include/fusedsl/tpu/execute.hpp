@@ -107,14 +107,17 @@ inline double apply_binary(hlo::opcode op, double a, double b, hlo::element_type
       if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
       return std::min(a, b);
     case opcode::power: return std::pow(a, b);
-    case opcode::remainder: return integral ? (b == 0 ? a : double(std::int64_t(a) % std::int64_t(b)))
-                                            : std::fmod(a, b);
-    case opcode::and_: return t == hlo::element_type::pred ? double(a != 0 && b != 0)
-                                                           : double(std::int64_t(a) & std::int64_t(b));
-    case opcode::or_: return t == hlo::element_type::pred ? double(a != 0 || b != 0)
-                                                          : double(std::int64_t(a) | std::int64_t(b));
-    case opcode::xor_: return t == hlo::element_type::pred ? double((a != 0) != (b != 0))
-                                                           : double(std::int64_t(a) ^ std::int64_t(b));
+    case opcode::remainder:
+      return integral ? (b == 0 ? a : double(std::int64_t(a) % std::int64_t(b))) : std::fmod(a, b);
+    case opcode::and_:
+      return t == hlo::element_type::pred ? double(a != 0 && b != 0)
+                                          : double(std::int64_t(a) & std::int64_t(b));
+    case opcode::or_:
+      return t == hlo::element_type::pred ? double(a != 0 || b != 0)
+                                          : double(std::int64_t(a) | std::int64_t(b));
+    case opcode::xor_:
+      return t == hlo::element_type::pred ? double((a != 0) != (b != 0))
+                                          : double(std::int64_t(a) ^ std::int64_t(b));
     case opcode::compare:
       switch (*in.direction) {
         case hlo::comparison_direction::eq: return a == b;
@@ -247,7 +250,8 @@ class executor {
         return;
       case opcode::constant: {
         const auto& l = *in.literal;
-        for (auto i = lo; i < hi; ++i) put(i, l.element_count() == 1 ? l.get(0) : l.get(std::size_t(i)));
+        for (auto i = lo; i < hi; ++i)
+          put(i, l.element_count() == 1 ? l.get(0) : l.get(std::size_t(i)));
         return;
       }
       case opcode::iota:
@@ -276,7 +280,8 @@ class executor {
         for (auto i = lo; i < hi; ++i) {
           detail::unravel(i, sh.dims, idx);
           std::int64_t j = 0;
-          for (std::size_t d = 0; d < idx.size(); ++d) j += idx[d] * st[std::size_t(in.dimensions[d])];
+          for (std::size_t d = 0; d < idx.size(); ++d)
+            j += idx[d] * st[std::size_t(in.dimensions[d])];
           put(i, ops[0]->data[std::size_t(j)]);
         }
         return;
@@ -364,7 +369,8 @@ class executor {
       env_[id] = value::zeros(sh);
       const auto n = sh.element_count();
       const auto chunks = std::int64_t(std::max<std::size_t>(kp.steps.size(), 1));
-      for (std::int64_t c = 0; c < chunks; ++c) eval_range(id, n * c / chunks, n * (c + 1) / chunks);
+      for (std::int64_t c = 0; c < chunks; ++c)
+        eval_range(id, n * c / chunks, n * (c + 1) / chunks);
       done_[id] = true;
     }
   }
@@ -378,7 +384,8 @@ class executor {
     order.insert(order.end(), rows.begin(), rows.end());
     order.insert(order.end(), cols.begin(), cols.end());
     std::vector<std::int64_t> dims, strides;
-    for (auto d : order) dims.push_back(v.shape.dims[std::size_t(d)]), strides.push_back(st[std::size_t(d)]);
+    for (auto d : order)
+      dims.push_back(v.shape.dims[std::size_t(d)]), strides.push_back(st[std::size_t(d)]);
     std::int64_t total = 1;
     for (auto d : dims) total *= d;
     std::vector<float> out(static_cast<std::size_t>(total));
@@ -501,7 +508,8 @@ class executor {
     for (auto i = lo; i < hi; ++i) {
       double v;
       if (hlo::is_elementwise_unary(in.opcode))
-        v = detail::apply_unary(in.opcode, val(node.operands[0], i), t, g_.shape(node.operands[0]).type);
+        v = detail::apply_unary(in.opcode, val(node.operands[0], i), t,
+                                g_.shape(node.operands[0]).type);
       else if (hlo::is_elementwise_binary(in.opcode))
         v = detail::apply_binary(in.opcode, val(node.operands[0], i), val(node.operands[1], i),
                                  g_.shape(node.operands[0]).type, in);

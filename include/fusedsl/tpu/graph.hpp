@@ -102,7 +102,8 @@ inline flat_graph flatten(const hlo::module& m) {
   g.module = &m;
   g.root = detail::flatten_into(g, m, m.entry_computation(), {}, -1, "", 0);
   for (std::size_t n = 0; n < g.inputs.size(); ++n)
-    if (g.inputs[n] == SIZE_MAX) throw tpu_error("entry parameter " + std::to_string(n) + " is missing");
+    if (g.inputs[n] == SIZE_MAX)
+      throw tpu_error("entry parameter " + std::to_string(n) + " is missing");
   return g;
 }
 

@@ -100,7 +100,8 @@ inline std::vector<value> random_inputs(const hlo::module& m, std::uint64_t seed
   for (auto id : entry.parameters()) {
     const auto& s = entry.instructions[id].shape;
     if (s.is_tuple())
-      throw tpu_error("input " + entry.instructions[id].name + ": tuple-shaped inputs are not supported");
+      throw tpu_error("input " + entry.instructions[id].name +
+                      ": tuple-shaped inputs are not supported");
     value v = value::zeros(s);
     for (auto& x : v.data) {
       if (hlo::is_floating(s.type)) x = hlo::round_to(s.type, normal(rng));

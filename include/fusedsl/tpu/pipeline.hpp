@@ -43,9 +43,9 @@ inline const char* to_string(kernel_kind k) {
   return "?";
 }
 
-// One kernel of the schedule: a matmul with its fused epilogue, a vector (VPU) kernel, a layout-only
-// op (reshape, broadcast, tuple, ...) that moves no data and costs nothing, or an HLO fusion
-// holding several dots (e.g. attention), whose intermediates stay in VMEM.
+// One kernel of the schedule: a matmul with its fused epilogue, a vector (VPU) kernel, a
+// layout-only op (reshape, broadcast, tuple, ...) that moves no data and costs nothing, or an HLO
+// fusion holding several dots (e.g. attention), whose intermediates stay in VMEM.
 struct kernel_plan {
   std::string name;                // the HLO instruction whose result the kernel produces
   kernel_kind kind = kernel_kind::vector;
@@ -116,7 +116,7 @@ inline timeline simulate(const std::vector<kernel_plan>& kernels, const chip_spe
     tl.vmem.push_back({t, kp.vmem_bytes, k});
     const std::size_t n = kp.steps.size();
     std::vector<std::size_t> in_event(n, SIZE_MAX);
-    std::size_t last_in = SIZE_MAX;     // DMA that brought the blocks a step with in_bytes==0 reuses
+    std::size_t last_in = SIZE_MAX;  // DMA that brought the blocks a step with in_bytes==0 reuses
     std::vector<double> out_done;       // end of each output block's DMA, in order
     double compute_free = t;
     double end = t;

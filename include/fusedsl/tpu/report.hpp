@@ -29,16 +29,18 @@ inline std::string human_bytes(double b) {
 inline std::string text_summary(const schedule& s, const cost_summary& c) {
   using detail::fmt;
   std::string out;
-  out += "chip " + s.chip.name + ": " + std::to_string(s.chip.cores_per_chip) + " TensorCore(s) x " +
-         std::to_string(s.chip.mxus_per_core) + " MXU " + std::to_string(s.chip.mxu_dim) + "x" +
-         std::to_string(s.chip.mxu_dim) + ", clock " + fmt("%.3f GHz", c.clock_hz / 1e9) +
-         ", HBM " + fmt("%.0f GB/s", s.chip.hbm_bytes_per_s / 1e9) + ", VMEM " +
+  out += "chip " + s.chip.name + ": " + std::to_string(s.chip.cores_per_chip) +
+         " TensorCore(s) x " + std::to_string(s.chip.mxus_per_core) + " MXU " +
+         std::to_string(s.chip.mxu_dim) + "x" + std::to_string(s.chip.mxu_dim) + ", clock " +
+         fmt("%.3f GHz", c.clock_hz / 1e9) + ", HBM " +
+         fmt("%.0f GB/s", s.chip.hbm_bytes_per_s / 1e9) + ", VMEM " +
          detail::human_bytes(double(s.chip.vmem_bytes_per_core)) + "/core, peak " +
          fmt("%.0f TFLOP/s bf16", s.chip.peak_bf16_flops / 1e12) + "\n";
   out += "total " + detail::human_time(c.total_time_s) + " (" + fmt("%.0f", c.total_cycles) +
-         " cycles), roofline bound " + detail::human_time(c.roofline_time_s) + ", MXU utilisation " +
-         fmt("%.1f%%", 100 * c.mxu_utilization) + ", HBM " + detail::human_bytes(double(c.hbm_bytes)) +
-         ", VMEM peak " + detail::human_bytes(double(c.vmem_peak_bytes)) + "\n";
+         " cycles), roofline bound " + detail::human_time(c.roofline_time_s) +
+         ", MXU utilisation " + fmt("%.1f%%", 100 * c.mxu_utilization) + ", HBM " +
+         detail::human_bytes(double(c.hbm_bytes)) + ", VMEM peak " +
+         detail::human_bytes(double(c.vmem_peak_bytes)) + "\n";
   out += "matmul FLOPs " + fmt("%.4g", c.matmul_flops) + ", vector FLOPs " +
          fmt("%.4g", c.vector_flops) + "\n\n";
   char line[512];
@@ -53,7 +55,8 @@ inline std::string text_summary(const schedule& s, const cost_summary& c) {
               std::to_string(k.mm.k) + "x" + std::to_string(k.mm.n) + "] blocks " +
               std::to_string(k.blocks.bm) + "x" + std::to_string(k.blocks.bk) + "x" +
               std::to_string(k.blocks.bn);
-    if (k.ops.size() > 1) extra += (extra.empty() ? "" : ", ") + std::to_string(k.ops.size()) + " ops fused";
+    if (k.ops.size() > 1)
+      extra += (extra.empty() ? "" : ", ") + std::to_string(k.ops.size()) + " ops fused";
     std::snprintf(line, sizeof line, "%-36.36s %-7s %-8s %12s %7.1f%% %12s %10s  %s\n",
                   k.name.c_str(), to_string(k.kind), k.bound.c_str(),
                   detail::human_time(k.time_s).c_str(), 100 * k.mxu_utilization,
@@ -120,16 +123,16 @@ inline std::string json_report(const schedule& s, const cost_summary& c) {
       const auto& k = c.kernels[gi];
       if (!first) o += ",\n";
       first = false;
-      o += "    {\"name\": " + json_string(n.name) + ", \"opcode\": " +
-           json_string(hlo::to_string(n.inst->opcode)) + ", \"shape\": " +
-           json_string(hlo::to_short_string(n.inst->shape)) + ", \"kernel\": " +
-           std::to_string(gi) + ", \"unit\": " +
-           json_string(k.kind == kernel_kind::layout ? "none"
+      o += "    {\"name\": " + json_string(n.name) +
+           ", \"opcode\": " + json_string(hlo::to_string(n.inst->opcode)) +
+           ", \"shape\": " + json_string(hlo::to_short_string(n.inst->shape)) +
+           ", \"kernel\": " + std::to_string(gi) + ", \"unit\": " +
+           json_string(k.kind == kernel_kind::layout        ? "none"
                        : n.inst->opcode == hlo::opcode::dot ? "MXU"
-                                                             : "VPU") +
+                                                            : "VPU") +
            ", \"fused\": " + (k.ops.size() > 1 ? "true" : "false") +
-           ", \"kernel_time_s\": " + json_number(k.time_s) + ", \"bound\": " + json_string(k.bound) +
-           "}";
+           ", \"kernel_time_s\": " + json_number(k.time_s) +
+           ", \"bound\": " + json_string(k.bound) + "}";
     }
   o += "\n  ]\n}\n";
   return o;

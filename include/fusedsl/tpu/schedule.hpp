@@ -19,7 +19,7 @@
 namespace fusedsl::tpu {
 
 struct schedule_options {
-  std::int64_t vmem_budget = 0;        // bytes for one kernel's buffers; 0: the chip's VMEM per core
+  std::int64_t vmem_budget = 0;  // bytes for one kernel's buffers; 0: the chip's VMEM per core
   int f32_dot_passes = 6;              // bf16 MXU passes per f32 product (6: precision HIGHEST)
   std::optional<matmul_blocks> blocks; // force these blocks on every dot that accepts them
 };

@@ -12,8 +12,9 @@ inline std::string chrome_trace(const schedule& s) {
   std::string o = "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n";
   const char* names[] = {"DMA", "MXU", "VPU"};
   for (int t = 0; t < 3; ++t)
-    o += "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": " + std::to_string(t + 1) +
-         ", \"args\": {\"name\": \"" + names[t] + "\"}},\n";
+    o +=
+        "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": " + std::to_string(t + 1) +
+        ", \"args\": {\"name\": \"" + names[t] + "\"}},\n";
   o += "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 1, \"args\": {\"name\": " +
        json_string("TPU " + s.chip.name) + "}}";
   for (const auto& e : s.tl.events) {

@@ -19,7 +19,9 @@
 //                 operands read through their layout ops as strided views;
 //   attention     flash attention (online softmax, causal blocks skipped, grouped heads, batch),
 //                 any score ops between Q Kᵀ and the softmax (masks of any kind) generated into
-//                 the kernel, no [L, L] buffer.
+//                 the kernel, no [L, L] buffer;
+//   update        dynamic_update_slice: the window written, in place when the plan lets the
+//                 result take its operand's buffer.
 // A group the lowering refuses (plan/lower.hpp's closed list) runs through the interpreter;
 // `interpreter_only{}` runs every group that way, as a cross-check. `stats()` counts both.
 //
@@ -49,8 +51,9 @@
 #include "fusedsl/plan/lower.hpp"
 #include "fusedsl/plan/memory.hpp"
 
-// Kernels below this many multiply-adds run on the calling thread: a fork/join costs ~80 us here
-// (waking the sleeping worker), which half of a 2^24-MAC kernel (~110 us) just pays for.
+// Kernels below this many multiply-adds run on the calling thread: a fork/join costs ~80 us on a
+// 2-vCPU virtual machine (waking the sleeping worker), which half of a 2^24-MAC kernel (~110 us)
+// just pays for.
 #ifndef FUSEDSL_CPU_PARALLEL_MACS
 #define FUSEDSL_CPU_PARALLEL_MACS (1 << 24)
 #endif
@@ -109,7 +112,8 @@ struct memory_footprint {
   std::size_t workspace = 0;       // the kernels' per-thread tiles and packing buffers
   std::size_t packed_weights = 0;  // GEMM weights packed at bind (f32 panels, bf16 for AMX)
   std::size_t interpreter = 0;     // the interpreter's buffers (interpreter_only, refused groups)
-  std::size_t total() const { return arena + workspace + packed_weights + interpreter; }
+  std::size_t states = 0;          // the program's states (fd::state), kept across calls
+  std::size_t total() const { return arena + workspace + packed_weights + interpreter + states; }
 };
 
 template <class Program>
@@ -127,6 +131,7 @@ class executor {
   template <int GI>
   struct desc {
     static constexpr const plan::kernel_desc& value = lowered::value.desc[std::size_t(GI)];
+    static constexpr const auto& nodes = g.nodes;
   };
 
  public:
@@ -144,7 +149,11 @@ class executor {
     packed_ = aligned_buffer(packed_floats_ * sizeof(float) + 64);
     packed_bf16_ = aligned_buffer(packed_bf16_elements_ * sizeof(kernels::bf16_bits) + 64);
     if (interpreter_only_ || lowered::value.n_refused > 0) make_interpreter_buffers();
-    for (int o = 0; o < g.n_outputs; ++o) outputs_[std::size_t(o)] = nullptr;
+    make_states();
+    for (int o = 0; o < g.n_outputs; ++o) {
+      const int st = g.output_state[std::size_t(o)];
+      outputs_[std::size_t(o)] = st >= 0 ? state_ptr_[std::size_t(st)] : nullptr;
+    }
     counted_.reserve(std::size_t(G) + 1);
   }
   executor(Program p, threads t, amx_bf16 amx) : executor(p, t, interpreter_only{false}, amx) {}
@@ -154,6 +163,12 @@ class executor {
   std::vector<binding_info> bindings() const {
     std::vector<binding_info> r;
     for (const slot& s : slots_) r.push_back(binding_info::of(g, s.node, s.name));
+    return r;
+  }
+  // The same without an executor (nothing allocated): what to load before building one.
+  static std::vector<binding_info> binding_list() {
+    std::vector<binding_info> r;
+    for (const slot& s : make_slots()) r.push_back(binding_info::of(g, s.node, s.name));
     return r;
   }
 
@@ -175,6 +190,9 @@ class executor {
   void bind_output(int k, tensor_ref t) {
     if (k < 0 || k >= g.n_outputs) throw binding_error("output " + std::to_string(k) + ": the program has " + std::to_string(g.n_outputs) + " outputs");
     const graph::node& n = g[g.outputs[std::size_t(k)]];
+    if (const int st = g.output_state[std::size_t(k)]; st >= 0)
+      throw binding_error("output " + std::to_string(k) + ": it is the new value of state \"" +
+                          std::string(g[st].name.view()) + "\", written into the state (read it with state())");
     if (t.type != n.type || !(t.shape == n.shape))
       throw binding_error("output " + std::to_string(k) + ": expected " + std::string(name_of(n.type)) + to_string(n.shape) +
                           ", got " + std::string(name_of(t.type)) + to_string(t.shape));
@@ -220,6 +238,18 @@ class executor {
     run();
   }
 
+  // A state's memory (fd::state): its value between calls, to read, fill or clear.
+  tensor_ref state(std::string_view name) {
+    for (int i = 0; i < int(N); ++i)
+      if (g[i].op == op_kind::state && g[i].name.view() == name)
+        return tensor_ref{state_ptr_[std::size_t(i)], g[i].type, g[i].shape};
+    throw binding_error("state \"" + std::string(name) + "\": the program has no state of that name");
+  }
+  // Every state back to zeros, as after construction.
+  void reset_states() {
+    if (states_.size()) std::memset(states_.data(), 0, states_.size());
+  }
+
   executor_stats stats() const {
     executor_stats s = stats_;
     for (const packed_ref& p : packs_) s.amx_matmuls += p.amx && p.ready;
@@ -233,6 +263,7 @@ class executor {
     f.workspace = scratch_.size();
     f.packed_weights = packed_.size() + packed_bf16_.size();
     f.interpreter = interp_.size() + interp_scratch_.size();
+    f.states = states_.size();
     return f;
   }
 
@@ -308,7 +339,8 @@ class executor {
     throw binding_error("the program has no input");
   }
 
-  void build_bindings() {
+  static std::vector<slot> make_slots() {
+    std::vector<slot> slots;
     for (int i = 0; i < int(N); ++i) {
       const graph::node& n = g[i];
       if (n.op != op_kind::input && n.op != op_kind::param) continue;
@@ -318,10 +350,16 @@ class executor {
         s.name = (n.region ? prefix_of_region(n.region, it) : std::string()) + std::string(n.name.view());
         s.node = i;
         s.iter = it;
-        if (by_name_.count(s.name)) throw binding_error("binding \"" + s.name + "\": declared twice");
-        by_name_[s.name] = slots_.size();
-        slots_.push_back(s);
+        slots.push_back(s);
       }
+    }
+    return slots;
+  }
+  void build_bindings() {
+    slots_ = make_slots();
+    for (std::size_t k = 0; k < slots_.size(); ++k) {
+      if (by_name_.count(slots_[k].name)) throw binding_error("binding \"" + slots_[k].name + "\": declared twice");
+      by_name_[slots_[k].name] = k;
     }
   }
 
@@ -420,6 +458,8 @@ class executor {
       if (n.region != r) continue;
       if (n.op == op_kind::input || n.op == op_kind::param)
         val_[std::size_t(i)] = const_cast<void*>(slot_data(i, it));
+      else if (n.op == op_kind::state)
+        val_[std::size_t(i)] = state_ptr_[std::size_t(i)];
       else if (mp.in_arena(i))
         val_[std::size_t(i)] = base + mp.offset[std::size_t(i)];
     }
@@ -518,6 +558,8 @@ class executor {
       }(std::make_integer_sequence<int, D::value.n_gemm>{});
     } else if constexpr (d.kind == plan::kernel_kind::attention) {
       run_attention<GI>();
+    } else if constexpr (d.kind == plan::kernel_kind::update) {
+      kernels::gen::run_update<D>(val_.data());
     }
   }
 
@@ -662,6 +704,11 @@ class executor {
         vo += ix * vv.stride[std::size_t(c)];
         oo += ix * ov.stride[std::size_t(c)];
       }
+      if constexpr (a.kv_len >= 0) {  // keys past a run-time length are never read
+        const std::int32_t* len = static_cast<const std::int32_t*>(val_[std::size_t(a.kv_len)]);
+        const std::int64_t l = std::int64_t(len[a.kv_len_per_batch ? b : 0]) + a.kv_len_offset;
+        sh.seq_kv = l < 0 ? 0 : l > a.seq_kv ? a.seq_kv : l;
+      }
       kernels::attention_args args;
       args.q = qp + qo;
       args.q_head_stride = qv.stride[std::size_t(r - 3)], args.q_row_stride = qv.stride[std::size_t(r - 2)];
@@ -740,6 +787,20 @@ class executor {
     }
   }
 
+  // ---- states ----
+  void make_states() {
+    std::size_t bytes = 0;
+    std::array<std::size_t, N> at{};
+    for (int i = 0; i < int(N); ++i)
+      if (g[i].op == op_kind::state) {
+        at[std::size_t(i)] = bytes;
+        bytes += std::size_t(plan::align_up(g[i].bytes()));
+      }
+    states_ = aligned_buffer(bytes);
+    for (int i = 0; i < int(N); ++i)
+      if (g[i].op == op_kind::state) state_ptr_[std::size_t(i)] = states_.data() + at[std::size_t(i)];
+  }
+
   // ---- the interpreter (refused groups; every group with interpreter_only) ----
   // It computes in f32, node by node: every operand is read as an f32 copy (interp_: one per
   // input, parameter and group result of region 0 and of one layer of each body), every member
@@ -768,9 +829,11 @@ class executor {
 
   // Every group through the interpreter, values in f32 copies.
   void run_interpreted() {
-    for (int i = 0; i < int(N); ++i)
+    for (int i = 0; i < int(N); ++i) {
       if (g[i].region == 0 && (g[i].op == op_kind::input || g[i].op == op_kind::param))
         load_to_f32(g[i].type, slot_data(i, 0), f32_of(i), g[i].shape.size());
+      if (g[i].op == op_kind::state) load_to_f32(g[i].type, state_ptr_[std::size_t(i)], f32_of(i), g[i].shape.size());
+    }
     interpret_region(0, 0);
     for (int o = 0; o < g.n_outputs; ++o) {
       const int id = g.outputs[std::size_t(o)];
@@ -862,8 +925,9 @@ class executor {
   std::map<std::string, std::size_t> by_name_;
   std::vector<packed_ref> packs_;
   std::size_t scratch_floats_ = 0, packed_floats_ = 0, packed_bf16_elements_ = 0;
-  aligned_buffer arena_, scratch_, packed_, packed_bf16_, interp_, interp_scratch_;
+  aligned_buffer arena_, scratch_, packed_, packed_bf16_, interp_, interp_scratch_, states_;
   std::array<void*, N> val_{};
+  std::array<void*, N> state_ptr_{};  // each state's memory (inside states_)
   std::array<std::size_t, N> f32_offset_{};
   std::array<void*, graph::max_outputs> outputs_{};
   executor_stats stats_{};

@@ -72,6 +72,39 @@ inline void interpret(const graph::node* nodes, const graph::node& n, const floa
     });
   } else if (n.op == op_kind::cast) {
     for (std::int64_t i = 0; i < s.size(); ++i) y[i] = in[0][i];
+  } else if (n.op == op_kind::argmax) {
+    const dims& a = shape_of(0);
+    const std::int64_t len = a[n.axis], inner = a.stride(n.axis), outer = a.size() / (len * inner);
+    for (std::int64_t o = 0; o < outer; ++o)
+      for (std::int64_t i = 0; i < inner; ++i) {
+        const float* x = in[0] + o * len * inner + i;
+        std::int64_t best = 0;
+        for (std::int64_t r = 1; r < len; ++r) {
+          const float v = x[r * inner], b = x[best * inner];
+          if (v > b || (v != v && b == b)) best = r;
+        }
+        y[o * inner + i] = float(best);
+      }
+  } else if (n.op == op_kind::gather) {
+    const dims& t = shape_of(0);
+    const std::int64_t rows = t[0], row = t.size() / rows, ids = shape_of(1).size();
+    for (std::int64_t k = 0; k < ids; ++k) {
+      const std::int64_t r = std::clamp<std::int64_t>(std::int64_t(in[1][k]), 0, rows - 1);
+      std::copy_n(in[0] + r * row, row, y + k * row);
+    }
+  } else if (n.op == op_kind::dynamic_slice || n.op == op_kind::dynamic_update_slice) {
+    const dims& a = shape_of(0);
+    const bool update = n.op == op_kind::dynamic_update_slice;
+    const dims& part = update ? shape_of(1) : s;
+    const std::int64_t len = part[n.axis];
+    const std::int64_t start = std::clamp<std::int64_t>(std::int64_t(in[update ? 2 : 1][0]), 0, a[n.axis] - len);
+    if (update) std::copy_n(in[0], a.size(), y);
+    for_each_index(part, [&](std::int64_t f, const std::int64_t* idx) {
+      std::int64_t off = 0;
+      for (int i = 0; i < a.rank; ++i) off += (idx[i] + (i == n.axis ? start : 0)) * a.stride(i);
+      if (update) y[off] = in[1][f];
+      else y[f] = in[0][off];
+    });
   } else if (graph::is_reduce(n.op)) {
     const dims& a = shape_of(0);
     const std::int64_t len = a[n.axis], inner = a.stride(n.axis), outer = a.size() / (len * inner);

@@ -10,7 +10,8 @@
 // (the CMake targets do when FUSEDSL_CUDA_ARCHITECTURES holds 90a); gemm() then takes this path on
 // a compute-capability 9.0 device for shapes that fill the chip, and the mma.sync path otherwise.
 
-#include <cuda.h>  // CUtensorMap and its enums (types only: the driver function is fetched at run time)
+// CUtensorMap and its enums (types only: the driver function is fetched at run time).
+#include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime_api.h>
 

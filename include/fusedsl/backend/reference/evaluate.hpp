@@ -173,6 +173,7 @@ class evaluator {
       slot& out = vals[std::size_t(i)];
       switch (n.op) {
         case graph::op_kind::input:
+        case graph::op_kind::state:  // bound by name to the state's current value
           out.ref = bound_.find(n.name.view())->second;
           break;
         case graph::op_kind::param:
@@ -256,6 +257,14 @@ class evaluator {
         for (int k = 0; k < n.n_in; ++k) parts.push_back(in(k));
         return kernels::concat(parts, n.axis, n.shape);
       }
+      case op_kind::gather:
+        return kernels::gather_rows(in(0), in(1), n.shape);
+      case op_kind::dynamic_slice:
+        return kernels::dynamic_slice(in(0), in(1), n.axis, n.shape);
+      case op_kind::dynamic_update_slice:
+        return kernels::dynamic_update_slice(in(0), in(1), in(2), n.axis);
+      case op_kind::argmax:
+        return kernels::argmax(in(0), n.axis, n.shape);
       default:
         break;
     }

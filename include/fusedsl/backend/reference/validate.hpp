@@ -71,7 +71,7 @@ inline void validate(const graph::graph_view& g, bool allow_composites = false) 
   }
   for (int i = 0; i < g.size; ++i) {
     const graph::node& n = g[i];
-    if (std::size_t(n.op) > std::size_t(op_kind::repeat) ||
+    if (std::size_t(n.op) >= graph::op_count ||
         std::size_t(n.type) > std::size_t(dtype::boolean))
       throw graph::graph_error("graph: node %" + std::to_string(i) + " has an unknown op or dtype");
     if (!detail::valid_dims(n.shape)) bad_node(g, i, "bad shape");
@@ -92,7 +92,7 @@ inline void validate(const graph::graph_view& g, bool allow_composites = false) 
       if (!(s.value == n.shape)) bad_node(g, i, "its shape differs from the one its operands give");
     };
     const op_kind k = n.op;
-    if (k == op_kind::input || k == op_kind::param || k == op_kind::constant) {
+    if (k == op_kind::input || k == op_kind::param || k == op_kind::state || k == op_kind::constant) {
       expect_operands(0);
     } else if (k == op_kind::placeholder) {
       expect_operands(0);
@@ -130,9 +130,36 @@ inline void validate(const graph::graph_view& g, bool allow_composites = false) 
       expect_shape({operand(0).shape});
     } else if (graph::is_reduce(k)) {
       expect_operands(1);
-      if (n.type != operand(0).type) bad_node(g, i, "its dtype differs from its operand's");
+      if (n.type != (k == op_kind::argmax ? dtype::i32 : operand(0).type))
+        bad_node(g, i, "its dtype differs from the one its operand gives");
       if (n.axis < 0 || n.axis >= operand(0).shape.rank) bad_node(g, i, "axis out of range");
       expect_shape(reduce_shape(operand(0).shape, n.axis, n.keepdims));
+    } else if (k == op_kind::gather) {
+      expect_operands(2);
+      const dims &t = operand(0).shape, &ix = operand(1).shape;
+      if (operand(1).type != dtype::i32) bad_node(g, i, "the indices must be i32");
+      if (n.type != operand(0).type) bad_node(g, i, "its dtype differs from the table's");
+      dims s;
+      s.rank = ix.rank + t.rank - 1;
+      if (t.rank < 1 || s.rank > max_rank) bad_node(g, i, "bad table or index rank");
+      for (int c = 0; c < ix.rank; ++c) s[c] = ix[c];
+      for (int c = 1; c < t.rank; ++c) s[ix.rank + c - 1] = t[c];
+      expect_shape({s});
+    } else if (k == op_kind::dynamic_slice || k == op_kind::dynamic_update_slice) {
+      const bool update = k == op_kind::dynamic_update_slice;
+      expect_operands(update ? 3 : 2);
+      const graph::node& start = operand(update ? 2 : 1);
+      if (start.type != dtype::i32 || start.shape.rank != 0) bad_node(g, i, "the start must be an i32 scalar");
+      if (n.type != operand(0).type || (update && operand(1).type != n.type))
+        bad_node(g, i, "its dtype differs from its operand's");
+      const dims& x = operand(0).shape;
+      if (n.axis < 0 || n.axis >= x.rank) bad_node(g, i, "axis out of range");
+      const dims& part = update ? operand(1).shape : n.shape;
+      if (part.rank != x.rank) bad_node(g, i, "its rank differs from its operand's");
+      for (int c = 0; c < x.rank; ++c)
+        if (c == n.axis ? (part[c] < 1 || part[c] > x[c]) : part[c] != x[c])
+          bad_node(g, i, "the window does not fit the operand");
+      if (update && !(n.shape == x)) bad_node(g, i, "its shape differs from its operand's");
     } else if (k == op_kind::matmul) {
       expect_operands(2);
       if (operand(0).type != n.type || operand(1).type != n.type)

@@ -33,7 +33,7 @@
 //         -> C01; A1 (tmm5) -> C10, C11 (4 TDPBF16PS, each right after the loads it needs);
 //         then the C tiles go to a 32 x 32 f32 buffer on the stack.
 // Blocks of 16 or fewer rows or columns use one A or one B tile (the 2x1, 1x2, 1x1 variants).
-// What keeps the tiles busy (each measured on this machine; see docs/performance.md):
+// What keeps the tiles busy (each measured with cpu_amx_bench on a CPU with AMX-BF16):
 //   - B tiles load with TILELOADDT1 (a streaming hint), so the A block stays in L1 (k = 512:
 //     +25%); with k <= 256 the next B steps are also prefetched;
 //   - both buffers are 64-byte aligned inside the caller's memory (unaligned tile rows: 2x slower);

@@ -107,7 +107,8 @@ inline void pack_v_for_tiles(std::ptrdiff_t d, std::ptrdiff_t seq_kv, const floa
   const __m512i interleave = _mm512_load_si512(order);
   for (std::ptrdiff_t pnl = 0; pnl < panels; ++pnl)
     for (std::ptrdiff_t half = 0; half < 2; ++half) {
-      const std::ptrdiff_t j0 = pnl * 32 + half * 16, lanes = std::clamp<std::ptrdiff_t>(d - j0, 0, 16);
+      const std::ptrdiff_t j0 = pnl * 32 + half * 16,
+                           lanes = std::clamp<std::ptrdiff_t>(d - j0, 0, 16);
       const __mmask16 live = __mmask16(lanes >= 16 ? 0xffff : (1u << lanes) - 1u);
       bf16_bits* out = dst + pnl * kvp * 32 + half * 32;
       for (std::ptrdiff_t r = 0; r < kvp / 2; ++r) {

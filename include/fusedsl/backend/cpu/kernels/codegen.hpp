@@ -12,7 +12,8 @@
 //   gemm_epilogue   a GEMM epilogue functor (gemm.hpp's form) over the output tile
 //   score_mod       attention's score modifier (attention.hpp's form)
 //
-// A Desc type names its descriptor as `static constexpr const plan::kernel_desc& value`. Values
+// A Desc type names its descriptor as `static constexpr const plan::kernel_desc& value` (and the
+// program's node table as `nodes`). Values
 // are carried in f32 registers; a load converts from the buffer's dtype, an op's result is
 // rounded to its dtype (bf16, f16; integer division truncates), a store converts to the
 // destination's. Integers are exact below 2^24.
@@ -154,7 +155,7 @@ xsimd::batch<float, A> round_bf16(const xsimd::batch<float, A>& x) {
   using I = xsimd::batch<std::int32_t, A>;
   const I u = xsimd::bitwise_cast<I>(x);
   const I r = (u + I(0x7fff) + ((u >> 16) & I(1))) & I(std::int32_t(0xffff0000u));
-  return xsimd::select(x != x, x, xsimd::bitwise_cast<xsimd::batch<float, A>>(r));
+  return xsimd::select(xsimd::isnan(x), x, xsimd::bitwise_cast<xsimd::batch<float, A>>(r));
 }
 template <class V>
 V round_f16(const V& x) {
@@ -195,7 +196,8 @@ constexpr access_list accesses_of(const kernel_desc& d, int begin, int end, int 
   std::array<bool, plan::max_accesses> used{};
   for (int i = begin; i < end; ++i) {
     const plan::ins& in = d.c.instr[std::size_t(i)];
-    if (in.kind == ins_kind::load || in.kind == ins_kind::iota) used[std::size_t(in.ref)] = true;
+    if (in.kind == ins_kind::load || in.kind == ins_kind::iota || in.kind == ins_kind::gather)
+      used[std::size_t(in.ref)] = true;
   }
   if (extra >= 0) used[std::size_t(extra)] = true;
   for (int a = 0; a < plan::max_accesses; ++a)
@@ -221,10 +223,63 @@ template <class Desc, const access_list& L>
     off[L.at[std::size_t(k)]] += D.c.acc[std::size_t(L.at[std::size_t(k)])].at.coef[std::size_t(axis)] * steps;
 }
 
+// Register r holds the same value in every lane when lanes run along iteration axis `lane`.
+constexpr bool lane_uniform(const kernel_desc& d, int r, int lane) {
+  if (lane < 0) return true;
+  const plan::ins& x = d.c.instr[std::size_t(r)];
+  switch (x.kind) {
+    case ins_kind::input: return false;
+    case ins_kind::constant: return true;
+    case ins_kind::load:
+    case ins_kind::iota: return d.c.acc[std::size_t(x.ref)].at.coef[std::size_t(lane)] == 0;
+    case ins_kind::gather:
+      return d.c.acc[std::size_t(x.ref)].at.coef[std::size_t(lane)] == 0 && lane_uniform(d, x.arg[0], lane);
+    case ins_kind::op:
+      for (int k = 0; k < 3; ++k)
+        if (x.arg[std::size_t(k)] >= 0 && !lane_uniform(d, x.arg[std::size_t(k)], lane)) return false;
+      return true;
+  }
+  return false;
+}
+
+template <class V>
+float first_lane(const V& v) {
+  if constexpr (std::is_same_v<V, float>) {
+    return v;
+  } else {
+    alignas(64) float t[lanes_of<V>];
+    v.store_aligned(t);
+    return t[0];
+  }
+}
+
 // Instructions [Begin, End) with lanes along iteration axis Lane (-1: one lane).
 template <class Desc, int Lane>
 struct machine {
   static constexpr const kernel_desc& D = Desc::value;
+
+  template <int I, class V>
+  [[gnu::always_inline]] static V gather(const V& index, void* const* val, const std::int64_t* off) {
+    constexpr plan::ins x = D.c.instr[std::size_t(I)];
+    constexpr plan::access a = D.c.acc[std::size_t(x.ref)];
+    constexpr std::int64_t S = Lane >= 0 ? a.at.coef[std::size_t(Lane)] : 0;
+    constexpr std::int64_t hi = a.dyn_max, step = a.dyn_stride;
+    auto clamped = [](float i) {
+      const std::int64_t k = i == i ? std::int64_t(i) : 0;
+      return (k < 0 ? 0 : k > hi ? hi : k) * step;
+    };
+    if constexpr (std::is_same_v<V, float> || lane_uniform(D, x.arg[0], Lane)) {
+      return load_lanes<V, a.type, S>(val[a.node], off[x.ref] + clamped(first_lane(index)));
+    } else {  // a different row per lane
+      constexpr int W = lanes_of<V>;
+      alignas(64) float ix[W], t[W];
+      index.store_aligned(ix);
+      const char* base = static_cast<const char*>(val[a.node]);
+      for (int l = 0; l < W; ++l)
+        t[l] = element_to_f32<a.type>(base + (off[x.ref] + l * S + clamped(ix[l])) * element_bytes<a.type>);
+      return V::load_aligned(t);
+    }
+  }
 
   template <int I, int Begin, class V, std::size_t R>
   [[gnu::always_inline]] static V step(const std::array<V, R>& r, void* const* val, const std::int64_t* off,
@@ -236,6 +291,8 @@ struct machine {
       constexpr plan::access a = D.c.acc[std::size_t(x.ref)];
       constexpr std::int64_t S = Lane >= 0 ? a.at.coef[std::size_t(Lane)] : 0;
       return load_lanes<V, a.type, S>(val[a.node], off[x.ref]);
+    } else if constexpr (x.kind == ins_kind::gather) {
+      return gather<I>(r[std::size_t(x.arg[0] - Begin)], val, off);
     } else if constexpr (x.kind == ins_kind::constant) {
       return V(float(D.c.constant[std::size_t(x.ref)]));
     } else if constexpr (x.kind == ins_kind::iota) {
@@ -400,11 +457,47 @@ struct reduce_kernel {
       }
   }
 
-  template <class VV>
-  static VV epilogue_and_store(void* const* val, std::int64_t* idx, VV acc) {
-    (void)val, (void)idx;
-    return acc;
+  // The position along the reduced axis of the point idx (its reduced iteration axes as digits).
+  static std::int64_t position(const std::int64_t* idx) {
+    std::int64_t p = 0;
+    for (int t = rf; t < rf + rc; ++t) p = p * D.extent[std::size_t(t)] + idx[t];
+    return p;
   }
+  static constexpr std::int64_t lane_step() {  // positions one lane-axis step covers
+    std::int64_t s = 1;
+    for (int t = L + 1; t < rf + rc; ++t) s *= D.extent[std::size_t(t)];
+    return s;
+  }
+
+  // The reduction of one accumulator state: acc (and, for argmax, the position of the best).
+  template <class VV>
+  struct state {
+    VV acc = start();
+    static VV start() {
+      if constexpr (K == graph::op_kind::argmax)
+        return VV(-std::numeric_limits<float>::infinity());
+      else
+        return T::template identity<vec_math, VV>();
+    }
+    VV pos = VV(-1.0f);
+    void add(const VV& x, const VV& at) {
+      if constexpr (K == graph::op_kind::argmax) {
+        const VV take = T::template take<vec_math>(x, acc);
+        acc = vec_math::select(take, x, acc);
+        pos = vec_math::select(take, at, pos);
+      } else {
+        (void)at;
+        acc = T::template combine<vec_math>(acc, x);
+      }
+    }
+    VV result() const {
+      if constexpr (K == graph::op_kind::argmax)
+        return vmax0(pos);
+      else
+        return T::template finish<vec_math>(acc, D.reduce_length);
+    }
+    static VV vmax0(const VV& p) { return vec_math::max(p, VV(0.0f)); }  // an all -inf row: index 0
+  };
 
   static void points(void* const* val, std::int64_t p0, std::int64_t p1) {
     std::int64_t off[plan::max_accesses];
@@ -414,49 +507,73 @@ struct reduce_kernel {
     for (std::int64_t p = p0; p < p1; ++p) {
       decompose(p, idx, [](int t) { return !is_reduced(t) && (lane_reduced || t != L); });
       if constexpr (lane_reduced) {
-        V acc = T::template identity<vec_math, V>();
-        float tail = T::template identity<vec_math, float>();
+        state<V> vs;
+        state<float> tail;
         const std::int64_t n = D.extent[std::size_t(L)];
+        const V lane_pos = lane_index<V>() * V(float(lane_step()));
         for (std::int64_t q = 0; q < red_points; ++q) {
           decompose(q, idx, [](int t) { return is_reduced(t) && t != L; });
           idx[L] = 0;
           offsets_at<Desc, used_pro>(idx, R, off);
           std::int64_t j = 0;
           for (; j + W <= n; j += W) {
-            acc = T::template combine<vec_math>(acc, M::template run<seg.begin, seg.end, seg.result, V>(val, off, nullptr));
+            idx[L] = j;
+            const V at = V(float(position(idx))) + lane_pos;
+            vs.add(M::template run<seg.begin, seg.end, seg.result, V>(val, off, nullptr), at);
             offsets_step<Desc, used_pro>(L, W, off);
           }
-          for (int q = 0, left = int(n - j); q < left; ++q) {
-            tail = T::template combine<vec_math>(tail, M::template run<seg.begin, seg.end, seg.result, float>(val, off, nullptr));
+          for (int q2 = 0, left = int(n - j); q2 < left; ++q2, ++j) {
+            idx[L] = j;
+            tail.add(M::template run<seg.begin, seg.end, seg.result, float>(val, off, nullptr), float(position(idx)));
             offsets_step<Desc, used_pro>(L, 1, off);
           }
         }
-        alignas(64) float lanes[W];
-        if constexpr (W == 1)
-          lanes[0] = acc;
-        else
-          acc.store_aligned(lanes);
-        float h = lanes[0];
-        for (int l = 1; l < W; ++l) h = T::template combine<vec_math>(h, lanes[l]);
-        h = T::template finish<vec_math>(T::template combine<vec_math>(h, tail), D.reduce_length);
+        // Across the lanes, in lane order, then the tail: the same order on every run.
+        alignas(64) float acc_l[W], pos_l[W];
+        if constexpr (W == 1) {
+          acc_l[0] = vs.acc, pos_l[0] = vs.pos;
+        } else {
+          vs.acc.store_aligned(acc_l);
+          vs.pos.store_aligned(pos_l);
+        }
+        state<float> h;
+        if constexpr (K == graph::op_kind::argmax) {
+          // the first position among the lanes' bests: lanes hold interleaved positions
+          for (int l = 0; l < W; ++l) {
+            const float x = acc_l[l], at = pos_l[l];
+            if (at < 0.0f) continue;
+            const bool better = T::template take<vec_math>(x, h.acc) != 0.0f;
+            const bool tie = x == h.acc || (x != x && h.acc != h.acc);
+            if (h.pos < 0.0f || better || (tie && at < h.pos)) h.acc = x, h.pos = at;
+          }
+          if (tail.pos >= 0.0f) {
+            const bool better = T::template take<vec_math>(tail.acc, h.acc) != 0.0f;
+            const bool tie = tail.acc == h.acc || (tail.acc != tail.acc && h.acc != h.acc);
+            if (h.pos < 0.0f || better || (tie && tail.pos < h.pos)) h.acc = tail.acc, h.pos = tail.pos;
+          }
+        } else {
+          for (int l = 0; l < W; ++l) h.acc = T::template combine<vec_math>(h.acc, acc_l[l]);
+          h.acc = T::template combine<vec_math>(h.acc, tail.acc);
+        }
+        const float r = h.result();
         for (int t = rf; t < rf + rc; ++t) idx[t] = 0;
         offsets_at<Desc, used_epi>(idx, R, off);
-        const float y = M::template run<D.epilogue.begin, D.epilogue.end, D.epilogue.result, float>(val, off, &h);
+        const float y = M::template run<D.epilogue.begin, D.epilogue.end, D.epilogue.result, float>(val, off, &r);
         store_lanes<float, st.type, 0>(out, off[D.store], y);
       } else {
         const std::int64_t n = D.extent[std::size_t(L)];
         auto lanes = [&]<class VV>(std::int64_t j0) {
-          VV acc = T::template identity<vec_math, VV>();
+          state<VV> acc;
           for (std::int64_t q = 0; q < red_points; ++q) {
             decompose(q, idx, [](int t) { return is_reduced(t); });
             idx[L] = j0;
             offsets_at<Desc, used_pro>(idx, R, off);
-            acc = T::template combine<vec_math>(acc, M::template run<seg.begin, seg.end, seg.result, VV>(val, off, nullptr));
+            acc.add(M::template run<seg.begin, seg.end, seg.result, VV>(val, off, nullptr), VV(float(position(idx))));
           }
-          acc = T::template finish<vec_math>(acc, D.reduce_length);
+          const VV r = acc.result();
           for (int t = rf; t < rf + rc; ++t) idx[t] = 0;
           offsets_at<Desc, used_epi>(idx, R, off);
-          const VV y = M::template run<D.epilogue.begin, D.epilogue.end, D.epilogue.result, VV>(val, off, &acc);
+          const VV y = M::template run<D.epilogue.begin, D.epilogue.end, D.epilogue.result, VV>(val, off, &r);
           store_lanes<VV, st.type, ss>(out, off[D.store], y);
         };
         std::int64_t j = 0;
@@ -659,6 +776,33 @@ struct row_kernel {
 template <class Desc, class Arch>
 void run_row(void* const* val, float* workspace, thread_pool* pool) {
   row_kernel<Desc, Arch>::run(val, workspace, pool);
+}
+
+// ---- dynamic update slices ----
+
+// result = x with update at [start, start + len) along the axis; x is copied only when the result
+// does not take its buffer.
+template <class Desc>
+void run_update(void* const* val) {
+  static constexpr const kernel_desc& D = Desc::value;
+  const auto& nodes = Desc::nodes;  // the program's node table
+  const graph::node &x = nodes[std::size_t(D.update_x)], &u = nodes[std::size_t(D.update_value)];
+  const std::size_t es = std::size_t(size_of(x.type));
+  char* out = static_cast<char*>(val[D.root]);
+  const char* src = static_cast<const char*>(val[D.update_x]);
+  if (out != src) std::memcpy(out, src, std::size_t(x.shape.size()) * es);
+  std::int64_t start = D.start_constant;
+  if (!D.start_is_constant) start = std::int64_t(*static_cast<const std::int32_t*>(val[D.update_start]));
+  const int axis = D.update_axis;
+  const std::int64_t len = u.shape[axis];
+  start = start < 0 ? 0 : start > x.shape[axis] - len ? x.shape[axis] - len : start;
+  std::int64_t outer = 1;
+  for (int i = 0; i < axis; ++i) outer *= x.shape[i];
+  const std::int64_t chunk = len * u.shape.stride(axis), row = x.shape[axis] * x.shape.stride(axis);
+  const char* up = static_cast<const char*>(val[D.update_value]);
+  for (std::int64_t p = 0; p < outer; ++p)
+    std::memcpy(out + std::size_t(p * row + start * x.shape.stride(axis)) * es, up + std::size_t(p * chunk) * es,
+                std::size_t(chunk) * es);
 }
 
 // ---- GEMM epilogues ----

@@ -37,7 +37,7 @@ float row_max(const float* x, std::ptrdiff_t n) {
   std::ptrdiff_t j = 0;
   for (; j + W <= n; j += W) m = maximum(m, simd<Arch>::load(x + j));
   float r = simd<Arch>::reduce_max(m);
-  for (; j < n; ++j) r = maximum(r, x[j]);
+  for (int t = int(n - j); t > 0; --t, ++j) r = maximum(r, x[j]);  // the tail: < W
   return r;
 }
 
@@ -57,7 +57,7 @@ float exp_shifted(const float* x, float shift, float* y, std::ptrdiff_t n) {
     s = s + e;
   }
   float r = simd<Arch>::reduce_add(s);
-  for (; j < n; ++j) {
+  for (int t = int(n - j); t > 0; --t, ++j) {  // the tail: < W
     const float e = vexp(x[j] - shift);
     if (y) y[j] = e;
     r += e;
@@ -78,7 +78,7 @@ float row_sum_sq(const float* x, float c, std::ptrdiff_t n) {
     s = fmadd(d, d, s);
   }
   float r = simd<Arch>::reduce_add(s);
-  for (; j < n; ++j) r = fmadd(x[j] - c, x[j] - c, r);
+  for (int t = int(n - j); t > 0; --t, ++j) r = fmadd(x[j] - c, x[j] - c, r);  // the tail: < W
   return r;
 }
 
@@ -88,7 +88,7 @@ float row_sum_sq(const float* x, float c, std::ptrdiff_t n) {
 // docs/performance.md). Long rows take smaller groups (layernorm_rows): each of the three passes
 // streams the group's rows, and 8 rows of 2048 floats (8 KiB apart, so in the same L1 sets) with
 // their 8 output rows overflow the sets' ways; 4 rows from 257 columns, 2 from 513 (measured on a
-// Zen 4 host: 512 x 2048 at 1.65 G/s in groups of 8, 4.46 in groups of 2). Each row is summed in
+// Zen 4 core: 512 x 2048 at 1.65 G/s in groups of 8, 4.46 in groups of 2). Each row is summed in
 // the same order whatever the group size, so a row's result does not depend on the rows reduced
 // with it. The unroll pragmas keep the per-row accumulators in registers (without them GCC 12
 // spills them to the stack).
@@ -156,7 +156,7 @@ void normalise(const float* x, float c, float s, const float* gamma, const float
     if (beta) v = v + simd<Arch>::load(beta + j);
     simd<Arch>::store(y + j, v);
   }
-  for (; j < n; ++j) {
+  for (int t = int(n - j); t > 0; --t, ++j) {  // the tail: < W
     float v = (x[j] - c) * s;
     if (gamma) v *= gamma[j];
     if (beta) v += beta[j];
@@ -182,7 +182,7 @@ void rows_normalise(const float* x, std::ptrdiff_t ldx, const float* c, const fl
   constexpr int W = simd<Arch>::width;
   std::ptrdiff_t j = 0;
   for (; j + W <= n; j += W) rows(simd<Arch>{}, j);
-  for (; j < n; ++j) rows(simd<scalar_arch>{}, j);
+  for (int t = int(n - j); t > 0; --t, ++j) rows(simd<scalar_arch>{}, j);  // the tail: < W
 }
 
 }  // namespace detail

@@ -11,10 +11,13 @@
 namespace fusedsl::cpu::kernels {
 
 namespace detail {
+// xsimd 8's `!=` on AVX and AVX-512 batches is an ordered compare (_CMP_NEQ_OQ): false when an
+// operand is NaN, unlike C++'s and IEEE's `!=`. NaN tests go through xsimd::isnan, and `ne` is
+// written as the negation of `==`.
 inline bool lane_nan(float x) { return x != x; }
 template <class A>
 xsimd::batch_bool<float, A> lane_nan(const xsimd::batch<float, A>& x) {
-  return x != x;
+  return xsimd::isnan(x);
 }
 inline float log_of(float x) { return std::log(x); }
 template <class A>
@@ -25,6 +28,16 @@ inline float pow_of(float x, float y) { return std::pow(x, y); }
 template <class A>
 xsimd::batch<float, A> pow_of(const xsimd::batch<float, A>& x, const xsimd::batch<float, A>& y) {
   return xsimd::pow(x, y);
+}
+inline float sin_of(float x) { return std::sin(x); }
+template <class A>
+xsimd::batch<float, A> sin_of(const xsimd::batch<float, A>& x) {
+  return xsimd::sin(x);
+}
+inline float cos_of(float x) { return std::cos(x); }
+template <class A>
+xsimd::batch<float, A> cos_of(const xsimd::batch<float, A>& x) {
+  return xsimd::cos(x);
 }
 inline float trunc_of(float x) { return std::trunc(x); }
 template <class A>
@@ -67,6 +80,14 @@ struct vec_math {
     return verfc(x);
   }
   template <class V>
+  static V sin(const V& x) {
+    return detail::sin_of(x);
+  }
+  template <class V>
+  static V cos(const V& x) {
+    return detail::cos_of(x);
+  }
+  template <class V>
   static V pow(const V& x, const V& y) {
     return detail::pow_of(x, y);
   }
@@ -85,7 +106,7 @@ struct vec_math {
   }
   template <class V>
   static V ne(const V& x, const V& y) {
-    return where(x != y, V(1.0f), V(0.0f));
+    return where(x == y, V(0.0f), V(1.0f));  // not `!=`: see lane_nan
   }
   template <class V>
   static V lt(const V& x, const V& y) {
@@ -98,7 +119,7 @@ struct vec_math {
   // select on a carried boolean (1 or 0)
   template <class V>
   static V select(const V& p, const V& a, const V& b) {
-    return where(p != V(0.0f), a, b);
+    return where(p == V(0.0f), b, a);
   }
   template <class V>
   static V trunc(const V& x) {
@@ -140,7 +161,7 @@ constexpr bool is_transcendental(graph::op_kind k) {
   switch (k) {
     case op_kind::exp: case op_kind::log: case op_kind::tanh: case op_kind::erf:
     case op_kind::sigmoid: case op_kind::gelu_erf: case op_kind::gelu_tanh: case op_kind::silu:
-    case op_kind::pow:
+    case op_kind::pow: case op_kind::sin: case op_kind::cos:
       return true;
     default:
       return false;

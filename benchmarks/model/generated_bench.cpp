@@ -1,0 +1,220 @@
+// Programs outside the transformer composites, run by kernels generated from their fusion groups,
+// one thread, as ratios measured in one run:
+//   elementwise_fused      gelu_tanh(a * b + c) * d over four [512, 2048] f32 inputs
+//   elementwise_floor      y = a * b + c * d over the same five arrays, a vectorised loop: the
+//                          traffic floor (the fused case moves the same bytes)
+//   elementwise_eigen      Eigen Tensor's expression of the fused case's math (one pass)
+//   ffn_gelu               feed_forward<"ffn", 1376> on x [256, 512] (the packed GEMM's shape)
+//   ffn_swiglu             down(silu(gate(x)) * up(x)), the same shapes
+//   llama_block            RMSNorm, RoPE, 8 heads of 64 with 2 kv heads, causal, SwiGLU 1376;
+//                          seq 256, d 512
+//   bert_block             post-LN, 12 heads of 32, FFN 1536, erf GELU, eps 1e-12, a key-padding
+//                          mask; batch 4, seq 128, d 384
+// Counters:
+//   bytes_per_second / floor_fraction   elementwise: traffic rate, and the fused rate over the
+//                                       floor case's (the floor runs first)
+//   speedup_vs_eigen                    elementwise_fused against elementwise_eigen
+//   peak_fraction                       matmul FLOPs (attention's included, causal not halved)
+//                                       over time over the FMA peak measured at start-up
+//   gflops_fraction_of_ffn              ffn_swiglu's GFLOP/s over ffn_gelu's
+//   interpreted_groups                  groups the interpreter ran (0: every group generated)
+// Run: build/release/benchmarks/model/generated_bench --benchmark_out=generated.json
+//        --benchmark_out_format=json
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fma_peak.hpp"
+#include "fusedsl/backend/cpu/executor.hpp"
+#include "fusedsl/fusedsl.hpp"
+#include "fusedsl/models/llama.hpp"
+
+#include <unsupported/Eigen/CXX11/Tensor>
+
+namespace fd = fusedsl;
+
+namespace {
+
+double g_peak = 0;
+double g_floor_rate = 0;   // bytes / s of elementwise_floor
+double g_eigen_time = 0;   // s per call of elementwise_eigen
+double g_ffn_rate = 0;     // FLOP / s of ffn_gelu
+
+template <class Program>
+struct bound {
+  fd::cpu::executor<Program> ex{Program{}};
+  std::vector<fd::dynamic_tensor> storage;
+  std::vector<fd::dynamic_tensor> outs;
+
+  explicit bound(unsigned seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0.0f, 0.05f);
+    for (const auto& b : ex.bindings()) {
+      storage.emplace_back(b.type, b.shape);
+      fd::dynamic_tensor& t = storage.back();
+      for (std::int64_t i = 0; i < b.shape.size(); ++i) {
+        const float v = nd(rng) * (b.kind == fd::graph::op_kind::input ? 20.0f : 1.0f) +
+                        (b.name.find("norm") != std::string::npos || b.name.find("gamma") != std::string::npos);
+        if (b.type == fd::dtype::f32) t.data<float>()[i] = v;
+        else if (b.type == fd::dtype::boolean) t.data<bool>()[i] = (i % 128) < 100;  // padded tails
+        else if (b.type == fd::dtype::i32) t.data<std::int32_t>()[i] = std::int32_t(i % 7);
+      }
+      ex.bind(b.name, t.ref());
+    }
+    for (int o = 0; o < Program::graph.n_outputs; ++o) {
+      const auto& n = Program::graph[Program::graph.outputs[std::size_t(o)]];
+      outs.emplace_back(n.type, n.shape);
+      ex.bind_output(o, outs.back().ref());
+    }
+  }
+};
+
+// ---- elementwise ----
+constexpr std::int64_t R = 512, C = 2048;
+constexpr auto ea = fd::input<"a", float, R, C>();
+constexpr auto eb = fd::input<"b", float, R, C>();
+constexpr auto ec = fd::input<"c", float, R, C>();
+constexpr auto ed = fd::input<"d", float, R, C>();
+using elementwise_program = decltype(fd::compile(fd::gelu_tanh(ea * eb + ec) * ed));
+constexpr double elementwise_bytes = 5.0 * double(R * C) * 4.0;
+
+void elementwise_floor(benchmark::State& state) {
+  std::vector<float> a(R * C, 1.0f), b(R * C, 0.5f), c(R * C, 0.25f), d(R * C, 2.0f), y(R * C);
+  using V = fd::cpu::kernels::vec_t<fd::cpu::kernels::native_arch>;
+  constexpr int W = fd::cpu::kernels::simd<fd::cpu::kernels::native_arch>::width;
+  const auto t0 = fusedsl_bench::thread_seconds();
+  long calls = 0;
+  for (auto _ : state) {
+    for (std::int64_t i = 0; i < R * C; i += W) {
+      const V x = V::load_unaligned(&a[std::size_t(i)]) * V::load_unaligned(&b[std::size_t(i)]) +
+                  V::load_unaligned(&c[std::size_t(i)]) * V::load_unaligned(&d[std::size_t(i)]);
+      x.store_unaligned(&y[std::size_t(i)]);
+    }
+    benchmark::DoNotOptimize(y.data());
+    ++calls;
+  }
+  g_floor_rate = elementwise_bytes * double(calls) / (fusedsl_bench::thread_seconds() - t0);
+  state.counters["bytes_per_second"] =
+      benchmark::Counter(elementwise_bytes, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void elementwise_eigen(benchmark::State& state) {
+  using T = Eigen::Tensor<float, 2, Eigen::RowMajor>;
+  T a(R, C), b(R, C), c(R, C), d(R, C), y(R, C);
+  a.setConstant(1.0f), b.setConstant(0.5f), c.setConstant(0.25f), d.setConstant(2.0f);
+  const auto t0 = fusedsl_bench::thread_seconds();
+  long calls = 0;
+  for (auto _ : state) {
+    const auto u = a * b + c;
+    // 0.5 u (1 + tanh(sqrt(2/pi) (u + 0.044715 u^3))) * d
+    y = (u * 0.5f * ((u + u * u * u * 0.044715f) * 0.7978845608f).tanh() + u * 0.5f) * d;
+    benchmark::DoNotOptimize(y.data());
+    ++calls;
+  }
+  g_eigen_time = (fusedsl_bench::thread_seconds() - t0) / double(calls);
+  state.counters["bytes_per_second"] =
+      benchmark::Counter(elementwise_bytes, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void elementwise_fused(benchmark::State& state) {
+  bound<elementwise_program> p(1);
+  const auto t0 = fusedsl_bench::thread_seconds();
+  long calls = 0;
+  for (auto _ : state) {
+    p.ex.run();
+    ++calls;
+  }
+  const double t = (fusedsl_bench::thread_seconds() - t0) / double(calls);
+  state.counters["bytes_per_second"] =
+      benchmark::Counter(elementwise_bytes, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["floor_fraction"] = g_floor_rate > 0 ? elementwise_bytes / t / g_floor_rate : 0.0;
+  state.counters["speedup_vs_eigen"] = g_eigen_time > 0 ? g_eigen_time / t : 0.0;
+  state.counters["interpreted_groups"] = p.ex.stats().interpreted_groups;
+}
+
+// ---- feed-forward: GELU FFN and SwiGLU at the same shapes ----
+constexpr std::int64_t FL = 256, FD = 512, FH = 1376;
+constexpr auto fx = fd::input<"x", float, FL, FD>();
+using ffn_program = decltype(fd::compile(fd::nn::feed_forward<"ffn", FH>(fx)));
+using swiglu_program = decltype(fd::compile(fd::nn::linear<"down", FD, false>(
+    fd::silu(fd::nn::linear<"gate", FH, false>(fx)) * fd::nn::linear<"up", FH, false>(fx))));
+constexpr double ffn_flops = 2.0 * 2.0 * double(FL * FD * FH);
+constexpr double swiglu_flops = 3.0 * 2.0 * double(FL * FD * FH);
+
+template <class Program>
+double timed(benchmark::State& state, bound<Program>& p, double flops) {
+  const auto t0 = fusedsl_bench::thread_seconds();
+  long calls = 0;
+  for (auto _ : state) {
+    p.ex.run();
+    ++calls;
+  }
+  const double t = (fusedsl_bench::thread_seconds() - t0) / double(calls);
+  state.counters["peak_fraction"] = flops / t / g_peak;
+  state.counters["interpreted_groups"] = p.ex.stats().interpreted_groups;
+  state.counters["fast_groups"] = p.ex.stats().fast_groups;
+  return flops / t;
+}
+
+void ffn_gelu(benchmark::State& state) {
+  bound<ffn_program> p(2);
+  g_ffn_rate = timed(state, p, ffn_flops);
+}
+
+void ffn_swiglu(benchmark::State& state) {
+  bound<swiglu_program> p(3);
+  const double rate = timed(state, p, swiglu_flops);
+  state.counters["gflops_fraction_of_ffn"] = g_ffn_rate > 0 ? rate / g_ffn_rate : 0.0;
+}
+
+// ---- a LLaMA-style block ----
+constexpr std::int64_t LL = 256, LD = 512, LH = 8, LKV = 2, LF = 1376, LDH = LD / LH;
+constexpr auto lx = fd::input<"x", float, LL, LD>();
+constexpr auto lcos = fd::input<"cos", float, LL, LDH / 2>();
+constexpr auto lsin = fd::input<"sin", float, LL, LDH / 2>();
+using llama_program = decltype(fd::compile(fd::models::llama_block<LH, LKV, LF>(lx, lcos, lsin)));
+constexpr double llama_flops = 2.0 * double(LL * LD) * double(LD + 2 * LKV * LDH) +  // q, k, v
+                               2.0 * 2.0 * double(LL * LL * LDH * LH) +               // scores, P V
+                               2.0 * double(LL * LD * LD) +                           // o
+                               3.0 * 2.0 * double(LL * LD * LF);                      // gate, up, down
+
+void llama_block(benchmark::State& state) {
+  bound<llama_program> p(4);
+  timed(state, p, llama_flops);
+}
+
+// ---- a BERT-style block with a key-padding mask ----
+constexpr std::int64_t BB = 4, BL = 128, BD = 384, BH = 12, BF = 1536;
+constexpr auto bx = fd::input<"x", float, BB, BL, BD>();
+constexpr auto bmask = fd::input<"mask", bool, BB, BL>();
+constexpr auto bert = fd::nn::transformer_block<fd::nn::post_ln, BH, BF, BH, false, fd::nn::activation::gelu, 1e-12>;
+using bert_program = decltype(fd::compile(bert(bx, bmask)));
+constexpr double bert_flops =
+    double(BB) * (2.0 * double(BL * BD * BD) * 4.0 + 2.0 * 2.0 * double(BL * BL * BD) + 2.0 * 2.0 * double(BL * BD * BF));
+
+void bert_block(benchmark::State& state) {
+  bound<bert_program> p(5);
+  timed(state, p, bert_flops);
+}
+
+}  // namespace
+
+BENCHMARK(elementwise_floor)->Unit(benchmark::kMicrosecond)->MinTime(0.3);
+BENCHMARK(elementwise_eigen)->Unit(benchmark::kMicrosecond)->MinTime(0.3);
+BENCHMARK(elementwise_fused)->Unit(benchmark::kMicrosecond)->MinTime(0.3);
+BENCHMARK(ffn_gelu)->Unit(benchmark::kMicrosecond)->MinTime(0.5);
+BENCHMARK(ffn_swiglu)->Unit(benchmark::kMicrosecond)->MinTime(0.5);
+BENCHMARK(llama_block)->Unit(benchmark::kMicrosecond)->MinTime(0.5);
+BENCHMARK(bert_block)->Unit(benchmark::kMicrosecond)->MinTime(0.5);
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  g_peak = fusedsl_bench::measure_fma_peak();
+  benchmark::AddCustomContext("fma_peak_gflops", std::to_string(g_peak * 1e-9));
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

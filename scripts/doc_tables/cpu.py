@@ -1,0 +1,372 @@
+"""Generators for docs/performance.md: the CPU benchmarks' Google Benchmark JSON and friends."""
+
+import os
+import re
+import sys
+
+from . import (REPO, TableError, fmt, fmt_time, gbench, generator, median, one, read_json, seconds,
+               span, table)
+
+sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+import cpu_targets  # noqa: E402  (the goals and their readings live in one place)
+
+
+def peak_of(context):
+    for key in ("fma_peak_gflops", "fma_peak_gflops_one_core"):
+        if key in context:
+            return float(context[key])
+    return None
+
+
+def peak_note(contexts):
+    peaks = [p for p in (peak_of(c) for c in contexts) if p is not None]
+    if not peaks:
+        return []
+    return [f"FMA peak of one core, measured at the start of the same run: "
+            f"{span(peaks, 1)} GFLOP/s."]
+
+
+def get(run, key):
+    v = run.get(key)
+    return None if v is None else float(v)
+
+
+@generator("machine")
+def machine(files, options):
+    """The machine of a results folder. Reads its manifest.json (benchmarks/record.py) and the
+    FMA peak every Google Benchmark file listed there measured (context fma_peak_gflops*)."""
+    manifest = read_json(files[0])
+    m = manifest.get("machine", {})
+    d = os.path.dirname(files[0])
+    peaks, loads, dates = [], [], set()
+    for s in manifest.get("steps", []):
+        dates.add(s.get("started", "")[:10])
+        loads += [s.get("load_before", [None])[0], s.get("load_after", [None])[0]]
+        for f in s.get("files", []):
+            if f.endswith(".json") and not f.startswith("xla_"):
+                data = read_json(os.path.join(d, f))
+                if isinstance(data, dict) and "benchmarks" in data:
+                    p = peak_of(data.get("context", {}))
+                    if p is not None:
+                        peaks.append(p)
+    isa = m.get("isa", [])
+    rows = [
+        ("CPU", f"{m.get('cpu_model', '?')}, family {m.get('cpu_family')} model "
+                f"{m.get('cpu_model_number')}" +
+         (f" ({m['microarchitecture']})" if m.get("microarchitecture") else "") +
+         (", a KVM guest" if m.get("hypervisor") else "")),
+        ("cores", f"{m.get('vcpus', '?')} vCPUs, {m.get('memory_gib', '?')} GiB"),
+        ("vector instructions", ", ".join(isa) + ("; AMX" if m.get("amx") else "; no AMX")),
+        ("FMA peak, one core (measured)", f"{span(peaks, 1)} GFLOP/s over {len(peaks)} runs"
+         if peaks else "not measured"),
+        ("compiler", m.get("compiler", "?")),
+        ("system", m.get("os", "?")),
+        ("dates", ", ".join(sorted(x for x in dates if x))),
+        ("load average during the runs (1 min)", span([x for x in loads if x is not None], 1)),
+    ]
+    return table(["", ""], rows, ["l", "l"])
+
+
+@generator("cpu_targets")
+def targets(files, options):
+    """The CPU performance goals (benchmarks/cpu_targets.py) under the three readings of the
+    FMA peak. Reads the Google Benchmark JSON files that `cpu_targets.py --keep DIR` writes
+    (seed<N>.json, gemm<N>.json, attention<N>.json)."""
+    found, _ = cpu_targets.load([os.path.join(REPO, f) for f in files])
+    lines = cpu_targets.table(found).splitlines()
+    contexts = [gbench(f)[0] for f in files]
+    return lines + ["", "(n of m): runs that meet the goal. " + " ".join(peak_note(contexts))]
+
+
+def shape_of(name):
+    m = re.search(r"m:(\d+)/n:(\d+)/k:(\d+)", name)
+    return f"{m.group(1)}×{m.group(2)}×{m.group(3)}" if m else name
+
+
+@generator("gemm")
+def gemm(files, options):
+    """fusedsl's f32 GEMM against Eigen's, one thread, and the micro-kernel alone. Reads
+    cpu_gemm_bench's Google Benchmark JSON (cases BM_gemm_fusedsl, BM_gemm_eigen,
+    BM_gemm_microkernel_l1, BM_gemm_fusedsl_2threads)."""
+    ctx, runs, _ = gbench(files[0])
+    rows = []
+    for name, rs in runs.items():
+        if not name.startswith("BM_gemm_fusedsl/") or rs[0].get("error_occurred"):
+            continue
+        r = rs[0]
+        eigen = runs.get(name.replace("fusedsl", "eigen"), [{}])[0]
+        rows.append([shape_of(name), f"{get(r, 'GFLOPs'):.1f}", fmt(get(r, "peak_fraction")),
+                     fmt(get(r, "peak_fraction_best")), fmt(get(r, "peak_fraction_paired")),
+                     fmt(get(eigen, "peak_fraction")), fmt(get(eigen, "peak_fraction_best")),
+                     f"{get(r, 'speedup_vs_eigen_best'):.2f}×"
+                     if r.get("speedup_vs_eigen_best") else ""])
+    for k in ("128", "512"):
+        for name in (f"BM_gemm_microkernel_l1/{k}",):
+            if name in runs:
+                r = runs[name][0]
+                rows.append([f"12×32 micro-kernel alone, k = {k}, panels in L1", "",
+                             fmt(get(r, "peak_fraction")), fmt(get(r, "peak_fraction_best")),
+                             fmt(get(r, "peak_fraction_paired")), "", "", ""])
+    if not rows:
+        raise TableError(f"{files[0]}: no BM_gemm_fusedsl case")
+    lines = table(["m×n×k", "fusedsl GFLOP/s", "fusedsl: mean call", "fastest call", "paired",
+                   "Eigen: mean call", "fastest call", "fusedsl over Eigen (fastest calls)"], rows)
+    return lines + ["", "Fractions of the FMA peak. " + " ".join(peak_note([ctx]))]
+
+
+@generator("gemm_threads")
+def gemm_threads(files, options):
+    """The f32 GEMM split over two threads (BM_gemm_fusedsl_2threads, wall time) against one
+    (BM_gemm_fusedsl). Reads cpu_gemm_bench's Google Benchmark JSON."""
+    ctx, runs, _ = gbench(files[0])
+    rows = []
+    for name, rs in runs.items():
+        if not name.startswith("BM_gemm_fusedsl_2threads/"):
+            continue
+        two = rs[0]
+        base = name.replace("_2threads", "").replace("/real_time", "")
+        single = runs.get(base, [None])[0]
+        ratio = seconds(single) / seconds(two) if single else None
+        rows.append([shape_of(name), fmt_time(seconds(two)),
+                     fmt_time(seconds(single)) if single else "",
+                     f"{ratio:.2f}×" if ratio else "",
+                     fmt(get(two, "peak_fraction_of_2_cores"))])
+    if not rows:
+        raise TableError(f"{files[0]}: no BM_gemm_fusedsl_2threads case")
+    return table(["m×n×k", "two threads, wall time", "one thread, wall time", "speedup",
+                  "fraction of two cores' FMA peak"], rows)
+
+
+def attention_case(name):
+    m = re.search(r"seq:(\d+)/d:(\d+)/heads:(\d+)/causal:(\d)(?:/path:(\d))?", name)
+    if not m:
+        return None
+    path = {None: "", "0": "automatic", "1": "flash", "2": "whole rows"}.get(m.group(5), m.group(5))
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4) == "1", path)
+
+
+@generator("attention")
+def attention(files, options):
+    """fusedsl's f32 attention (both paths) against unfused Eigen attention, one thread. Reads
+    cpu_attention_bench's Google Benchmark JSON (BM_attention_fusedsl, BM_attention_unfused_eigen;
+    the AMX cases are left out)."""
+    ctx, runs, _ = gbench(files[0])
+    rows = []
+    for name, rs in runs.items():
+        if not name.startswith("BM_attention_fusedsl/") or rs[0].get("error_occurred"):
+            continue
+        c = attention_case(name)
+        r = rs[0]
+        unfused = None
+        for un, urs in runs.items():
+            if un.startswith("BM_attention_unfused_eigen/") and attention_case(un)[:4] == c[:4]:
+                unfused = urs[0]
+        speed = ""
+        if r.get("speedup_vs_unfused"):
+            speed = (f"{get(r, 'speedup_vs_unfused'):.2f}× / "
+                     f"{get(r, 'speedup_vs_unfused_best'):.2f}×")
+        rows.append([c[0], c[1], c[2], "causal" if c[3] else "full", c[4],
+                     fmt_time(seconds(r, "cpu_time")), fmt(get(r, "peak_fraction")),
+                     fmt(get(r, "peak_fraction_paired")),
+                     f"{get(r, 'workspace_KiB'):.0f} KiB",
+                     fmt_time(seconds(unfused, "cpu_time")) if unfused else "",
+                     f"{get(unfused, 'score_buffer_MiB'):.2f} MiB" if unfused else "", speed])
+    if not rows:
+        raise TableError(f"{files[0]}: no BM_attention_fusedsl case")
+    lines = table(["seq", "head dim", "heads", "mask", "path", "fused, per call",
+                   "fraction of peak (mean)", "paired", "workspace", "unfused Eigen, per call",
+                   "its score buffer", "speedup (mean / fastest calls)"], rows,
+                  ["r", "r", "r", "l", "l", "r", "r", "r", "r", "r", "r", "r"])
+    return lines + ["", "Per-call times are thread CPU time. " + " ".join(peak_note([ctx]))]
+
+
+@generator("row_kernels")
+def row_kernels(files, options):
+    """Row kernels (softmax, layernorm) and the vector exp against Eigen and std::exp, one
+    thread, items per second. Reads cpu_row_bench's Google Benchmark JSON."""
+    _, runs, _ = gbench(files[0])
+    rows = []
+    for op in ("softmax", "layernorm"):
+        for name, rs in runs.items():
+            if not name.startswith(f"BM_{op}_fusedsl/"):
+                continue
+            m = re.search(r"rows:(\d+)/cols:(\d+)", name)
+            eig = runs.get(name.replace("fusedsl", "eigen"), [None])[0]
+            f_rate = get(rs[0], "items_per_second")
+            e_rate = get(eig, "items_per_second") if eig else None
+            rows.append([f"{op} {m.group(1)}×{m.group(2)}", f"{f_rate / 1e9:.2f} G/s",
+                         f"{e_rate / 1e9:.2f} G/s" if e_rate else "",
+                         f"{f_rate / e_rate:.1f}×" if e_rate else ""])
+    std = runs.get("BM_exp_std/4096", [None])[0]
+    for label, name in (("exp, 4096 floats", "BM_exp_fusedsl/4096"),
+                        ("exp2, 4096 floats", "BM_exp2_fusedsl/4096")):
+        if name in runs:
+            f_rate = get(runs[name][0], "items_per_second")
+            s_rate = get(std, "items_per_second") if std else None
+            rows.append([label, f"{f_rate / 1e9:.2f} G/s",
+                         f"{s_rate / 1e9:.2f} G/s (`std::exp` loop)" if s_rate else "",
+                         f"{f_rate / s_rate:.1f}×" if s_rate else ""])
+    if not rows:
+        raise TableError(f"{files[0]}: no softmax, layernorm or exp case")
+    return table(["case", "fusedsl", "Eigen", "ratio"], rows)
+
+
+PRELUDES = {0: "pure FMA chains (what the start-up peak runs)", 1: "the GEMM micro-kernel, L1",
+            2: "FMAs fed by 512-bit loads", 3: "a spin on the thread clock",
+            4: "FMAs fed by broadcast loads", 5: "the micro-kernel's tile with A pre-broadcast"}
+
+
+@generator("clock")
+def clock(files, options):
+    """Whether the FMA rate depends on what ran just before, and the micro-kernel's rate in
+    short windows. Reads cpu_clock_bench's Google Benchmark JSON (BM_fma_bursts_after,
+    BM_microkernel_windows)."""
+    ctx, runs, _ = gbench(files[0])
+    rows = []
+    for name, rs in runs.items():
+        m = re.match(r"BM_fma_bursts_after/prelude:(\d+)", name)
+        if m:
+            r = rs[0]
+            rows.append([PRELUDES.get(int(m.group(1)), m.group(1)), fmt(get(r, "peak_fraction")),
+                         fmt(get(r, "prelude_peak_fraction"))])
+    lines = table(["~1 ms of", "FMA bursts right after it (median)", "its own rate"], rows)
+    win = [rs[0] for n, rs in runs.items() if n.startswith("BM_microkernel_windows")]
+    if win:
+        w = win[0]
+        lines += ["", f"The micro-kernel alone in ~0.2 ms windows for ~0.5 s: median "
+                  f"{fmt(get(w, 'median'))}, 10th / 90th percentile {fmt(get(w, 'p10'))} / "
+                  f"{fmt(get(w, 'p90'))}, {100 * get(w, 'fast_share'):.0f}% of the windows at "
+                  f"≥ 0.93 of the start-up peak."]
+    return lines + ["", "Fractions of the start-up FMA peak. " + " ".join(peak_note([ctx]))]
+
+
+def model_case(runs, aggs, name):
+    """(median wall s, median cpu s, one run with the counters, aggregate median)."""
+    rs = runs.get(name)
+    if not rs:
+        return None
+    ok = [r for r in rs if not r.get("error_occurred")]
+    if not ok:
+        return {"error": rs[0].get("error_message", "skipped")}
+    agg = aggs.get(name, {}).get("median", ok[0])
+    return {"wall": median([seconds(r) for r in ok]), "cpu": median([seconds(r, "cpu_time")
+                                                                     for r in ok]),
+            "runs": ok, "agg": agg}
+
+
+@generator("models")
+def models(files, options):
+    """Whole models on the CPU: the fused executor against the reference backend and a plain
+    Eigen implementation, one thread. Reads model_bench's Google Benchmark JSON (run with
+    --benchmark_repetitions): every figure is the median over the repetitions, and the speedups
+    are ratios of the cases' median thread CPU times in that file. Option model=seed|medium
+    (default seed)."""
+    model = options.get("model", "seed")
+    ctx, runs, aggs = gbench(files[0])
+    cases = {}
+    for kind in ("reference", "eigen", "fused/1"):
+        c = model_case(runs, aggs, f"{model}_{kind}")
+        if c is None or "error" in c:
+            raise TableError(f"{files[0]}: no measured case {model}_{kind}")
+        cases[kind] = c
+
+    def reading(c, key):
+        values = [get(r, key) for r in c["runs"] if key in r]
+        return fmt(median(values)) if values else ""
+
+    rows = []
+    for label, kind in (("reference backend (op by op, Eigen GEMMs)", "reference"),
+                        ("plain Eigen, written by hand", "eigen"),
+                        ("fusedsl, fused executor", "fused/1")):
+        c = cases[kind]
+        over_ref = cases["reference"]["cpu"] / c["cpu"]
+        over_eigen = cases["eigen"]["cpu"] / c["cpu"]
+        rows.append([label, fmt_time(c["cpu"]), reading(c, "peak_fraction"),
+                     reading(c, "peak_fraction_best"), reading(c, "peak_fraction_paired"),
+                     "" if kind == "reference" else f"{over_ref:.2f}×",
+                     f"{over_eigen:.2f}×" if kind == "fused/1" else ""])
+    reps = len(cases["fused/1"]["runs"])
+    lines = table(["implementation", "per call", "fraction of peak: mean call", "fastest call",
+                   "paired", "speedup over the reference", "over plain Eigen"], rows)
+    return lines + ["", f"One thread, thread CPU time per call; medians of {reps} repetitions. " +
+                    " ".join(peak_note([ctx]))]
+
+
+@generator("threads")
+def threads(files, options):
+    """The fused executor on one and two threads (the default sleeping pool, and a pool that
+    polls 50 µs), wall time. Reads model_bench's Google Benchmark JSON."""
+    ctx, runs, aggs = gbench(files[0])
+    rows = []
+    for model in ("seed", "medium"):
+        one_t = model_case(runs, aggs, f"{model}_fused/1")
+        if one_t is None:
+            continue
+        for label, name in (("two threads, sleeping pool (default)", f"{model}_fused/2/real_time"),
+                            ("two threads, polling pool (`threads{2, 50us}`)",
+                             f"{model}_fused_polling/2/real_time")):
+            c = model_case(runs, aggs, name)
+            if c is None or "error" in c:
+                continue
+            rows.append([model, label, fmt_time(one_t["wall"]), fmt_time(c["wall"]),
+                         f"{one_t['wall'] / c['wall']:.2f}×",
+                         f"{get(c['agg'], 'parallel_groups'):.0f}"])
+    if not rows:
+        raise TableError(f"{files[0]}: no two-thread case")
+    return table(["model", "pool", "one thread", "two threads", "speedup",
+                  "groups split per layer"], rows, ["l", "l", "r", "r", "r", "r"]) + [
+        "", "Wall time per call, medians over the repetitions."]
+
+
+@generator("bf16_weights")
+def bf16_weights(files, options):
+    """The opt-in bf16-weight path (AMX-BF16 tiles) in model_bench: what the file holds for the
+    *bf16weights_amx cases, measured or skipped with the reason. Reads model_bench's JSON."""
+    _, runs, aggs = gbench(files[0])
+    rows = []
+    for model in ("seed", "medium"):
+        c = model_case(runs, aggs, f"{model}bf16weights_amx")
+        if c is None:
+            continue
+        if "error" in c:
+            rows.append([model, "not measured", c["error"]])
+        else:
+            a = c["agg"]
+            rows.append([model, fmt_time(c["cpu"]),
+                         f"{get(a, 'speedup_vs_f32_kernels_paired'):.2f}× the f32 kernels"])
+    if not rows:
+        raise TableError(f"{files[0]}: no bf16weights_amx case")
+    return table(["model", "bf16 weights on AMX", "note"], rows, ["l", "l", "l"])
+
+
+@generator("model_profile")
+def model_profile(files, options):
+    """Where a model's time goes: executor::profile per fusion group, one thread. Reads the JSON
+    that benchmarks/record.py makes of model_profile's printout (groups, us_per_call,
+    peak_fraction, fma_peak_gflops)."""
+    p = read_json(files[0])
+    rows = [[g["group"], g["kind"], g["anchor"], f"{g['mflop']:.1f}",
+             fmt_time(g["us_per_call"] * 1e-6), fmt(g["peak_fraction"])] for g in p["groups"]]
+    lines = table(["group", "kind", "anchor op", "MFLOP per call", "per call",
+                   "fraction of peak"], rows, ["r", "l", "l", "r", "r", "r"])
+    return lines + ["", f"The whole call: {fmt_time(p['us_per_call'] * 1e-6)}, "
+                    f"{p['peak_fraction']:.3f} of "
+                    f"the FMA peak ({p['fma_peak_gflops']:.1f} GFLOP/s, measured in the same run); "
+                    f"FMA bursts right after the calls ran at "
+                    f"{p['bursts_after_model_fraction']:.3f} of that peak. Thread CPU time, the "
+                    "best round of each group."]
+
+
+@generator("xla")
+def xla(files, options):
+    """fusedsl's fused executor against XLA:CPU running the same exported graph, one core.
+    Reads the --json files of benchmarks/model/xla_model_bench.py, one per model."""
+    rows = []
+    for f in files:
+        r = read_json(f)
+        rows.append([r["model"], fmt_time(r["xla_median_round_us"] * 1e-6),
+                     fmt_time(r["xla_dispatch_us"] * 1e-6), fmt_time(r["fusedsl_wall_us"] * 1e-6),
+                     f"{r['speedup_vs_xla']:.2f}×", f"{r['speedup_vs_xla_minus_dispatch']:.2f}×",
+                     r["jax_version"]])
+    return table(["model", "XLA:CPU per call", "XLA's dispatch", "fusedsl per call",
+                  "fusedsl over XLA", "without XLA's dispatch", "jax"], rows)
