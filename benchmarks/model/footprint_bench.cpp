@@ -66,7 +66,7 @@ int main() {
       "\"interpreter_bytes\": %zu, \"footprint_total_bytes\": %zu, \"peak_rss_before_bytes\": %zu, "
       "\"peak_rss_with_weights_bytes\": %zu, \"peak_rss_after_run_bytes\": %zu, "
       "\"growth_over_budget\": %.4f, \"interpreted_groups\": %d}\n",
-      weight_bytes, f.arena, f.workspace, f.packed_weights, f.interpreter, f.total(), before, with_weights, after,
-      double(after - before) / budget, ex.stats().interpreted_groups);
+      weight_bytes, f.arena, f.workspace, f.packed_weights, f.interpreter, f.total(), before,
+      with_weights, after, double(after - before) / budget, ex.stats().interpreted_groups);
   return 0;
 }

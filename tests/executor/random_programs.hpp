@@ -45,11 +45,14 @@ constexpr std::array<int, 2> emit_random_program(graph::builder& b, unsigned see
   };
   // A value of the full shape (broadcast up where needed).
   auto full_of = [&](int id) { return b.at(id).shape == full ? id : b.broadcast(id, full); };
-  constexpr op_kind unary_ops[] = {op_kind::neg,     op_kind::abs,      op_kind::tanh,      op_kind::erf,
-                                   op_kind::sigmoid, op_kind::relu,     op_kind::gelu_erf,  op_kind::gelu_tanh,
-                                   op_kind::silu,    op_kind::sin,      op_kind::cos};
-  constexpr op_kind binary_ops[] = {op_kind::add, op_kind::sub, op_kind::mul, op_kind::max, op_kind::min};
-  constexpr op_kind compare_ops[] = {op_kind::lt, op_kind::le, op_kind::gt, op_kind::ge, op_kind::eq, op_kind::ne};
+  constexpr op_kind unary_ops[] = {op_kind::neg,      op_kind::abs,       op_kind::tanh,
+                                   op_kind::erf,      op_kind::sigmoid,   op_kind::relu,
+                                   op_kind::gelu_erf, op_kind::gelu_tanh, op_kind::silu,
+                                   op_kind::sin,      op_kind::cos};
+  constexpr op_kind binary_ops[] = {op_kind::add, op_kind::sub, op_kind::mul, op_kind::max,
+                                    op_kind::min};
+  constexpr op_kind compare_ops[] = {op_kind::lt, op_kind::le, op_kind::gt,
+                                     op_kind::ge, op_kind::eq, op_kind::ne};
   const int steps = 6 + r.below(12);
   for (int s = 0; s < steps; ++s) {
     const int a = pick();
@@ -80,7 +83,8 @@ constexpr std::array<int, 2> emit_random_program(graph::builder& b, unsigned see
         break;
       }
       case 6: {  // a reduction with its axis kept
-        constexpr op_kind reds[] = {op_kind::reduce_sum, op_kind::reduce_mean, op_kind::reduce_max, op_kind::reduce_min};
+        constexpr op_kind reds[] = {op_kind::reduce_sum, op_kind::reduce_mean, op_kind::reduce_max,
+                                    op_kind::reduce_min};
         const int axis = r.below(b.at(a).shape.rank);
         push(b.reduce(reds[r.below(4)], b.unary(op_kind::tanh, a), axis, true));
         break;

@@ -34,9 +34,11 @@ TEST_CASE("a state keeps its value across calls and takes its update in place") 
   ex.reset_states();
   CHECK(static_cast<const float*>(c.data)[2 * 4 + 1] == 0.0f);
   CHECK_THROWS_WITH_AS(ex.bind_output(1, total),
-                       "output 1: it is the new value of state \"cache\", written into the state (read it with state())",
+                       "output 1: it is the new value of state \"cache\", written into the state "
+                       "(read it with state())",
                        fd::binding_error);
-  CHECK_THROWS_WITH_AS(ex.state("kv"), "state \"kv\": the program has no state of that name", fd::binding_error);
+  CHECK_THROWS_WITH_AS(ex.state("kv"), "state \"kv\": the program has no state of that name",
+                       fd::binding_error);
   CHECK(ex.stats().interpreted_groups == 0);
 }
 
@@ -80,14 +82,15 @@ TEST_CASE("decode attention over a cache reads the keys up to the run-time posit
     fd::tensor<float, H, Lmax, Dh> kin, vin;
     std::copy(kcache.begin(), kcache.end(), kin.data());
     std::copy(vcache.begin(), vcache.end(), vin.data());
-    const auto want = fd::reference::run(fd::graph::graph_view(P::graph),
-                                         {{"k_cache", kin}, {"v_cache", vin}, {"q", qv}, {"k", kv}, {"v", vv}, {"pos", pv}});
+    const auto want = fd::reference::run(
+        fd::graph::graph_view(P::graph),
+        {{"k_cache", kin}, {"v_cache", vin}, {"q", qv}, {"k", kv}, {"v", vv}, {"pos", pv}});
     ex.run();
-    CHECK(ft::compare(std::span<const float>(out.data(), H * Dh), std::span<const float>(want[0].data<float>(), H * Dh),
-                      ft::rel_tol(1e-5)));
+    CHECK(ft::compare(std::span<const float>(out.data(), H * Dh),
+                      std::span<const float>(want[0].data<float>(), H * Dh), ft::rel_tol(1e-5)));
     const float* kst = static_cast<const float*>(ex.state("k_cache").data);
-    CHECK(ft::compare(std::span<const float>(kst, H * Lmax * Dh), std::span<const float>(want[1].data<float>(), H * Lmax * Dh),
-                      ft::exact()));
+    CHECK(ft::compare(std::span<const float>(kst, H * Lmax * Dh),
+                      std::span<const float>(want[1].data<float>(), H * Lmax * Dh), ft::exact()));
     std::copy(kst, kst + H * Lmax * Dh, kcache.begin());
     const float* vst = static_cast<const float*>(ex.state("v_cache").data);
     std::copy(vst, vst + H * Lmax * Dh, vcache.begin());

@@ -87,7 +87,9 @@ struct state_t : node_base<> {
   static_assert(Name.size() > 0, "state: the name must not be empty");
   static constexpr dtype type = dtype_of<T>;
   static constexpr dims shape = make_dims(Ds...);
-  static constexpr int emit(builder& b, std::array<int, 0>) { return b.state(Name.view(), type, shape); }
+  static constexpr int emit(builder& b, std::array<int, 0>) {
+    return b.state(Name.view(), type, shape);
+  }
 };
 
 // A compile-time scalar. Weakly typed: it takes the dtype of the tensor it meets.

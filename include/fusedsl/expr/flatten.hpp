@@ -148,7 +148,8 @@ struct flattened {
 template <class S, class V>
   requires expression<S> && expression<V>
 constexpr expr::update_t<S, V> update(S, V) {
-  static_assert(S::shape == V::shape && S::type == V::type, "update: the new value differs from the state in shape or dtype");
+  static_assert(S::shape == V::shape && S::type == V::type,
+                "update: the new value differs from the state in shape or dtype");
   return {};
 }
 

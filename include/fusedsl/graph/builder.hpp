@@ -252,8 +252,9 @@ class builder {
   }
 
   // ---- data movement at run-time positions ----
-  // table[ids]: rows of `table` (axis 0) picked by the i32 `ids`; result ids.shape ++ table.shape[1:].
-  // An id outside [0, rows) reads the nearest row (XLA's gather clamps its indices).
+  // table[ids]: rows of `table` (axis 0) picked by the i32 `ids`; result ids.shape ++
+  // table.shape[1:]. An id outside [0, rows) reads the nearest row (XLA's gather clamps its
+  // indices).
   constexpr int gather(int table, int ids) {
     const dims t = at(table).shape, i = at(ids).shape;
     if (t.rank < 1) fail("gather: the table must have rank 1 or more");
@@ -276,8 +277,10 @@ class builder {
     const dims xs = at(x).shape;
     if (!axis_in_range(axis, xs.rank)) fail("dynamic_slice: axis out of range");
     const int a = normalize_axis(axis, xs.rank);
-    if (size < 1 || size > xs[a]) fail("dynamic_slice: the size must be between 1 and the axis' length");
-    if (at(start).type != dtype::i32 || at(start).shape.rank != 0) fail("dynamic_slice: the start must be an i32 scalar");
+    if (size < 1 || size > xs[a])
+      fail("dynamic_slice: the size must be between 1 and the axis' length");
+    if (at(start).type != dtype::i32 || at(start).shape.rank != 0)
+      fail("dynamic_slice: the start must be an i32 scalar");
     node n;
     n.op = op_kind::dynamic_slice;
     n.type = at(x).type;
@@ -295,11 +298,15 @@ class builder {
     const dims xs = at(x).shape, us = at(update).shape;
     if (!axis_in_range(axis, xs.rank)) fail("dynamic_update_slice: axis out of range");
     const int a = normalize_axis(axis, xs.rank);
-    if (us.rank != xs.rank || us[a] > xs[a]) fail("dynamic_update_slice: the update does not fit the operand");
+    if (us.rank != xs.rank || us[a] > xs[a])
+      fail("dynamic_update_slice: the update does not fit the operand");
     for (int c = 0; c < xs.rank; ++c)
-      if (c != a && us[c] != xs[c]) fail("dynamic_update_slice: the update differs from the operand off its axis");
-    if (at(update).type != at(x).type) fail("dynamic_update_slice: the update's dtype differs from the operand's");
-    if (at(start).type != dtype::i32 || at(start).shape.rank != 0) fail("dynamic_update_slice: the start must be an i32 scalar");
+      if (c != a && us[c] != xs[c])
+        fail("dynamic_update_slice: the update differs from the operand off its axis");
+    if (at(update).type != at(x).type)
+      fail("dynamic_update_slice: the update's dtype differs from the operand's");
+    if (at(start).type != dtype::i32 || at(start).shape.rank != 0)
+      fail("dynamic_update_slice: the start must be an i32 scalar");
     node n;
     n.op = op_kind::dynamic_update_slice;
     n.type = at(x).type;

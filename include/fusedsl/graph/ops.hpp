@@ -224,15 +224,17 @@ FUSEDSL_UNARY_BODY(relu, M::select(M::lt(x, splat<V>(0.0)), splat<V>(0.0), x))
 // At -inf all three are 0, the limit (x times a factor that vanishes faster), not the NaN of
 // -inf * 0; gelu_tanh is 0 once its exp would overflow (x below about -9.5, where its exact value
 // is below 2e-34 in magnitude).
-FUSEDSL_UNARY_BODY(gelu_erf, M::select(M::eq(x, splat<V>(-std::numeric_limits<double>::infinity())), splat<V>(0.0),
-                                       splat<V>(0.5) * x * M::erfc(x * splat<V>(-0.70710678118654752))))
+FUSEDSL_UNARY_BODY(gelu_erf,
+                   M::select(M::eq(x, splat<V>(-std::numeric_limits<double>::infinity())),
+                             splat<V>(0.0),
+                             splat<V>(0.5) * x * M::erfc(x * splat<V>(-0.70710678118654752))))
 FUSEDSL_UNARY_BODY(gelu_tanh,
                    M::select(M::lt(x, splat<V>(-9.5)), splat<V>(0.0),
                              x / (splat<V>(1.0) +
                                   M::exp(splat<V>(-2.0 * 0.79788456080286536) *
                                          (x + splat<V>(0.044715) * x * x * x)))))
-FUSEDSL_UNARY_BODY(silu, M::select(M::eq(x, splat<V>(-std::numeric_limits<double>::infinity())), splat<V>(0.0),
-                                   x / (splat<V>(1.0) + M::exp(M::neg(x)))))
+FUSEDSL_UNARY_BODY(silu, M::select(M::eq(x, splat<V>(-std::numeric_limits<double>::infinity())),
+                                   splat<V>(0.0), x / (splat<V>(1.0) + M::exp(M::neg(x)))))
 FUSEDSL_UNARY_BODY(sin, M::sin(x))
 FUSEDSL_UNARY_BODY(cos, M::cos(x))
 
@@ -316,7 +318,10 @@ struct op_traits<op_kind::argmax> : detail::body_base<op_kind::argmax> {
   template <class M, class V>
   static V take(const V& x, const V& best) {
     // x > best, or x is NaN and best is not
-    return M::select(M::lt(best, x), splat<V>(1.0), M::select(M::ne(x, x), M::select(M::ne(best, best), splat<V>(0.0), splat<V>(1.0)), splat<V>(0.0)));
+    return M::select(
+        M::lt(best, x), splat<V>(1.0),
+        M::select(M::ne(x, x), M::select(M::ne(best, best), splat<V>(0.0), splat<V>(1.0)),
+                  splat<V>(0.0)));
   }
 };
 

@@ -35,13 +35,15 @@ constexpr state_problem check_states(const graph::graph<N>& g, const fusion_plan
       for (int k = 0; k < g[i].n_in; ++k) reads = reads || g[i].in[std::size_t(k)] == st;
       const int gi = f.group_of[std::size_t(i)];
       if (!reads || gi < 0) continue;
-      if (gi != gv && position[std::size_t(gi)] > position[std::size_t(gv)]) return state_problem::read_after_update;
+      if (gi != gv && position[std::size_t(gi)] > position[std::size_t(gv)])
+        return state_problem::read_after_update;
     }
     bool gv_reads = false;
     for (int i = 0; i < int(N); ++i)
       if (f.group_of[std::size_t(i)] == gv)
         for (int k = 0; k < g[i].n_in; ++k) gv_reads = gv_reads || g[i].in[std::size_t(k)] == st;
-    if (gv_reads && !detail::planner<N>(g, f).reads_elementwise(gv, st, v)) return state_problem::read_at_other_elements;
+    if (gv_reads && !detail::planner<N>(g, f).reads_elementwise(gv, st, v))
+      return state_problem::read_at_other_elements;
   }
   return state_problem::none;
 }
