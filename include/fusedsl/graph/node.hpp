@@ -28,7 +28,7 @@ struct node {
   int axis = 0;                   // reductions, softmax, slice, concat, iota
   bool keepdims = false;          // reductions
   bool trans_a = false, trans_b = false;  // matmul: operand read transposed (last two axes swapped)
-  bool weak = false;              // constant: takes the dtype of the other operand (like JAX weak types)
+  bool weak = false;  // constant: takes the dtype of the other operand (like JAX weak types)
   std::array<int, max_rank> perm{};  // transpose
   std::int64_t begin = 0, end = 0;   // slice
   double value = 0;               // constant value; epsilon of layernorm/rmsnorm
@@ -37,10 +37,12 @@ struct node {
   int count = 0;                  // repeat: number of iterations
 
   constexpr bool same_as(const node& o) const {
-    if (op != o.op || type != o.type || !(shape == o.shape) || region != o.region || n_in != o.n_in) return false;
+    if (op != o.op || type != o.type || !(shape == o.shape) || region != o.region || n_in != o.n_in)
+      return false;
     for (int i = 0; i < n_in; ++i)
       if (in[std::size_t(i)] != o.in[std::size_t(i)]) return false;
-    if (axis != o.axis || keepdims != o.keepdims || trans_a != o.trans_a || trans_b != o.trans_b || weak != o.weak)
+    if (axis != o.axis || keepdims != o.keepdims || trans_a != o.trans_a || trans_b != o.trans_b ||
+        weak != o.weak)
       return false;
     for (int i = 0; i < max_rank; ++i)
       if (perm[std::size_t(i)] != o.perm[std::size_t(i)]) return false;
