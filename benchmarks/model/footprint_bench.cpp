@@ -39,6 +39,8 @@ using program = decltype(fd::compile(fd::nn::stack<"h", 2>(block, x)));
 }  // namespace
 
 int main() {
+  static_assert(fd::cpu::executor<program>::kernels_plan().n_refused == 0,
+                "every group of the GPT-2-shaped stack runs a generated kernel");
   const std::size_t before = peak_rss();
   std::vector<fd::dynamic_tensor> weights;
   std::size_t weight_bytes = 0;

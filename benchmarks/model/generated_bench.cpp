@@ -45,6 +45,8 @@ double g_ffn_rate = 0;     // FLOP / s of ffn_gelu
 
 template <class Program>
 struct bound {
+  static_assert(fd::cpu::executor<Program>::kernels_plan().n_refused == 0,
+                "every group of a benchmarked program runs a generated kernel");
   fd::cpu::executor<Program> ex{Program{}};
   std::vector<fd::dynamic_tensor> storage;
   std::vector<fd::dynamic_tensor> outs;
