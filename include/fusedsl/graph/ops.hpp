@@ -177,6 +177,14 @@ template <class V>
 constexpr V splat(double c) {
   return V(float(c));
 }
+// x / y by the policy's division where it has one (M::div), else by V's operator/.
+template <class M, class V>
+FUSEDSL_HD constexpr V quot(const V& x, const V& y) {
+  if constexpr (requires { M::div(x, y); })
+    return M::div(x, y);
+  else
+    return x / y;
+}
 }  // namespace detail
 
 #define FUSEDSL_UNARY_BODY(id, expr)                 \
@@ -202,6 +210,7 @@ constexpr V splat(double c) {
     }                                                \
   };
 
+using detail::quot;
 using detail::splat;
 
 // Primitives every policy provides: neg, abs, exp, log, sqrt, tanh, erf, erfc, sin, cos, max, min
@@ -211,10 +220,10 @@ FUSEDSL_UNARY_BODY(abs, M::abs(x))
 FUSEDSL_UNARY_BODY(exp, M::exp(x))
 FUSEDSL_UNARY_BODY(log, M::log(x))
 FUSEDSL_UNARY_BODY(sqrt, M::sqrt(x))
-FUSEDSL_UNARY_BODY(rsqrt, splat<V>(1.0) / M::sqrt(x))
+FUSEDSL_UNARY_BODY(rsqrt, quot<M>(splat<V>(1.0), M::sqrt(x)))
 FUSEDSL_UNARY_BODY(tanh, M::tanh(x))
 FUSEDSL_UNARY_BODY(erf, M::erf(x))
-FUSEDSL_UNARY_BODY(sigmoid, splat<V>(1.0) / (splat<V>(1.0) + M::exp(M::neg(x))))
+FUSEDSL_UNARY_BODY(sigmoid, quot<M>(splat<V>(1.0), splat<V>(1.0) + M::exp(M::neg(x))))
 // relu keeps NaN (NaN < 0 is false) and maps -inf to 0.
 FUSEDSL_UNARY_BODY(relu, M::select(M::lt(x, splat<V>(0.0)), splat<V>(0.0), x))
 // Both GELUs in forms that do not cancel for negative x, where 1 + erf and 1 + tanh lose every
@@ -230,11 +239,11 @@ FUSEDSL_UNARY_BODY(gelu_erf,
                              splat<V>(0.5) * x * M::erfc(x * splat<V>(-0.70710678118654752))))
 FUSEDSL_UNARY_BODY(gelu_tanh,
                    M::select(M::lt(x, splat<V>(-9.5)), splat<V>(0.0),
-                             x / (splat<V>(1.0) +
-                                  M::exp(splat<V>(-2.0 * 0.79788456080286536) *
-                                         (x + splat<V>(0.044715) * x * x * x)))))
+                             quot<M>(x, splat<V>(1.0) +
+                                            M::exp(splat<V>(-2.0 * 0.79788456080286536) *
+                                                   (x + splat<V>(0.044715) * x * x * x)))))
 FUSEDSL_UNARY_BODY(silu, M::select(M::eq(x, splat<V>(-std::numeric_limits<double>::infinity())),
-                                   splat<V>(0.0), x / (splat<V>(1.0) + M::exp(M::neg(x)))))
+                                   splat<V>(0.0), quot<M>(x, splat<V>(1.0) + M::exp(M::neg(x)))))
 FUSEDSL_UNARY_BODY(sin, M::sin(x))
 FUSEDSL_UNARY_BODY(cos, M::cos(x))
 
@@ -297,7 +306,7 @@ struct reduce_body : detail::body_base<K> {
   template <class M, class V>
   FUSEDSL_HD static V finish(const V& acc, std::int64_t length) {
     if constexpr (K == op_kind::reduce_mean)
-      return acc / splat<V>(double(length));
+      return quot<M>(acc, splat<V>(double(length)));
     else
       return acc;
   }
