@@ -285,4 +285,34 @@ TEST_CASE("groups no CUDA launch computes are refused with the group and the rea
     CHECK(fd::cuda::refusal_message(P::graph, P::fusion, lp).find("head_dim above 256") !=
           std::string::npos);
   }
+  SUBCASE("a gather (an embedding lookup)") {
+    constexpr auto table = fd::param<"table", float, 11, 19>();
+    constexpr auto ids = fd::input<"ids", std::int32_t, 3, 5>();
+    using P = decltype(fd::compile(fd::gather(table, ids) * fd::lit<2.0>));
+    constexpr const auto& lp = launches_of<P>();
+    static_assert(!lp.ok());
+    CHECK(lp[lp.failed_group].why == refusal::indexing_on_cpu_only);
+    CHECK(fd::cuda::refusal_message(P::graph, P::fusion, lp).find("gather or dynamic slice") !=
+          std::string::npos);
+  }
+  SUBCASE("a KV-cache decode step: the cache update and the attention to its filled length") {
+    constexpr auto kc = fd::state<"k_cache", float, 4, 40, 16>();
+    constexpr auto q = fd::input<"q", float, 4, 1, 16>();
+    constexpr auto k = fd::input<"k", float, 4, 1, 16>();
+    constexpr auto pos = fd::input<"pos", std::int32_t>();
+    constexpr auto k2 = fd::dynamic_update_slice<1>(kc, k, pos);
+    constexpr auto keys = fd::iota<std::int32_t, 1, 1, 40>();
+    constexpr auto s = fd::matmul<false, true>(q, k2) * fd::lit<0.25>;
+    constexpr auto o = fd::matmul(fd::softmax(fd::where(keys <= pos, s, fd::neg_inf)), k2);
+    using P = decltype(fd::compile(o, fd::update(kc, k2)));
+    constexpr const auto& lp = launches_of<P>();
+    static_assert(!lp.ok());
+    int update = 0, key_length = 0;
+    for (int gi = 0; gi < P::fusion.n_groups; ++gi) {
+      update += lp[gi].why == refusal::indexing_on_cpu_only;
+      key_length += lp[gi].why == refusal::runtime_key_length;
+    }
+    CHECK(update == 1);
+    CHECK(key_length == 1);
+  }
 }

@@ -58,6 +58,8 @@ enum class refusal : std::uint8_t {
   none,
   lowering_refused,              // plan::lower gives no descriptor (kernel_desc::why says why)
   attention_head_dim_above_256,  // attention_general keeps a K/V tile of 32 rows in shared memory
+  indexing_on_cpu_only,          // gathers, dynamic slices and update kernels (states, KV caches)
+  runtime_key_length,            // attention stopped at a run-time key length
 };
 
 enum class gemm_route : std::uint8_t {
@@ -355,6 +357,10 @@ struct realiser {
     e.o_type = g[a.o.base].type;
     e.batches = long(a.batch.size());
     e.score = !a.score.empty();
+    if (a.kv_len >= 0)
+      return refuse(gi, refusal::runtime_key_length,
+                    "attention stopped at a run-time key length (a KV cache's fill) has no device "
+                    "kernel; it runs on the CPU executor");
     if (a.head_dim > 256)
       return refuse(gi, refusal::attention_head_dim_above_256,
                     "attention with head_dim above 256 (the CUDA kernels keep K/V tiles of up to "
@@ -413,6 +419,15 @@ struct realiser {
     for (int gi = 0; gi < G; ++gi) {
       const plan::kernel_desc& d = low[gi];
       at(gi).shape = g[f.groups[std::size_t(gi)].anchor].shape;
+      bool gathers = false;
+      for (int i = 0; i < d.c.n_ins; ++i)
+        gathers = gathers || d.c.instr[std::size_t(i)].kind == plan::ins_kind::gather;
+      if (gathers) {
+        refuse(gi, refusal::indexing_on_cpu_only,
+               "a gather or dynamic slice (a load at a run-time row) has no device kernel; it runs "
+               "on the CPU executor");
+        continue;
+      }
       switch (d.kind) {
         case plan::kernel_kind::loop:
           at(gi).kind = launch_kind::loop;
@@ -428,6 +443,11 @@ struct realiser {
           break;
         case plan::kernel_kind::attention:
           attention(gi, d);
+          break;
+        case plan::kernel_kind::update:
+          refuse(gi, refusal::indexing_on_cpu_only,
+                 "a dynamic update slice (a state or KV-cache write) has no device kernel; it runs "
+                 "on the CPU executor");
           break;
         case plan::kernel_kind::repeat:
           at(gi).kind = launch_kind::none;
