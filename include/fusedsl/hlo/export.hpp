@@ -10,11 +10,16 @@
 //   * matmul is `dot` with batch and contracting dimension numbers (trans_a/trans_b only move the
 //     contracting dimension; no transpose is emitted); batch axes are broadcast first;
 //   * reductions are `reduce` with a to_apply computation (add/maximum/minimum); mean = sum then
-//     divide; keepdims is a reshape;
+//     divide; keepdims is a reshape; argmax is jax's variadic reduce of (x, iota) with a
+//     comparator computation (first maximum, NaN the largest), the index its second result;
+//   * gather is XLA's `gather` of table rows (index_vector_dim = the ids' rank, table dim 0
+//     collapsed); dynamic_slice / dynamic_update_slice are `dynamic-slice` (dynamic_slice_sizes)
+//     / `dynamic-update-slice` with one s32 start per dimension; sin / cos are `sine` / `cosine`;
 //   * gelu, silu, relu and the row composites are written with primitives, with the decompositions
 //     of graph/expand.hpp; bf16/f16 arithmetic is done in f32 between two `convert`s (the dtype
 //     rule of core/dtype.hpp), so dot and reduce accumulate in f32;
-//   * a stacked block (`repeat`) is unrolled: layer i reads entry parameters "<prefix>.<i>.<param>";
+//   * a stacked block (`repeat`) is unrolled: layer i reads entry parameters
+//   "<prefix>.<i>.<param>";
 //     in the fused form every layer calls the same fusion computations;
 //   * entry parameters follow the binding order (every input and param in the order the graph
 //     first reads them, layer by layer, as the reference backend lists them) and each keeps its
@@ -195,6 +200,13 @@ class node_emitter {
       }
       case op_kind::reduce_sum: case op_kind::reduce_mean: case op_kind::reduce_max: case op_kind::reduce_min:
         return emit_reduce(n, value);
+      case op_kind::argmax:
+        return emit_argmax(n, value);
+      case op_kind::gather:
+        return emit_gather(n, value);
+      case op_kind::dynamic_slice:
+      case op_kind::dynamic_update_slice:
+        return emit_dynamic_slice(n, value);
       case op_kind::matmul: return emit_matmul(n, value);
       case op_kind::transpose:
         return b_.add_transpose(value(n.in[0]), std::vector<std::int64_t>(n.perm.begin(), n.perm.begin() + n.shape.rank));
@@ -335,6 +347,92 @@ class node_emitter {
     r = narrow(r, element_of(n.type));
     if (n.keepdims) r = b_.add_reshape(r, to_vector(n.shape));
     return r;
+  }
+
+  // jnp.argmax's lowering: x and an s32 iota along the axis reduced together from (lowest, 0) by
+  // argmax_comparator; the index is the second result.
+  instruction_id emit_argmax(const graph::node& n, const value_of& value) {
+    const instruction_id x = value(n.in[0]);
+    const element_type t = type_of(x);
+    const std::vector<std::int64_t> s = dims_of(x);
+    const instruction_id io = b_.add_iota(hlo::shape::array(element_type::s32, s), n.axis);
+    const double lowest = is_floating(t) ? -std::numeric_limits<double>::infinity()
+                          : t == element_type::pred
+                              ? 0.0
+                              : double(std::numeric_limits<std::int32_t>::min());
+    const instruction_id init = scalar(lowest, t);
+    const instruction_id zero = scalar(0, element_type::s32);
+    const instruction_id r =
+        b_.add_reduce({x, io}, {init, zero}, {n.axis}, m_.get(argmax_comparator(t)));
+    instruction_id i = b_.add_get_tuple_element(r, 1);
+    if (n.keepdims) i = b_.add_reshape(i, to_vector(n.shape));
+    return i;
+  }
+
+  // (a, ia, b, ib) -> the pair that comes first in the order "larger value first, NaN above every
+  // number, then the lower index": a total order, so the result does not depend on the order in
+  // which XLA combines elements, and it is NumPy's first maximum (an all -inf row gives 0).
+  std::string argmax_comparator(element_type t) {
+    const std::string name = "argmax_" + std::string(to_string(t));
+    if (m_.find(name)) return name;
+    computation_builder c(name);
+    const instruction_id a = c.add_parameter(hlo::shape::scalar(t), "a");
+    const instruction_id ia = c.add_parameter(hlo::shape::scalar(element_type::s32), "a_index");
+    const instruction_id b = c.add_parameter(hlo::shape::scalar(t), "b");
+    const instruction_id ib = c.add_parameter(hlo::shape::scalar(element_type::s32), "b_index");
+    auto both = [&](instruction_id p, instruction_id q) {
+      return c.add_binary(opcode::and_, p, q);
+    };
+    auto either = [&](instruction_id p, instruction_id q) {
+      return c.add_binary(opcode::or_, p, q);
+    };
+    instruction_id wins = c.add_compare(a, b, comparison_direction::gt, "greater");
+    instruction_id same = c.add_compare(a, b, comparison_direction::eq, "equal");
+    if (is_floating(t)) {
+      const instruction_id a_nan = c.add_compare(a, a, comparison_direction::ne, "a_is_nan");
+      const instruction_id b_nan = c.add_compare(b, b, comparison_direction::ne, "b_is_nan");
+      wins = either(wins, both(a_nan, c.add_unary(opcode::not_, b_nan)));
+      same = either(same, both(a_nan, b_nan));
+    }
+    const instruction_id first = c.add_compare(ia, ib, comparison_direction::lt, "lower_index");
+    const instruction_id take_a = either(wins, both(same, first));
+    c.add_tuple({c.add_select(take_a, a, b), c.add_select(take_a, ia, ib)});
+    m_.add_computation(c.build());
+    return name;
+  }
+
+  // table[ids] as XLA's gather: each id a one-entry index vector (index_vector_dim = the ids'
+  // rank) into table dim 0, which is collapsed; the row's other dims follow the ids' dims.
+  instruction_id emit_gather(const graph::node& n, const value_of& value) {
+    const instruction_id table = value(n.in[0]);
+    const instruction_id ids = value(n.in[1]);
+    std::vector<std::int64_t> sizes = dims_of(table);
+    const std::int64_t r = std::int64_t(dims_of(ids).size());
+    gather_dimension_numbers dn;
+    for (std::size_t d = 1; d < sizes.size(); ++d)
+      dn.offset_dims.push_back(r + std::int64_t(d) - 1);
+    dn.collapsed_slice_dims = {0};
+    dn.start_index_map = {0};
+    dn.index_vector_dim = r;
+    sizes[0] = 1;
+    return b_.add_gather(table, ids, std::move(dn), std::move(sizes));
+  }
+
+  // XLA's dynamic-slice / dynamic-update-slice: one s32 start per dimension, the node's start on
+  // its axis and 0 on the others (XLA clamps each so the window fits, as the op table says).
+  instruction_id emit_dynamic_slice(const graph::node& n, const value_of& value) {
+    const bool update = n.op == op_kind::dynamic_update_slice;
+    const instruction_id x = value(n.in[0]);
+    const instruction_id start = value(n.in[update ? 2 : 1]);
+    const std::size_t rank = dims_of(x).size();
+    std::vector<instruction_id> starts(rank, start);
+    if (rank > 1) {
+      const instruction_id zero = scalar(0, element_type::s32);
+      for (std::size_t d = 0; d < rank; ++d)
+        if (std::int64_t(d) != n.axis) starts[d] = zero;
+    }
+    if (update) return b_.add_dynamic_update_slice(x, value(n.in[1]), std::move(starts));
+    return b_.add_dynamic_slice(x, std::move(starts), to_vector(n.shape));
   }
 
   // NumPy matmul as `dot`: [..., M, K] x [..., K, N]. A rank-2 right operand (a weight) is
@@ -669,8 +767,13 @@ class exporter {
     const split_group& sg = make_split(gi);
     const plan::fusion_group& gr = f_->groups[gi];
     std::vector<instruction_id> part_ids;
+    std::map<std::pair<std::size_t, std::int64_t>, instruction_id> elements;  // of tuple parts
     auto value_of = [&](const part_value& v) {
-      return v.from_part ? part_ids[v.index] : instruction_id(get(sg.fc.operands[v.index]));
+      if (!v.from_part) return instruction_id(get(sg.fc.operands[v.index]));
+      if (v.tuple_index < 0) return part_ids[v.index];
+      auto [it, added] = elements.try_emplace({v.index, v.tuple_index}, 0);
+      if (added) it->second = b.add_get_tuple_element(part_ids[v.index], v.tuple_index);
+      return it->second;
     };
     const std::size_t n = sg.split.parts.size();
     for (std::size_t k = 0; k < n; ++k) {
