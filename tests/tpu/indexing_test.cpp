@@ -263,3 +263,16 @@ TEST_CASE(
       in_place.push_back(s.kernels[k].in_place);
   CHECK(in_place == std::vector<bool>{false, true});
 }
+
+TEST_CASE("an exported argmax's reduce is charged for every op of our comparator") {
+  const hlo::module m = hlo::to_module(programs::decode, plan_form());
+  const auto s = tpu::make_schedule(m, tpu::chip_by_name("v5e"));
+  // Our comparator also orders NaNs among themselves: 5 compares, a not, 3 ands, 3 ors, 2 selects.
+  std::size_t reduces = 0;
+  for (std::size_t id = 0; id < s.graph.nodes.size(); ++id)
+    if (s.graph.op(id) == hlo::opcode::reduce) {
+      ++reduces;
+      CHECK(tpu::detail::reducer_weight(m, *s.graph.nodes[id].inst) == 14);
+    }
+  CHECK(reduces == 1);
+}
