@@ -95,7 +95,7 @@ constexpr auto logits = fd::input<"logits", float, 4, 8>();
 constexpr auto argmax = fd::compile(fd::argmax<1>(logits), fd::argmax<0, true>(logits),
                                     fd::cast<float>(fd::argmax<1>(-logits)) + fd::lit<0.5>,
                                     fd::argmax<0>(fd::cast<fd::bf16>(logits)));
-// RoPE-like rotation: angles = position * frequency (up to ~24 rad), the two halves of each row
+// RoPE-like rotation: angles = position * 3 * frequency (up to 21 rad), the two halves of each row
 // rotated by cos and sin; sin and cos of bf16 values.
 constexpr auto q = fd::input<"q", float, 8, 16>();
 constexpr auto freq = fd::param<"freq", float, 8>();

@@ -19,8 +19,7 @@
 //     of graph/expand.hpp; bf16/f16 arithmetic is done in f32 between two `convert`s (the dtype
 //     rule of core/dtype.hpp), so dot and reduce accumulate in f32;
 //   * a stacked block (`repeat`) is unrolled: layer i reads entry parameters
-//   "<prefix>.<i>.<param>";
-//     in the fused form every layer calls the same fusion computations;
+//     "<prefix>.<i>.<param>"; in the fused form every layer calls the same fusion computations;
 //   * entry parameters follow the binding order (every input and param in the order the graph
 //     first reads them, layer by layer, as the reference backend lists them) and each keeps its
 //     binding name in metadata={op_name="..."}; several outputs give a tuple root.
