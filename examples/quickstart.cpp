@@ -4,6 +4,7 @@
 #include <fusedsl/fusedsl.hpp>
 #include <fusedsl/hlo/export.hpp>
 #include <iostream>
+#include <type_traits>
 #include <vector>
 namespace fd = fusedsl;
 
@@ -14,6 +15,8 @@ constexpr auto y = fd::nn::stack<"layers", 2>(block, x);                   // on
 constexpr auto program = fd::compile(y);            // graph, fusion groups, memory plan: constexpr
 static_assert(program.stats().kernels_per_layer == 7);
 static_assert(program.arena_bytes() == 327680);     // 320 KiB, fixed at compile time
+using program_type = std::remove_cvref_t<decltype(program)>;
+static_assert(fd::cpu::executor<program_type>::kernels_plan().n_refused == 0);  // all generated
 
 int main() {
   fd::cpu::executor run{program, fd::cpu::threads{2}};  // the arena is allocated here, once

@@ -73,6 +73,8 @@ int main(int argc, char** argv) {
   std::cout << "== 2. run: unfused (Eigen reference, every node materialised) vs fused (CPU "
                "executor)\n\n";
   fd::cpu::executor<seed::program_type> fused(program, fd::cpu::threads{1});
+  static_assert(fd::cpu::executor<seed::program_type>::kernels_plan().n_refused == 0,
+                "every group of the seed transformer runs a generated kernel");
   std::vector<std::string> names;
   std::vector<fd::dynamic_tensor> tensors;
   std::mt19937 rng(2026);

@@ -14,7 +14,7 @@ For every code point this script asks tokenizers (the installed version, via its
 and utf8proc (through ctypes, the shared library fusedsl links) each question the tokenizer
 asks: control character? whitespace? nonspacing mark? punctuation? CJK ideograph? canonical
 decomposition? lowercase? It writes the disagreements. Run it in the model venv
-(scripts/setup-model-venv --reference):
+(scripts/setup-model-venv):
 
     .venv-models/bin/python scripts/make_bert_unicode_table.py > include/fusedsl/text/bert_unicode_table.hpp
 """
@@ -38,7 +38,6 @@ lib.utf8proc_decompose_char.argtypes = [ctypes.c_int32, ctypes.POINTER(ctypes.c_
                                         ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
 UTF8PROC_DECOMPOSE = 1 << 4
 MN, PC, PO, CC, CF, CO = 6, 12, 18, 26, 27, 29  # utf8proc_category_t
-ZS, ZL, ZP = 23, 24, 25
 
 # The CJK blocks BERT pads with spaces (tokenizers' is_chinese_char; the same list is in
 # include/fusedsl/text/bert_unicode.hpp). 0x2B920, not Extension E's 0x2B820: tokenizers' value.
@@ -57,8 +56,13 @@ def u_lower(cp):
     return "i\u0307" if cp == 0x130 else chr(lib.utf8proc_tolower(cp))
 
 
-def u_white_space(cp, cat):
-    return cat in (ZS, ZL, ZP) or 0x9 <= cp <= 0xD or cp == 0x85
+# Unicode's White_Space, as include/fusedsl/text/unicode.hpp lists it.
+WHITE_SPACE = {*range(0x9, 0xE), 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029,
+               0x202F, 0x205F, 0x3000}
+
+
+def u_white_space(cp):
+    return cp in WHITE_SPACE
 
 
 def main():
@@ -85,7 +89,7 @@ def main():
             flips["control"].append(cp)
         pieces = [p for p, _ in pre.pre_tokenize_str("a" + c + "b")]
         hf_ws = pieces == ["a", "b"]
-        if hf_ws != u_white_space(cp, cat):
+        if hf_ws != u_white_space(cp):
             flips["white_space"].append(cp)
         # The normalizer's whitespace test is the pre-tokenizer's (Rust's char::is_whitespace).
         if (cleaned == " ") != (hf_ws and not hf_control and cp != 0):

@@ -38,7 +38,8 @@ constexpr const char* usage =
     "  --inputs DIR: <parameter name>.npy, param<N>.npy or <N>.npy for each entry parameter;\n"
     "               without --inputs the inputs are random (normal, from --seed, default 0)\n"
     "  --check DIR: compare the results with DIR/out<N>.npy (exit 3 if off by more than\n"
-    "               --tolerance, default 1e-2, relative to the largest |expected| value)\n";
+    "               --tolerance, default 1e-2, relative to the largest |expected| value, or if\n"
+    "               a NaN, an infinity or an integer result differs)\n";
 
 struct cli_error : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -174,16 +175,26 @@ int main(int argc, char** argv) {
           throw cli_error("--check: out" + std::to_string(i) + ".npy has " +
                           std::to_string(ref.data.size()) + " values, the result " +
                           std::to_string(v.data.size()));
+        // NaN must be where the expected NaNs are, infinities equal, integer results exact.
         double max_abs = 0, max_ref = 0;
+        std::size_t special = 0;
+        const bool exact = !hlo::is_floating(v.shape.type);
         for (std::size_t j = 0; j < v.data.size(); ++j) {
-          max_abs = std::max(max_abs, std::fabs(v.data[j] - ref.data[j]));
-          max_ref = std::max(max_ref, std::fabs(ref.data[j]));
+          const double got = v.data[j], want = ref.data[j];
+          if (!std::isfinite(want) || !std::isfinite(got) || exact) {
+            special += std::isnan(want) ? !std::isnan(got) : got != want;
+            continue;
+          }
+          max_abs = std::max(max_abs, std::fabs(got - want));
+          max_ref = std::max(max_ref, std::fabs(want));
         }
         const double rel = max_ref > 0 ? max_abs / max_ref : max_abs;
-        const bool pass = rel <= tolerance;
+        const bool pass = rel <= tolerance && special == 0;
         ok = ok && pass;
-        std::printf("  vs %s/out%zu.npy: max |diff| %.3g, relative to max |expected| %.3g: %s\n",
-                    check.c_str(), i, max_abs, rel, pass ? "ok" : "FAIL");
+        std::printf(
+            "  vs %s/out%zu.npy: max |diff| %.3g, relative to max |expected| %.3g, %zu "
+            "NaN/inf/integer mismatches: %s\n",
+            check.c_str(), i, max_abs, rel, special, pass ? "ok" : "FAIL");
       }
     }
     return ok ? 0 : 3;

@@ -11,6 +11,7 @@
 #include "device_fill.cuh"
 
 namespace fc = fusedsl::cuda;
+using fusedsl::graph::op_kind;
 namespace fb = fusedsl::cuda::bench;
 namespace ft = fusedsl::cuda::testing;
 
@@ -41,7 +42,7 @@ void bandwidth(fb::report& rep) {
 
 struct mul_add_gelu {
   __device__ float operator()(float a, float b, float c) const {
-    return fc::activate<fc::activation::gelu>(a * b + c);
+    return fc::apply_op<op_kind::gelu_erf>(a * b + c);
   }
 };
 
@@ -205,9 +206,9 @@ int main(int argc, char** argv) {
     loop_and_rows(rep);
 
     using plain = fc::epilogue<fc::bf16>;
-    using bias_only = fc::epilogue<fc::bf16, fc::activation::none, true>;
-    using bias_gelu = fc::epilogue<fc::bf16, fc::activation::gelu, true>;
-    using bias_res = fc::epilogue<fc::bf16, fc::activation::none, true, true>;
+    using bias_only = fc::epilogue<fc::bf16, void, true>;
+    using bias_gelu = fc::epilogue<fc::bf16, fc::op<op_kind::gelu_erf>, true>;
+    using bias_res = fc::epilogue<fc::bf16, void, true, true>;
     gemm_bf16<8192, 8192, 8192, plain>(rep, "8192^3", cublas, true);
     // Hopper: wgmma + TMA with 128x256 blocks; then the sm_80 paths on the same shape.
     using w256 = fc::sm90::wgmma_tile<256, 4>;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Device check for the CUDA backend, on prebuilt binaries (built elsewhere, carried over):
-# correctness of every kernel first (the tests/cuda binaries), then the benchmarks, then a
-# memory/race check of the attention and GEMM tests. Target: under 4 minutes on one H200.
+# correctness first (the tests/cuda kernel tests, the device executor's test on whole programs, and
+# the executor's host-side plan and schedule-emulation tests), then the benchmarks, then
+# compute-sanitizer memcheck and racecheck on a subset. Target: under 8 minutes on one H200.
 # Usage: check.sh [binary_dir] [out_dir]   (defaults: this script's folder, $OUT or /tmp/fusedsl-gpu)
 # The files the docs cite (check.log, tests.log, kernels/transformer/executor.jsonl) go to
 # benchmarks/results/<date>-<machine>/ with a manifest.json (docs/results.md); scripts/doc-tables
@@ -38,8 +39,9 @@ fi
 status=0
 say "== correctness: every kernel against CPU loops"
 for t in cuda_host_logic cuda_elementwise cuda_row_kernels cuda_gemm cuda_attention cuda_graph_runner \
-         cuda_executor_test; do
-  timeout 60 "$BIN/$t" 2>&1 | tee -a "$OUT_DIR/tests.log" | tail -4 | tee -a "$LOG"
+         cuda_executor_plan_test cuda_executor_schedule_test cuda_executor_test; do
+  if [ ! -x "$BIN/$t" ]; then say "$t: missing from $BIN"; status=1; continue; fi
+  timeout 120 "$BIN/$t" 2>&1 | tee -a "$OUT_DIR/tests.log" | tail -4 | tee -a "$LOG"
   rc=${PIPESTATUS[0]}
   say "$t: exit $rc"
   [ "$rc" -eq 0 ] || status=1
@@ -67,8 +69,13 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
     timeout 40 compute-sanitizer --tool memcheck --print-limit 5 "$BIN/$t" >> "$OUT_DIR/sanitizer.log" 2>&1
     say "memcheck $t: exit $?"
   done
-  timeout 90 compute-sanitizer --tool memcheck --print-limit 5 "$BIN/cuda_executor_test" >> "$OUT_DIR/sanitizer.log" 2>&1
+  timeout 180 compute-sanitizer --tool memcheck --print-limit 5 "$BIN/cuda_executor_test" >> "$OUT_DIR/sanitizer.log" 2>&1
   say "memcheck cuda_executor_test: exit $?"
+  # The generated kernels that share data through shared memory: row and reduce groups (block
+  # reductions), general attention (K/V tiles), the strided GEMMs (operand tiles).
+  timeout 120 compute-sanitizer --tool racecheck --print-limit 5 "$BIN/cuda_executor_test" \
+    -tc='*reductions*,*50257*,*additive key mask*,*48 queries*,*off every tile*,*f32 seed*' >> "$OUT_DIR/sanitizer.log" 2>&1
+  say "racecheck cuda_executor_test (generated kernels): exit $?"
   timeout 40 compute-sanitizer --tool racecheck --print-limit 5 "$BIN/cuda_gemm" -tc='*64x64*,*layernorm into one*' >> "$OUT_DIR/sanitizer.log" 2>&1
   say "racecheck cuda_gemm: exit $?"
   grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT_DIR/sanitizer.log" | tee -a "$LOG"

@@ -35,7 +35,7 @@ struct add_inplace {
 struct gelu_inplace {
   bf16* y;
   __device__ void operator()(long i) const {
-    y[i] = from_f32<bf16>(activate<activation::gelu>(to_f32(y[i])));
+    y[i] = from_f32<bf16>(apply_op<graph::op_kind::gelu_erf>(to_f32(y[i])));
   }
 };
 
@@ -92,7 +92,7 @@ class transformer {
       const bf16* x = l == 0 ? x_ : a.out[l - 1];
       bf16* y = a.out[l];
       run.add("qkv", [=](cudaStream_t s) {
-        epilogue<bf16, activation::none, true> e;
+        epilogue<bf16, void, true> e;
         e.bias = w.bqkv;
         gemm<L, 3 * D, D, bf16>(s, x, w.wqkv, a.qkv, e);
       });
@@ -108,13 +108,13 @@ class transformer {
       constexpr bool ln_in_gemm = D <= 256;
       if constexpr (ln_in_gemm) {
         run.add("out_proj+ln1", [=](cudaStream_t s) {
-          epilogue<bf16, activation::none, true, true> e;
+          epilogue<bf16, void, true, true> e;
           e.bias = w.bo, e.residual = x;
           gemm_layernorm<L, D, D, bf16>(s, a.attn, w.wo, a.x1, e, w.g1, w.be1);
         });
       } else {
         run.add("out_proj", [=](cudaStream_t s) {
-          epilogue<bf16, activation::none, true, true> e;
+          epilogue<bf16, void, true, true> e;
           e.bias = w.bo, e.residual = x;
           gemm<L, D, D, bf16>(s, a.attn, w.wo, a.h, e);
         });
@@ -125,19 +125,19 @@ class transformer {
         });
       }
       run.add("ffn1", [=](cudaStream_t s) {
-        epilogue<bf16, activation::gelu, true> e;
+        epilogue<bf16, op<graph::op_kind::gelu_erf>, true> e;
         e.bias = w.b1;
         gemm<L, F, D, bf16>(s, a.x1, w.w1, a.f, e);
       });
       if constexpr (ln_in_gemm) {
         run.add("ffn2+ln2", [=](cudaStream_t s) {
-          epilogue<bf16, activation::none, true, true> e;
+          epilogue<bf16, void, true, true> e;
           e.bias = w.b2, e.residual = a.x1;
           gemm_layernorm<L, D, F, bf16>(s, a.f, w.w2, y, e, w.g2, w.be2);
         });
       } else {
         run.add("ffn2", [=](cudaStream_t s) {
-          epilogue<bf16, activation::none, true, true> e;
+          epilogue<bf16, void, true, true> e;
           e.bias = w.b2, e.residual = a.x1;
           gemm<L, D, F, bf16>(s, a.f, w.w2, a.h2, e);
         });

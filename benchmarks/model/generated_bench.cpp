@@ -45,6 +45,8 @@ double g_ffn_rate = 0;     // FLOP / s of ffn_gelu
 
 template <class Program>
 struct bound {
+  static_assert(fd::cpu::executor<Program>::kernels_plan().n_refused == 0,
+                "every group of a benchmarked program runs a generated kernel");
   fd::cpu::executor<Program> ex{Program{}};
   std::vector<fd::dynamic_tensor> storage;
   std::vector<fd::dynamic_tensor> outs;
@@ -56,8 +58,9 @@ struct bound {
       storage.emplace_back(b.type, b.shape);
       fd::dynamic_tensor& t = storage.back();
       for (std::int64_t i = 0; i < b.shape.size(); ++i) {
-        const float v = nd(rng) * (b.kind == fd::graph::op_kind::input ? 20.0f : 1.0f) +
-                        (b.name.find("norm") != std::string::npos || b.name.find("gamma") != std::string::npos);
+        const float v =
+            nd(rng) * (b.kind == fd::graph::op_kind::input ? 20.0f : 1.0f) +
+            (b.name.find("norm") != std::string::npos || b.name.find("gamma") != std::string::npos);
         if (b.type == fd::dtype::f32) t.data<float>()[i] = v;
         else if (b.type == fd::dtype::boolean) t.data<bool>()[i] = (i % 128) < 100;  // padded tails
         else if (b.type == fd::dtype::i32) t.data<std::int32_t>()[i] = std::int32_t(i % 7);
@@ -177,9 +180,9 @@ constexpr auto lcos = fd::input<"cos", float, LL, LDH / 2>();
 constexpr auto lsin = fd::input<"sin", float, LL, LDH / 2>();
 using llama_program = decltype(fd::compile(fd::models::llama_block<LH, LKV, LF>(lx, lcos, lsin)));
 constexpr double llama_flops = 2.0 * double(LL * LD) * double(LD + 2 * LKV * LDH) +  // q, k, v
-                               2.0 * 2.0 * double(LL * LL * LDH * LH) +               // scores, P V
-                               2.0 * double(LL * LD * LD) +                           // o
-                               3.0 * 2.0 * double(LL * LD * LF);                      // gate, up, down
+                               2.0 * 2.0 * double(LL * LL * LDH * LH) +              // scores, P V
+                               2.0 * double(LL * LD * LD) +                          // o
+                               3.0 * 2.0 * double(LL * LD * LF);  // gate, up, down
 
 void llama_block(benchmark::State& state) {
   bound<llama_program> p(4);
@@ -190,10 +193,12 @@ void llama_block(benchmark::State& state) {
 constexpr std::int64_t BB = 4, BL = 128, BD = 384, BH = 12, BF = 1536;
 constexpr auto bx = fd::input<"x", float, BB, BL, BD>();
 constexpr auto bmask = fd::input<"mask", bool, BB, BL>();
-constexpr auto bert = fd::nn::transformer_block<fd::nn::post_ln, BH, BF, BH, false, fd::nn::activation::gelu, 1e-12>;
+constexpr auto bert =
+    fd::nn::transformer_block<fd::nn::post_ln, BH, BF, BH, false, fd::nn::activation::gelu, 1e-12>;
 using bert_program = decltype(fd::compile(bert(bx, bmask)));
 constexpr double bert_flops =
-    double(BB) * (2.0 * double(BL * BD * BD) * 4.0 + 2.0 * 2.0 * double(BL * BL * BD) + 2.0 * 2.0 * double(BL * BD * BF));
+    double(BB) * (2.0 * double(BL * BD * BD) * 4.0 + 2.0 * 2.0 * double(BL * BL * BD) +
+                  2.0 * 2.0 * double(BL * BD * BF));
 
 void bert_block(benchmark::State& state) {
   bound<bert_program> p(5);

@@ -111,6 +111,8 @@ void plain_eigen(benchmark::State& state) {
 template <class Model>
 void fused(benchmark::State& state, long spin_us) {
   using P = typename Model::program_type;
+  static_assert(fd::cpu::executor<P>::kernels_plan().n_refused == 0,
+                "every group of the benchmarked model runs a generated kernel");
   const weights w = random_weights<P>(1);
   fd::cpu::executor<P> ex(
       P{}, fd::cpu::threads{int(state.range(0)), std::chrono::microseconds(spin_us)});

@@ -38,6 +38,8 @@ double group_flops(int gi) {
 template <class Model>
 void profile(const char* name, long calls) {
   using P = typename Model::program_type;
+  static_assert(fd::cpu::executor<P>::kernels_plan().n_refused == 0,
+                "every group of the profiled model runs a generated kernel");
   fd::cpu::executor<P> ex(P{}, fd::cpu::threads{1});
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0.0f, 0.05f);

@@ -140,6 +140,8 @@ struct bound_tensors {
 };
 
 std::vector<fd::graph::binding_info> binding_list() {
+  static_assert(fd::cpu::executor<program>::kernels_plan().n_refused == 0,
+                "every group of the raced model runs a generated kernel");
   fd::cpu::executor<program> probe(program{});
   return probe.bindings();
 }

@@ -437,8 +437,8 @@ def header(results):
         f"- Start-up FMA-chain peak (GFLOP/s, one core each): {start}" +
         (f"; at the end: {end}" if end else "") + ". Fractions of peak are against the higher "
         "start-up figure times the thread count." + low_peak_warning(results),
-        f"- Run {results['started_utc']} to {results.get('finished_utc', '(unfinished)')}, "
-        f"commit {results.get('git_commit')}; load average (1 min): {loads}.",
+        f"- Run {results['started_utc']} to {results.get('finished_utc', '(unfinished)')}; "
+        f"load average (1 min): {loads}.",
         f"- Versions: Python {v.get('python')}, torch {v.get('torch')}, jax {v.get('jax')} / "
         f"jaxlib {v.get('jaxlib')}, onnxruntime {v.get('onnxruntime')}, onnx {v.get('onnx')}, "
         f"onnxscript {v.get('onnxscript')}, numpy {v.get('numpy')}, matplotlib "

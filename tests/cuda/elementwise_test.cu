@@ -7,6 +7,7 @@
 #include "reference.hpp"
 
 namespace fc = fusedsl::cuda;
+using fusedsl::graph::op_kind;
 namespace ft = fusedsl::cuda::testing;
 namespace ref = fusedsl::cuda::reference;
 
@@ -14,7 +15,7 @@ namespace {
 // gelu(a * b + c): three inputs, one output, no intermediate in memory.
 struct fused_mul_add_gelu {
   __device__ float operator()(float a, float b, float c) const {
-    return fc::activate<fc::activation::gelu>(a * b + c);
+    return fc::apply_op<op_kind::gelu_erf>(a * b + c);
   }
 };
 
@@ -25,7 +26,7 @@ struct bias_relu_rows {
   const float* bias;
   float* out;
   __device__ void operator()(long i) const {
-    out[i] = fc::activate<fc::activation::relu>(x[i] + bias[i % Cols]);
+    out[i] = fc::apply_op<op_kind::relu>(x[i] + bias[i % Cols]);
   }
 };
 }  // namespace
@@ -54,7 +55,7 @@ TEST_CASE(
   auto a = ft::random_values<fc::bf16>(N, af, -4.0f, 4.0f), b = ft::random_values<fc::bf16>(N, bf);
   ft::device_buffer<fc::bf16> da(a), db(b), dout(N);
   dout.poison();
-  using group = fc::ops::then<fc::ops::act<fc::activation::silu>, fc::ops::add>;
+  using group = fc::ops::then<fc::ops::unary<op_kind::silu>, fc::ops::add>;
   fc::launch_map<N>(nullptr, group{}, dout.get(), da.get(), db.get());
   const auto out = ft::widen(dout.download());
   std::vector<double> expect(N);
@@ -71,7 +72,7 @@ TEST_CASE("a scale-then-relu group casts f32 inputs to an f16 output") {
   ft::device_buffer<float> da(a);
   ft::device_buffer<fc::f16> dout(N);
   dout.poison();
-  using group = fc::ops::then<fc::ops::act<fc::activation::relu>, fc::ops::scale>;
+  using group = fc::ops::then<fc::ops::unary<op_kind::relu>, fc::ops::scale>;
   fc::launch_map<N>(nullptr, group{fc::ops::scale{2.5f}, {}}, dout.get(), da.get());
   const auto out = ft::widen(dout.download());
   std::vector<double> expect(N);

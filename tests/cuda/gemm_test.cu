@@ -7,6 +7,7 @@
 #include "reference.hpp"
 
 namespace fc = fusedsl::cuda;
+using fusedsl::graph::op_kind;
 namespace ft = fusedsl::cuda::testing;
 namespace ref = fusedsl::cuda::reference;
 
@@ -40,7 +41,7 @@ double run_case(float scale, RefAct ref_act) {
 }  // namespace
 
 TEST_CASE("bf16 tensor-core gemm fuses bias, gelu and residual into a bf16 output within 1e-2") {
-  using epi = fc::epilogue<fc::bf16, fc::activation::gelu, true, true>;
+  using epi = fc::epilogue<fc::bf16, fc::op<op_kind::gelu_erf>, true, true>;
   const double err =
       run_case<256, 384, 512, fc::bf16, epi, fc::gemm_math::tensor_core>(1.0f, ref::gelu);
   INFO("relative error " << err);
@@ -48,7 +49,7 @@ TEST_CASE("bf16 tensor-core gemm fuses bias, gelu and residual into a bf16 outpu
 }
 
 TEST_CASE("f16 tensor-core gemm applies scale and relu and casts to an f32 output") {
-  using epi = fc::epilogue<float, fc::activation::relu>;
+  using epi = fc::epilogue<float, fc::op<op_kind::relu>>;
   // f16 operands, so the bound is the 16-bit one even though the output is f32.
   const double err =
       run_case<128, 128, 128, fc::f16, epi, fc::gemm_math::tensor_core>(0.125f, ref::relu);
@@ -59,7 +60,7 @@ TEST_CASE("f16 tensor-core gemm applies scale and relu and casts to an f32 outpu
 TEST_CASE(
     "bf16 gemm on the 128x128 block tile, 12 block-rows in groups of 8, with silu and bias "
     "matches") {
-  using epi = fc::epilogue<fc::bf16, fc::activation::silu, true, false>;
+  using epi = fc::epilogue<fc::bf16, fc::op<op_kind::silu>, true, false>;
   static_assert(fc::default_mma_tile<1536, 1024>::BM == 128, "this case must use the large tile");
   const double err = run_case<1536, 1024, 256, fc::bf16, epi, fc::gemm_math::mma>(1.0f, ref::silu);
   INFO("relative error " << err);
@@ -69,7 +70,7 @@ TEST_CASE(
 TEST_CASE(
     "f16 gemm on the 64x64 block tile with K = 96 (fewer k-tiles than pipeline stages) adds bias "
     "and residual") {
-  using epi = fc::epilogue<fc::f16, fc::activation::none, true, true>;
+  using epi = fc::epilogue<fc::f16, void, true, true>;
   static_assert(fc::default_mma_tile<512, 640>::BM == 64, "this case must use the mid tile");
   const double err =
       run_case<512, 640, 96, fc::f16, epi, fc::gemm_math::mma>(1.0f, [](double x) { return x; });
@@ -89,7 +90,7 @@ bool wgmma_available() {
 
 TEST_CASE("wgmma: bf16 with bias, gelu and residual, 8 k-tiles through a 4-stage ring") {
   if (!wgmma_available()) return;
-  using epi = fc::epilogue<fc::bf16, fc::activation::gelu, true, true>;
+  using epi = fc::epilogue<fc::bf16, fc::op<op_kind::gelu_erf>, true, true>;
   const double err = run_case<256, 384, 512, fc::bf16, epi, fc::gemm_math::wgmma>(1.0f, ref::gelu);
   INFO("relative error " << err);
   CHECK(err < ft::tolerance<fc::bf16>);
@@ -97,7 +98,7 @@ TEST_CASE("wgmma: bf16 with bias, gelu and residual, 8 k-tiles through a 4-stage
 
 TEST_CASE("wgmma: f16, one block and one k-tile, scale and relu into an f32 output") {
   if (!wgmma_available()) return;
-  using epi = fc::epilogue<float, fc::activation::relu>;
+  using epi = fc::epilogue<float, fc::op<op_kind::relu>>;
   const double err = run_case<128, 128, 64, fc::f16, epi, fc::gemm_math::wgmma>(0.125f, ref::relu);
   INFO("relative error " << err);
   CHECK(err < 1e-2);
@@ -105,7 +106,7 @@ TEST_CASE("wgmma: f16, one block and one k-tile, scale and relu into an f32 outp
 
 TEST_CASE("wgmma: 128x256 blocks (four B boxes per stage), K = 320, silu and bias") {
   if (!wgmma_available()) return;
-  using epi = fc::epilogue<fc::bf16, fc::activation::silu, true, false>;
+  using epi = fc::epilogue<fc::bf16, fc::op<op_kind::silu>, true, false>;
   const double err =
       run_case<256, 512, 320, fc::bf16, epi, fc::gemm_math::wgmma, fc::sm90::wgmma_tile<256, 4>>(
           1.0f, ref::silu);
@@ -115,7 +116,7 @@ TEST_CASE("wgmma: 128x256 blocks (four B boxes per stage), K = 320, silu and bia
 
 TEST_CASE("the default bf16 gemm takes wgmma on Hopper for a chip-filling shape and matches") {
   if (!wgmma_available()) return;
-  using epi = fc::epilogue<fc::bf16, fc::activation::none, true, true>;
+  using epi = fc::epilogue<fc::bf16, void, true, true>;
   static_assert(fc::sm90::fits<1024, 1024, 1024>, "this case must take the wgmma path");
   const double err = run_case<1024, 1024, 1024, fc::bf16, epi, fc::gemm_math::tensor_core>(
       1.0f, [](double x) { return x; });
@@ -125,7 +126,7 @@ TEST_CASE("the default bf16 gemm takes wgmma on Hopper for a chip-filling shape 
 
 TEST_CASE("the default bf16 gemm takes 128x256 wgmma blocks from two waves of them on") {
   if (!wgmma_available()) return;
-  using epi = fc::epilogue<fc::bf16, fc::activation::gelu, true, false>;
+  using epi = fc::epilogue<fc::bf16, fc::op<op_kind::gelu_erf>, true, false>;
   static_assert(fc::sm90::wide_blocks<2048, 4096>, "this case must take the wide blocks");
   const double err =
       run_case<2048, 4096, 64, fc::bf16, epi, fc::gemm_math::tensor_core>(1.0f, ref::gelu);
@@ -134,14 +135,14 @@ TEST_CASE("the default bf16 gemm takes 128x256 wgmma blocks from two waves of th
 }
 
 TEST_CASE("the WMMA path for bf16 fuses bias, gelu and residual like the mma.sync path") {
-  using epi = fc::epilogue<fc::bf16, fc::activation::gelu, true, true>;
+  using epi = fc::epilogue<fc::bf16, fc::op<op_kind::gelu_erf>, true, true>;
   const double err = run_case<256, 384, 512, fc::bf16, epi, fc::gemm_math::wmma>(1.0f, ref::gelu);
   INFO("relative error " << err);
   CHECK(err < ft::tolerance<fc::bf16>);
 }
 
 TEST_CASE("WMMA on the large 128x128 tile matches the CPU loop") {
-  using epi = fc::epilogue<fc::bf16, fc::activation::silu, true, false>;
+  using epi = fc::epilogue<fc::bf16, fc::op<op_kind::silu>, true, false>;
   static_assert(fc::default_gemm_tile<fc::bf16, 2048, 1024>::BM == 128,
                 "this case must use the large tile");
   const double err = run_case<2048, 1024, 256, fc::bf16, epi, fc::gemm_math::wmma>(1.0f, ref::silu);
@@ -150,7 +151,7 @@ TEST_CASE("WMMA on the large 128x128 tile matches the CPU loop") {
 }
 
 TEST_CASE("f32 gemm as TF32 on tensor cores stays within TF32 rounding (2e-3)") {
-  using epi = fc::epilogue<float, fc::activation::none, true, false>;
+  using epi = fc::epilogue<float, void, true, false>;
   const double err =
       run_case<256, 256, 256, float, epi, fc::gemm_math::tf32>(1.0f, [](double x) { return x; });
   INFO("relative error " << err);
@@ -158,7 +159,7 @@ TEST_CASE("f32 gemm as TF32 on tensor cores stays within TF32 rounding (2e-3)") 
 }
 
 TEST_CASE("exact f32 gemm handles a shape that is no multiple of any tile, within 1e-5") {
-  using epi = fc::epilogue<float, fc::activation::relu, true, true>;
+  using epi = fc::epilogue<float, fc::op<op_kind::relu>, true, true>;
   const double err = run_case<100, 70, 33, float, epi, fc::gemm_math::cuda_core>(1.0f, ref::relu);
   INFO("relative error " << err);
   CHECK(err < ft::tolerance<float>);
@@ -175,7 +176,7 @@ TEST_CASE("exact f32 gemm at K = 512 stays within 1e-5") {
 namespace {
 template <int M, int N, int K, class T, class Out>
 double run_layernorm_case() {
-  using epi_t = fc::epilogue<Out, fc::activation::none, true, true>;
+  using epi_t = fc::epilogue<Out, void, true, true>;
   std::vector<float> a_f, b_f, bias_f, res_f, g_f, be_f;
   auto a = ft::random_values<T>(static_cast<std::size_t>(M) * K, a_f);
   auto b = ft::random_values<T>(static_cast<std::size_t>(K) * N, b_f);

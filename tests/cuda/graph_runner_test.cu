@@ -15,6 +15,7 @@
 #include "reference.hpp"
 
 namespace fc = fusedsl::cuda;
+using fusedsl::graph::op_kind;
 namespace ft = fusedsl::cuda::testing;
 namespace ref = fusedsl::cuda::reference;
 
@@ -57,9 +58,8 @@ TEST_CASE("a three-step program gives the same result eagerly and as one replaye
     p.gamma = dg, p.beta = db;
     fc::launch_row<fc::row_op::layernorm, M, N>(s, h, h, p);
   });
-  run.add("relu", [=](cudaStream_t s) {
-    fc::launch_map<M * N>(s, fc::ops::act<fc::activation::relu>{}, y, h);
-  });
+  run.add("relu",
+          [=](cudaStream_t s) { fc::launch_map<M * N>(s, fc::ops::unary<op_kind::relu>{}, y, h); });
   CHECK_THROWS_AS(run.replay(), std::logic_error);
 
   std::vector<float> eager(M * N), graphed(M * N);

@@ -1,10 +1,13 @@
 // The parts of the CUDA backend that need no device, so they run on every machine with nvcc:
-// tile choices, flop counts, the epilogue and activation arithmetic, and the graph runner's
-// refusals.
+// tile choices, flop counts, the epilogue arithmetic, the device math policy of the op table and
+// the dtype conversions of the generated kernels (all __host__ __device__), and the graph
+// runner's refusals.
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <fusedsl/backend/cuda/attention.cuh>
+#include <fusedsl/backend/cuda/device_math.cuh>
 #include <fusedsl/backend/cuda/gemm.cuh>
 #include <fusedsl/backend/cuda/graph_runner.hpp>
 #include <stdexcept>
@@ -13,6 +16,7 @@
 #include "reference.hpp"
 
 namespace fc = fusedsl::cuda;
+using fusedsl::graph::op_kind;
 namespace ref = fusedsl::cuda::reference;
 namespace tc = fusedsl::test;
 
@@ -42,22 +46,49 @@ TEST_CASE("attention flops count 4 * b * h * sq * sk * d, half of it when causal
 TEST_CASE("the epilogue computes act(scale * acc + bias) + residual in that order") {
   const float bias[3] = {0.5f, -1.0f, 2.0f};
   const float residual[6] = {1, 2, 3, 4, 5, 6};
-  fc::epilogue<float, fc::activation::relu, true, true> e;
+  fc::epilogue<float, fc::op<op_kind::relu>, true, true> e;
   e.scale = 2.0f, e.bias = bias, e.residual = residual;
   CHECK(tc::compare(e.apply(1.0f, 1, 1, 3), std::max(0.0, 2.0 - 1.0) + 5.0, tc::rel_tol(1e-6)));
   // relu(-6 + 2) = 0, then + residual
   CHECK(tc::compare(e.apply(-3.0f, 0, 2, 3), 0.0 + 3.0, tc::rel_tol(1e-6)));
 }
 
-TEST_CASE("activations match their definitions: exact-erf gelu, silu, relu") {
+TEST_CASE("the op table's activations on the device policy match their definitions") {
   for (float x : {-3.0f, -0.5f, 0.0f, 0.7f, 4.0f}) {
-    CHECK(tc::compare(fc::activate<fc::activation::gelu>(x), ref::gelu(x), tc::rel_tol(1e-6)));
-    CHECK(tc::compare(fc::activate<fc::activation::silu>(x), ref::silu(x), tc::rel_tol(1e-6)));
-    CHECK(tc::compare(fc::activate<fc::activation::relu>(x), ref::relu(x), tc::exact()));
+    CHECK(tc::compare(fc::apply_op<op_kind::gelu_erf>(x), ref::gelu(x), tc::rel_tol(1e-6)));
+    CHECK(tc::compare(fc::apply_op<op_kind::silu>(x), ref::silu(x), tc::rel_tol(1e-6)));
+    CHECK(tc::compare(fc::apply_op<op_kind::relu>(x), ref::relu(x), tc::exact()));
   }
   // Relative accuracy where gelu is tiny (-7.2e-6 at -5, -5e-15 at -8), which 1 + erf would lose.
   for (float x : {-8.0f, -5.0f, -3.0f})
-    CHECK(tc::compare(fc::activate<fc::activation::gelu>(x), ref::gelu(x), tc::rel_tol(1e-5, 0.0)));
+    CHECK(tc::compare(fc::apply_op<op_kind::gelu_erf>(x), ref::gelu(x), tc::rel_tol(1e-5, 0.0)));
+}
+
+TEST_CASE("the device policy's maximum and minimum propagate NaN; comparisons are false on NaN") {
+  const float nan = std::nanf("");
+  CHECK(std::isnan(fc::apply_op<op_kind::max>(nan, 1.0f)));
+  CHECK(std::isnan(fc::apply_op<op_kind::min>(1.0f, nan)));
+  CHECK(fc::apply_op<op_kind::max>(-INFINITY, 2.0f) == 2.0f);
+  CHECK(fc::apply_op<op_kind::lt>(nan, 1.0f) == 0.0f);
+  CHECK(fc::apply_op<op_kind::ne>(nan, nan) == 1.0f);
+  CHECK(fc::apply_op<op_kind::select>(0.0f, 1.0f, 2.0f) == 2.0f);
+  CHECK(std::isnan(fc::apply_op<op_kind::relu>(nan)));  // relu keeps NaN
+}
+
+TEST_CASE("generated kernels round bf16/f16 to nearest even, truncate i32 and saturate its store") {
+  CHECK(fc::to_dtype<fusedsl::dtype::bf16>(1.0f + 1.0f / 256.0f) == 1.0f);  // tie to even
+  CHECK(fc::to_dtype<fusedsl::dtype::bf16>(1.0f + 3.0f / 256.0f) == 1.0f + 1.0f / 64.0f);
+  CHECK(fc::to_dtype<fusedsl::dtype::f16>(1.0f + 1.0f / 4096.0f) == 1.0f);
+  CHECK(fc::to_dtype<fusedsl::dtype::i32>(-2.7f) == -2.0f);
+  CHECK(fc::to_dtype<fusedsl::dtype::boolean>(0.5f) == 1.0f);
+  CHECK(std::isnan(fc::to_dtype<fusedsl::dtype::bf16>(std::nanf(""))));
+  std::int32_t i = 0;
+  fc::store_f32<fusedsl::dtype::i32>(&i, 0, 3e10f);
+  CHECK(i == 2147483647);
+  fc::store_f32<fusedsl::dtype::i32>(&i, 0, std::nanf(""));
+  CHECK(i == 0);
+  const std::uint16_t b = fc::f32_to_bf16(-1.5f);
+  CHECK(fc::load_f32<fusedsl::dtype::bf16>(&b, 0) == -1.5f);
 }
 
 TEST_CASE("bf16 and f16 conversions round to nearest and keep exactly representable values") {

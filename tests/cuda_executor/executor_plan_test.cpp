@@ -1,355 +1,318 @@
-// The device executor's group -> launch mapping, checked on the host (no CUDA needed): which
-// kernel each fusion group becomes, with which shapes, strides and operands, and which groups are
-// refused with a reason.
+// The device executor's plan, checked on the host (no CUDA needed): which launch each group's
+// kernel descriptor becomes (the kernel, its route, the CUDA-specific merges), read off the
+// descriptors alone, and which groups are refused with a reason.
 #include "fusedsl/backend/cuda/executor_plan.hpp"
 
 #include <doctest/doctest.h>
 
 #include <string>
+#include <type_traits>
 
 #include "../common/compare.hpp"
-#include "fusedsl/models/transformer.hpp"
+#include "fusedsl/backend/cuda/codegen.cuh"
+#include "programs.hpp"
 
 namespace fd = fusedsl;
-namespace ft = fusedsl::test;
+using fd::cuda::attention_route;
+using fd::cuda::gemm_route;
 using fd::cuda::launch_kind;
+using fd::cuda::refusal;
 using fd::graph::op_kind;
+using fd::plan::group_kind;
 
 namespace {
 
 template <class Program>
-constexpr auto launches_of(const Program&) {
-  return fd::cuda::plan_launches(Program::graph, Program::fusion);
-}
+using plan_of = fd::cuda::device_program<Program>;
 
-template <std::size_t N>
-int count_of(const fd::cuda::launch_plan<N>& p, launch_kind k) {
-  int c = 0;
-  for (int i = 0; i < p.n_launches; ++i) c += p.launches[std::size_t(i)].kind == k;
-  return c;
-}
-
-// The node of param `name` (as written in the block, e.g. "attn.q.w").
 template <class Program>
-int param_node(const Program&, std::string_view name) {
-  for (int i = 0; i < int(Program::node_count); ++i)
-    if (Program::graph[i].op == op_kind::param && Program::graph[i].name.view() == name) return i;
-  return -1;
+constexpr const auto& launches_of() {
+  return plan_of<Program>::launches;
 }
 
-template <std::size_t N>
-const fd::cuda::gemm_launch* gemm_reading(const fd::cuda::launch_plan<N>& p, int weight) {
-  for (int i = 0; i < p.n_launches; ++i)
-    if (p.launches[std::size_t(i)].kind == launch_kind::gemm &&
-        p.launches[std::size_t(i)].gemm.b.node == weight)
-      return &p.launches[std::size_t(i)].gemm;
-  return nullptr;
+// The groups of region r of kind k.
+template <class Program>
+std::vector<int> groups_of(group_kind k, int region = -1) {
+  std::vector<int> r;
+  for (int gi = 0; gi < Program::fusion.n_groups; ++gi)
+    if (Program::fusion.groups[std::size_t(gi)].kind == k &&
+        (region < 0 || Program::fusion.groups[std::size_t(gi)].region == region))
+      r.push_back(gi);
+  return r;
 }
 
-using seed_bf16 = fd::models::transformer<128, 128, 4, 512, 2, fd::nn::post_ln, false, fd::bf16>;
-using causal_bf16 = fd::models::transformer<128, 128, 4, 512, 2, fd::nn::pre_ln, true, fd::bf16>;
+// The gemm group and part whose B is param `name` (as written in the block, e.g. "attn.q.w").
+template <class Program>
+std::pair<int, int> part_reading(std::string_view name) {
+  const auto& low = plan_of<Program>::lowered::value;
+  for (int gi = 0; gi < Program::fusion.n_groups; ++gi)
+    for (int q = 0; q < low[gi].n_gemm; ++q) {
+      const int b = low[gi].gemm[std::size_t(q)].b.base;
+      if (Program::graph[b].op == op_kind::param && Program::graph[b].name.view() == name)
+        return {gi, q};
+    }
+  return {-1, -1};
+}
+
+using namespace fd::test::cuda_programs;
+using seed = seed_bf16::program_type;
 
 }  // namespace
 
-TEST_CASE("the bf16 seed transformer maps every group to a GEMM, flash-attention or row launch") {
-  constexpr auto p = seed_bf16::program;
-  static constexpr auto lp = launches_of(p);
-  static_assert(lp.ok(), "the bf16 seed transformer must map onto the CUDA kernels");
-  CHECK(lp.n_launches == 9);
-  CHECK(count_of(lp, launch_kind::gemm) == 6);  // Q, K, V, out-projection, fc1, fc2
-  CHECK(count_of(lp, launch_kind::attention) == 1);
-  CHECK(count_of(lp, launch_kind::row) == 2);
-  CHECK(count_of(lp, launch_kind::loop) == 0);
-  // Every group of the body has its launches; the repeat group has none of its own.
-  for (int gi = 0; gi < p.fusion.n_groups; ++gi) {
-    const bool body = p.fusion.groups[std::size_t(gi)].kind != fd::plan::group_kind::repeat;
-    CHECK((lp.count[std::size_t(gi)] > 0) == body);
-  }
+TEST_CASE("the bf16 seed transformer runs every group on the device in 5 launches per layer") {
+  constexpr const auto& lp = launches_of<seed>();
+  static_assert(lp.ok(), "the bf16 seed transformer must run on the device");
+  CHECK(fd::cuda::device_launches(lp, seed::fusion, 1) == 5);
+  CHECK(fd::cuda::device_launches(lp, seed::fusion, 0) == 0);  // the repeat group itself
+  for (int gi : groups_of<seed>(group_kind::repeat)) CHECK(lp[gi].kind == launch_kind::none);
+  for (int gi : groups_of<seed>(group_kind::attention))
+    CHECK(lp[gi].kind == launch_kind::attention);
 }
 
 TEST_CASE(
-    "on the device the seed's layer is 5 launches: Q/K/V as one sibling GEMM, both layernorms "
-    "finished in the GEMM before them") {
-  constexpr auto p = seed_bf16::program;
-  static constexpr auto lp = launches_of(p);
-  CHECK(lp.device_launches() == 5);
-  const auto* q = gemm_reading(lp, param_node(p, "attn.q.w"));
-  const auto* k = gemm_reading(lp, param_node(p, "attn.k.w"));
-  const auto* v = gemm_reading(lp, param_node(p, "attn.v.w"));
-  const auto index = [&](const fd::cuda::gemm_launch* e) {
-    for (int i = 0; i < lp.n_launches; ++i)
-      if (&lp.launches[std::size_t(i)].gemm == e) return i;
+    "the Q/K/V projections are one sibling launch of three tensor-core GEMMs that share A and "
+    "their epilogue code") {
+  const auto [gq, pq] = part_reading<seed>("attn.q.w");
+  const auto [gk, pk] = part_reading<seed>("attn.k.w");
+  const auto [gv, pv] = part_reading<seed>("attn.v.w");
+  REQUIRE(gq >= 0);
+  CHECK((gk == gq && gv == gq));
+  const fd::cuda::group_launch& l = launches_of<seed>()[gq];
+  CHECK(l.n_gemm == 3);
+  CHECK(l.gemm[std::size_t(pq)].route == gemm_route::tensor_core);
+  CHECK(l.gemm[std::size_t(pq)].siblings == 2);
+  CHECK(l.gemm[std::size_t(pq)].shared_epilogue);  // one bias-add code for the three members
+  CHECK(l.gemm[std::size_t(pk)].absorbed);
+  CHECK(l.gemm[std::size_t(pv)].absorbed);
+  CHECK(l.device_launches() == 1);
+  CHECK(l.gemm[std::size_t(pq)].m == 128);
+  CHECK(l.gemm[std::size_t(pq)].n == 128);
+  CHECK(l.gemm[std::size_t(pq)].k == 128);
+  CHECK(l.gemm[std::size_t(pq)].out_type == fd::dtype::bf16);
+}
+
+TEST_CASE(
+    "post-LN: the GEMMs before both layernorms finish them in their epilogues, the row groups "
+    "launch nothing, fc1 stays a lone GEMM") {
+  constexpr const auto& lp = launches_of<seed>();
+  for (const char* w : {"attn.o.w", "ffn.fc2.w"}) {
+    CAPTURE(w);
+    const int gi = part_reading<seed>(w).first;
+    REQUIRE(gi >= 0);
+    const int ln = lp[gi].layernorm;
+    REQUIRE(ln >= 0);
+    CHECK(seed::fusion.groups[std::size_t(ln)].kind == group_kind::row);
+    CHECK(lp[ln].kind == launch_kind::none);
+    CHECK(lp[ln].finished_by == gi);
+    CHECK(plan_of<seed>::lowered::value[ln].row_op == op_kind::layernorm);
+  }
+  const int f1 = part_reading<seed>("ffn.fc1.w").first;
+  CHECK(lp[f1].layernorm == -1);
+  CHECK(lp[f1].gemm[0].route == gemm_route::tensor_core);
+  CHECK(lp[f1].gemm[0].n == 512);
+}
+
+TEST_CASE(
+    "pre-LN: a layernorm that feeds a GEMM is not folded into the GEMM before it: 7 launches per "
+    "layer") {
+  using P = causal_bf16::program_type;
+  constexpr const auto& lp = launches_of<P>();
+  static_assert(lp.ok());
+  for (int gi = 0; gi < P::fusion.n_groups; ++gi) CHECK(lp[gi].layernorm == -1);
+  for (int gi : groups_of<P>(group_kind::row)) {
+    CHECK(lp[gi].kind == launch_kind::row);
+    CHECK(lp[gi].row_threads == 32);  // 128 columns: a warp per row, cached
+    CHECK(lp[gi].row_cached);
+  }
+  CHECK(fd::cuda::device_launches(lp, P::fusion, 1) == 7);
+}
+
+TEST_CASE(
+    "the two layernorms of a pre-LN block pack into the same descriptor type: one kernel serves "
+    "both") {
+  using P = causal_bf16::program_type;
+  // The k-th row group of the program (its index is a template argument below).
+  constexpr auto row_group = [](int k) {
+    for (int gi = 0; gi < P::fusion.n_groups; ++gi)
+      if (P::fusion.groups[std::size_t(gi)].kind == group_kind::row && k-- == 0) return gi;
     return -1;
   };
-  const int iq = index(q);
-  REQUIRE(iq >= 0);
-  CHECK(lp.siblings[std::size_t(iq)] == 2);
-  CHECK(lp.absorbed[std::size_t(index(k))]);
-  CHECK(lp.absorbed[std::size_t(index(v))]);
-  // out-projection + residual -> layernorm 1, fc2 + residual -> layernorm 2 (post-LN, N = 128).
-  for (const char* w : {"attn.o.w", "ffn.fc2.w"}) {
-    const int i = index(gemm_reading(lp, param_node(p, w)));
-    REQUIRE(i >= 0);
-    const int r = lp.layernorm[std::size_t(i)];
-    REQUIRE(r >= 0);
-    CHECK(lp.launches[std::size_t(r)].kind == launch_kind::row);
-    CHECK(lp.launches[std::size_t(r)].row.in == lp.launches[std::size_t(i)].gemm.out);
-    CHECK(lp.absorbed[std::size_t(r)]);
-  }
-  // fc1 (+ gelu) stays a lone GEMM: nothing after it is a layernorm.
-  const int f1 = index(gemm_reading(lp, param_node(p, "ffn.fc1.w")));
-  CHECK(lp.siblings[std::size_t(f1)] == 0);
-  CHECK(lp.layernorm[std::size_t(f1)] == -1);
+  constexpr int r1 = row_group(0), r2 = row_group(1);
+  static_assert(r1 >= 0 && r2 >= 0 && row_group(2) < 0, "a pre-LN block has two layernorm groups");
+  using DP = plan_of<P>;
+  using ln1 = decltype(fd::cuda::gen::packed_desc_of<DP::desc<r1>>::make());
+  using ln2 = decltype(fd::cuda::gen::packed_desc_of<DP::desc<r2>>::make());
+  CHECK(std::is_same_v<ln1, ln2>);
+  // Node ids are not packed: the two prologues read different buffers through the same code.
+  CHECK(DP::lowered::value[r1].c.acc[0].node != DP::lowered::value[r2].c.acc[0].node);
 }
 
 TEST_CASE(
-    "pre-LN: a layernorm that feeds a GEMM is not folded into the GEMM before it, and the "
-    "residual GEMM output read twice keeps its own launch") {
-  constexpr auto p = causal_bf16::program;
-  static constexpr auto lp = launches_of(p);
+    "the seed's attention takes flash attention over the projections' row layout "
+    "[seq, heads * head_dim]") {
+  const std::vector<int> att = groups_of<seed>(group_kind::attention);
+  REQUIRE(att.size() == 1);
+  const fd::cuda::attention_launch& a = launches_of<seed>()[att[0]].att;
+  const fd::plan::attention_part& d = plan_of<seed>::lowered::value[att[0]].att;
+  CHECK(a.route == attention_route::flash);
+  CHECK_FALSE(a.score);
+  CHECK(a.batches == 1);
+  CHECK(a.q_row == 128);
+  CHECK(a.k_row == 128);
+  CHECK(a.v_row == 128);
+  CHECK(a.o_row == 128);
+  CHECK(d.heads == 4);
+  CHECK(d.head_dim == 32);
+  CHECK_FALSE(d.causal);
+  CHECK(fd::test::compare(d.scale, 1.0 / 5.656854249492381, fd::test::rel_tol(1e-6)));
+}
+
+TEST_CASE(
+    "grouped-query causal attention takes flash attention with 2 key/value heads, K and V at "
+    "their own width") {
+  const std::vector<int> att = groups_of<gqa_bf16>(group_kind::attention);
+  REQUIRE(att.size() == 1);
+  const fd::cuda::attention_launch& a = launches_of<gqa_bf16>()[att[0]].att;
+  const fd::plan::attention_part& d = plan_of<gqa_bf16>::lowered::value[att[0]].att;
+  CHECK(a.route == attention_route::flash);
+  CHECK(d.causal);
+  CHECK(d.heads == 4);
+  CHECK(d.kv_heads == 2);
+  CHECK(a.q_row == 128);
+  CHECK(a.k_row == 64);  // the K and V projections are kv_heads * head_dim wide
+  CHECK(a.v_row == 64);
+}
+
+TEST_CASE("batched attention with an additive mask runs its score program in general attention") {
+  const std::vector<int> att = groups_of<masked_bf16>(group_kind::attention);
+  REQUIRE(att.size() == 1);
+  const fd::cuda::group_launch& l = launches_of<masked_bf16>()[att[0]];
+  CHECK(l.kind == launch_kind::attention);
+  CHECK(l.att.route == attention_route::general);
+  CHECK(l.att.score);
+  CHECK(l.att.batches == 2);
+  CHECK(l.att.q_type == fd::dtype::bf16);
+}
+
+TEST_CASE("f32 attention, and head_dim 20 over 80 keys for 48 queries, take general attention") {
+  using F = seed_f32::program_type;
+  for (int gi : groups_of<F>(group_kind::attention))
+    CHECK(launches_of<F>()[gi].att.route == attention_route::general);
+  using C = std::remove_const_t<decltype(offset_causal)>;
+  const std::vector<int> att = groups_of<C>(group_kind::attention);
+  REQUIRE(att.size() == 1);
+  CHECK(launches_of<C>()[att[0]].att.route == attention_route::general);
+  CHECK(plan_of<C>::lowered::value[att[0]].att.seq_q == 48);
+  CHECK(plan_of<C>::lowered::value[att[0]].att.seq_kv == 80);
+}
+
+TEST_CASE(
+    "reduce groups take a thread, a warp or a block per output by the reduction's length and "
+    "axes") {
+  using R = std::remove_const_t<decltype(reductions)>;
+  constexpr const auto& lp = launches_of<R>();
   static_assert(lp.ok());
-  for (int i = 0; i < lp.n_launches; ++i) CHECK(lp.layernorm[std::size_t(i)] == -1);
-  // Q/K/V siblings still merge: 9 logical launches, 7 on the device.
-  CHECK(lp.device_launches() == lp.n_launches - 2);
+  const auto& low = plan_of<R>::lowered::value;
+  int seen = 0;
+  for (int gi : groups_of<R>(group_kind::reduce)) {
+    const fd::plan::kernel_desc& d = low[gi];
+    CHECK(lp[gi].kind == launch_kind::reduce);
+    const std::int64_t length = d.reduce_length;
+    CAPTURE(length);
+    const int lanes = length == 5000 ? 256 : length == 100 ? 32 : 1;
+    CHECK(lp[gi].reduce_lanes == lanes);
+    seen += length == 5000 || length == 100 || length == 33 || length == 40 || length == 6;
+  }
+  CHECK(seen == 5);
 }
 
 TEST_CASE(
-    "the horizontal Q/K/V group becomes three GEMMs with their biases, each into its own buffer") {
-  constexpr auto p = seed_bf16::program;
-  static constexpr auto lp = launches_of(p);
-  int group = -1;
-  for (const char* w : {"attn.q.w", "attn.k.w", "attn.v.w"}) {
-    const auto* g = gemm_reading(lp, param_node(p, w));
-    REQUIRE(g != nullptr);
-    CHECK(g->m == 128);
-    CHECK(g->n == 128);
-    CHECK(g->k == 128);
-    CHECK(p.graph[g->a.node].op == op_kind::placeholder);  // the layer's input
-    CHECK(g->a.offset == 0);
-    CHECK(g->bias >= 0);
-    CHECK(p.graph[g->bias].op == op_kind::param);
-    CHECK(g->residual == -1);
-    CHECK_FALSE(g->has_act);
-    CHECK(p.memory.in_arena(g->out));
-    const int gi = p.fusion.group_of[std::size_t(g->out)];
-    CHECK((group < 0 || group == gi));
-    group = gi;
-  }
+    "a softmax over 50257 columns takes 512 threads per row, evaluating its prologue per pass") {
+  constexpr const auto& lp = launches_of<vocab_bf16>();
+  const std::vector<int> rows = groups_of<vocab_bf16>(group_kind::row);
+  REQUIRE(rows.size() == 1);
+  CHECK(lp[rows[0]].kind == launch_kind::row);
+  CHECK(lp[rows[0]].row_threads == 512);
+  CHECK_FALSE(lp[rows[0]].row_cached);
 }
 
 TEST_CASE(
-    "flash attention reads Q, K and V as row views [seq, heads * head_dim] of the projection "
-    "buffers") {
-  constexpr auto p = seed_bf16::program;
-  static constexpr auto lp = launches_of(p);
-  const fd::cuda::attention_launch* a = nullptr;
-  for (int i = 0; i < lp.n_launches; ++i)
-    if (lp.launches[std::size_t(i)].kind == launch_kind::attention)
-      a = &lp.launches[std::size_t(i)].attention;
-  REQUIRE(a != nullptr);
-  CHECK(a->heads == 4);
-  CHECK(a->kv_heads == 4);
-  CHECK(a->seq_q == 128);
-  CHECK(a->seq_k == 128);
-  CHECK(a->head_dim == 32);
-  CHECK_FALSE(a->causal);
-  CHECK(ft::compare(a->scale, 1.0 / 5.656854249492381, ft::rel_tol(1e-6)));
-  CHECK(a->q_row_stride == 128);
-  CHECK(a->k_row_stride == 128);
-  CHECK(a->v_row_stride == 128);
-  CHECK(a->o_row_stride == 128);
-  CHECK(a->q.node == gemm_reading(lp, param_node(p, "attn.q.w"))->out);
-  CHECK(a->k.node == gemm_reading(lp, param_node(p, "attn.k.w"))->out);
-  CHECK(a->v.node == gemm_reading(lp, param_node(p, "attn.v.w"))->out);
-  CHECK(a->q.offset == 0);
-  // O is written merged back to [seq, d_model], the out-projection's A.
-  CHECK(a->o.node == gemm_reading(lp, param_node(p, "attn.o.w"))->a.node);
-}
-
-TEST_CASE("out-projection and fc2 fuse bias and residual; fc1 fuses bias and gelu_tanh") {
-  constexpr auto p = seed_bf16::program;
-  static constexpr auto lp = launches_of(p);
-  const auto* o = gemm_reading(lp, param_node(p, "attn.o.w"));
-  const auto* f1 = gemm_reading(lp, param_node(p, "ffn.fc1.w"));
-  const auto* f2 = gemm_reading(lp, param_node(p, "ffn.fc2.w"));
-  REQUIRE((o && f1 && f2));
-  CHECK(o->bias == param_node(p, "attn.o.b"));
-  CHECK(p.graph[o->residual].op == op_kind::placeholder);
-  CHECK_FALSE(o->has_act);
-  CHECK(f1->m == 128);
-  CHECK(f1->n == 512);
-  CHECK(f1->k == 128);
-  CHECK(f1->bias == param_node(p, "ffn.fc1.b"));
-  CHECK(f1->has_act);
-  CHECK(f1->act == op_kind::gelu_tanh);
-  CHECK(f1->residual == -1);
-  CHECK(f2->k == 512);
-  CHECK(f2->a.node == f1->out);
-  CHECK(f2->bias == param_node(p, "ffn.fc2.b"));
-  CHECK(p.graph[f2->residual].op == op_kind::layernorm);  // post-LN: h + ffn(h)
-}
-
-TEST_CASE("layernorm groups become row launches with their gamma, beta and epsilon") {
-  constexpr auto p = seed_bf16::program;
-  static constexpr auto lp = launches_of(p);
-  int rows = 0;
-  for (int i = 0; i < lp.n_launches; ++i) {
-    const auto& l = lp.launches[std::size_t(i)];
-    if (l.kind != launch_kind::row) continue;
-    ++rows;
-    CHECK(l.row.op == op_kind::layernorm);
-    CHECK(l.row.rows == 128);
-    CHECK(l.row.cols == 128);
-    CHECK(ft::compare(l.row.eps, 1e-5, ft::rel_tol(1e-6, 0.0)));
-    CHECK(p.graph[l.row.gamma].name.view().ends_with("gamma"));
-    CHECK(p.graph[l.row.beta].name.view().ends_with("beta"));
-    CHECK(p.graph[l.row.in].op == op_kind::add);  // the residual sum the GEMM wrote
-  }
-  CHECK(rows == 2);
-}
-
-TEST_CASE("a causal pre-LN model maps its iota mask onto the kernel's causal flag") {
-  constexpr auto p = causal_bf16::program;
-  static constexpr auto lp = launches_of(p);
+    "GEMMs off the 32-element tile, reading B transposed or batched take the strided GEMM with "
+    "predicated tails") {
+  constexpr const auto& lp = launches_of<odd_bf16>();
   static_assert(lp.ok());
-  int att = 0;
-  for (int i = 0; i < lp.n_launches; ++i)
-    if (lp.launches[std::size_t(i)].kind == launch_kind::attention) {
-      ++att;
-      CHECK(lp.launches[std::size_t(i)].attention.causal);
-    }
-  CHECK(att == 1);
-  // pre-LN: the first layernorm reads the layer input directly.
-  bool ln_on_input = false;
-  for (int i = 0; i < lp.n_launches; ++i)
-    if (lp.launches[std::size_t(i)].kind == launch_kind::row)
-      ln_on_input =
-          ln_on_input || p.graph[lp.launches[std::size_t(i)].row.in].op == op_kind::placeholder;
-  CHECK(ln_on_input);
+  int strided = 0;
+  for (int gi : groups_of<odd_bf16>(group_kind::matmul)) {
+    const fd::cuda::gemm_launch& e = lp[gi].gemm[0];
+    CHECK(e.route == gemm_route::strided);
+    ++strided;
+    if (e.m == 48) CHECK((e.n == 72 && e.k == 40 && e.a_type == fd::dtype::bf16));
+    if (e.m == 37) CHECK((e.n == 53 && e.k == 29 && e.a_type == fd::dtype::f32));
+    if (e.batches == 3) CHECK((e.m == 40 && e.n == 56 && e.k == 24));
+  }
+  CHECK(strided == 3);
 }
 
-TEST_CASE("f32 attention is refused with the group and the reason") {
-  static constexpr auto lp = launches_of(fd::models::seed::program);
-  CHECK_FALSE(lp.ok());
-  REQUIRE(lp.failed_group >= 0);
-  CHECK(fd::models::seed::program.fusion.groups[std::size_t(lp.failed_group)].kind ==
-        fd::plan::group_kind::attention);
-  CHECK(std::string(lp.error).find("attention on f32 operands") != std::string::npos);
-}
-
-TEST_CASE("an elementwise group becomes one loop program with strided, broadcast loads") {
+TEST_CASE("loop groups become one generated loop launch") {
   constexpr auto x = fd::input<"x", float, 64, 32>();
   constexpr auto b = fd::param<"b", float, 32>();
-  constexpr auto p = fd::compile(fd::exp(x * fd::lit<2.0> + b));
-  static constexpr auto lp = launches_of(p);
-  static_assert(lp.ok());
-  REQUIRE(lp.n_launches == 1);
-  const auto& l = lp.launches[0].loop;
-  CHECK(lp.launches[0].kind == launch_kind::loop);
-  CHECK(l.shape == fd::make_dims(64, 32));
-  CHECK(l.n_loads == 2);
-  CHECK(l.n_instructions == 6);  // load x, constant, mul, load b, add, exp
-  CHECK(l.n_outputs == 1);
-  CHECK(l.loads[0].node == 0);
-  CHECK(l.loads[0].stride[0] == 32);
-  CHECK(l.loads[0].stride[1] == 1);
-  CHECK(l.loads[1].stride[0] == 0);  // b broadcast over rows
-  CHECK(l.loads[1].stride[1] == 1);
-  CHECK(l.code[std::size_t(l.out_register[0])].op == op_kind::exp);
+  using P = decltype(fd::compile(fd::exp(x * fd::lit<2.0> + b)));
+  constexpr const auto& lp = launches_of<P>();
+  REQUIRE(P::fusion.n_groups == 1);
+  CHECK(lp[0].kind == launch_kind::loop);
+  CHECK(lp[0].device_launches() == 1);
 }
 
-TEST_CASE("a transposed read inside a loop group is a strided load") {
-  constexpr auto x = fd::input<"x", float, 16, 48>();
-  constexpr auto p = fd::compile(fd::tanh(fd::transpose(x)));
-  static constexpr auto lp = launches_of(p);
-  static_assert(lp.ok());
-  REQUIRE(lp.n_launches == 1);
-  const auto& l = lp.launches[0].loop;
-  CHECK(l.shape == fd::make_dims(48, 16));
-  CHECK(l.loads[0].stride[0] == 1);
-  CHECK(l.loads[0].stride[1] == 48);
-}
-
-TEST_CASE("a row group with an elementwise epilogue is a row launch, then the epilogue in place") {
-  constexpr auto x = fd::input<"x", fd::bf16, 64, 256>();
-  constexpr auto p = fd::compile(fd::softmax(x) * fd::lit<3.0>);
-  static constexpr auto lp = launches_of(p);
-  static_assert(lp.ok());
-  REQUIRE(lp.n_launches == 2);
-  CHECK(lp.launches[0].kind == launch_kind::row);
-  CHECK(lp.launches[0].row.op == op_kind::softmax);
-  CHECK(lp.launches[0].row.rows == 64);
-  CHECK(lp.launches[0].row.cols == 256);
-  CHECK(lp.launches[1].kind == launch_kind::loop);
-  // The epilogue reads the row kernel's output from the buffer it then overwrites.
-  CHECK(lp.launches[1].loop.loads[0].node == lp.launches[0].row.out);
-  CHECK(lp.launches[1].loop.out_node[0] == lp.launches[0].row.out);
-}
-
-TEST_CASE("groups without a CUDA kernel are refused, never approximated") {
-  SUBCASE("reduce") {
-    constexpr auto x = fd::input<"x", float, 8, 32>();
-    static constexpr auto lp = launches_of(fd::compile(fd::sum<1>(fd::exp(x))));
-    CHECK_FALSE(lp.ok());
-    CHECK(std::string(lp.error).find("reduce groups") != std::string::npos);
+TEST_CASE("groups no CUDA launch computes are refused with the group and the reason") {
+  SUBCASE("a group the lowering refuses (a matmul with an f16 result)") {
+    constexpr auto h = fd::input<"h", fd::f16, 32, 32>();
+    using P = decltype(fd::compile(fd::matmul(h, h)));
+    constexpr const auto& lp = launches_of<P>();
+    static_assert(!lp.ok() && lp.failed_group == 0);
+    CHECK(lp[0].why == refusal::lowering_refused);
+    CHECK(lp[0].kind == launch_kind::refused);
+    const std::string why = fd::cuda::refusal_message(P::graph, P::fusion, lp);
+    CHECK(why.find("group 0 (matmul, anchor %1 matmul[32,32])") != std::string::npos);
+    CHECK(why.find("neither f32 nor bf16") != std::string::npos);
   }
-  SUBCASE("transposed GEMM operand") {
-    constexpr auto x = fd::input<"x", fd::bf16, 64, 64>();
-    constexpr auto w = fd::param<"w", fd::bf16, 64, 64>();
-    static constexpr auto lp = launches_of(fd::compile(fd::matmul(x, fd::transpose(w))));
-    CHECK_FALSE(lp.ok());
-    CHECK(std::string(lp.error).find("transposed") != std::string::npos);
+  SUBCASE("attention with head_dim 512") {
+    constexpr auto q = fd::input<"q", fd::bf16, 2, 64, 512>();
+    using P = decltype(fd::compile(
+        fd::matmul(fd::softmax(fd::matmul<false, true>(q, q) * fd::lit<0.0441941738>), q)));
+    constexpr const auto& lp = launches_of<P>();
+    static_assert(!lp.ok() && lp.failed_group == 0);
+    CHECK(lp[0].why == refusal::attention_head_dim_above_256);
+    CHECK(fd::cuda::refusal_message(P::graph, P::fusion, lp).find("head_dim above 256") !=
+          std::string::npos);
   }
-  SUBCASE("16-bit GEMM off the tensor-core tile") {
-    constexpr auto x = fd::input<"x", fd::bf16, 48, 64>();
-    constexpr auto w = fd::param<"w", fd::bf16, 64, 40>();
-    static constexpr auto lp = launches_of(fd::compile(fd::matmul(x, w)));
-    CHECK_FALSE(lp.ok());
-    CHECK(std::string(lp.error).find("multiples of 32") != std::string::npos);
+  SUBCASE("a gather (an embedding lookup)") {
+    constexpr auto table = fd::param<"table", float, 11, 19>();
+    constexpr auto ids = fd::input<"ids", std::int32_t, 3, 5>();
+    using P = decltype(fd::compile(fd::gather(table, ids) * fd::lit<2.0>));
+    constexpr const auto& lp = launches_of<P>();
+    static_assert(!lp.ok());
+    CHECK(lp[lp.failed_group].why == refusal::indexing_on_cpu_only);
+    CHECK(fd::cuda::refusal_message(P::graph, P::fusion, lp).find("gather or dynamic slice") !=
+          std::string::npos);
   }
-  SUBCASE("concat") {
-    constexpr auto x = fd::input<"x", float, 8, 32>();
-    static constexpr auto lp = launches_of(fd::compile(fd::exp(fd::concat<1>(x, x))));
-    CHECK_FALSE(lp.ok());
-    CHECK(std::string(lp.error).find("concat") != std::string::npos);
+  SUBCASE("a KV-cache decode step: the cache update and the attention to its filled length") {
+    constexpr auto kc = fd::state<"k_cache", float, 4, 40, 16>();
+    constexpr auto q = fd::input<"q", float, 4, 1, 16>();
+    constexpr auto k = fd::input<"k", float, 4, 1, 16>();
+    constexpr auto pos = fd::input<"pos", std::int32_t>();
+    constexpr auto k2 = fd::dynamic_update_slice<1>(kc, k, pos);
+    constexpr auto keys = fd::iota<std::int32_t, 1, 1, 40>();
+    constexpr auto s = fd::matmul<false, true>(q, k2) * fd::lit<0.25>;
+    constexpr auto o = fd::matmul(fd::softmax(fd::where(keys <= pos, s, fd::neg_inf)), k2);
+    using P = decltype(fd::compile(o, fd::update(kc, k2)));
+    constexpr const auto& lp = launches_of<P>();
+    static_assert(!lp.ok());
+    int update = 0, key_length = 0;
+    for (int gi = 0; gi < P::fusion.n_groups; ++gi) {
+      update += lp[gi].why == refusal::indexing_on_cpu_only;
+      key_length += lp[gi].why == refusal::runtime_key_length;
+    }
+    CHECK(update == 1);
+    CHECK(key_length == 1);
   }
-}
-
-TEST_CASE("an f32 GEMM of any shape maps to the exact CUDA-core path with its epilogue") {
-  constexpr auto x = fd::input<"x", float, 24, 40>();
-  constexpr auto w = fd::param<"w", float, 40, 56>();
-  constexpr auto b = fd::param<"b", float, 56>();
-  constexpr auto p = fd::compile(fd::relu(fd::matmul(x, w) + b));
-  static constexpr auto lp = launches_of(p);
-  static_assert(lp.ok());
-  REQUIRE(lp.n_launches == 1);
-  const auto& gl = lp.launches[0].gemm;
-  CHECK(lp.launches[0].kind == launch_kind::gemm);
-  CHECK(gl.m == 24);
-  CHECK(gl.n == 56);
-  CHECK(gl.k == 40);
-  CHECK(gl.has_act);
-  CHECK(gl.act == op_kind::relu);
-  CHECK(gl.bias == param_node(p, "b"));
-}
-
-TEST_CASE(
-    "grouped-query attention maps to the kernel's kv_heads, K and V read at their own width") {
-  constexpr auto x = fd::input<"x", fd::bf16, 128, 128>();
-  constexpr auto block = fd::nn::transformer_block<fd::nn::pre_ln, 4, 512, 2, true>;
-  static constexpr auto lp = launches_of(fd::compile(fd::nn::stack<"layers", 2>(block, x)));
-  static_assert(lp.ok());
-  int att = 0;
-  for (int i = 0; i < lp.n_launches; ++i) {
-    const auto& l = lp.launches[std::size_t(i)];
-    if (l.kind != launch_kind::attention) continue;
-    ++att;
-    CHECK(l.attention.heads == 4);
-    CHECK(l.attention.kv_heads == 2);
-    CHECK(l.attention.q_row_stride == 128);
-    CHECK(l.attention.k_row_stride == 64);  // K and V projections are kv_heads * head_dim wide
-    CHECK(l.attention.v_row_stride == 64);
-    CHECK(l.attention.causal);
-  }
-  CHECK(att == 1);
 }

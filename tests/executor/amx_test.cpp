@@ -1,8 +1,8 @@
 // The executor's AMX opt-in (cpu::amx_bf16): matmuls whose weights are bf16 params run on AMX
 // tiles, activations rounded to bf16 at each call; attention runs on the tiles too (bf16 Q, K, V
-// and probabilities) unless amx_bf16{.attention = false}. Compared with the reference backend on the same
-// bf16 weights (the reference computes in f32 from them, so the difference is the activations'
-// bf16 rounding) and with the executor's own f32 path.
+// and probabilities) unless amx_bf16{.attention = false}. Compared with the reference backend on
+// the same bf16 weights (the reference computes in f32 from them, so the difference is the
+// activations' bf16 rounding) and with the executor's own f32 path.
 #include <cstring>
 
 #include "allocation_counter.hpp"

@@ -38,7 +38,9 @@ bound_program bind_random(Exec& ex, unsigned seed) {
         case dtype::f32: t.data<float>()[i] = v; break;
         case dtype::bf16: t.data<bf16>()[i] = bf16(v); break;
         case dtype::f16: t.data<f16>()[i] = f16(v); break;
-        case dtype::i32: t.data<std::int32_t>()[i] = std::int32_t(rng() % 17) - 3; break;  // some out of range
+        case dtype::i32:
+          t.data<std::int32_t>()[i] = std::int32_t(rng() % 17) - 3;
+          break;  // some out of range
         case dtype::boolean: t.data<bool>()[i] = (rng() % 4) != 0; break;
       }
     }

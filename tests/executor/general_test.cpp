@@ -14,7 +14,8 @@ TEST_CASE("loop, reduce and layout groups of a hand-written program match the re
   constexpr auto r = fd::mean<0, true>(fd::exp(h));               // reduce with a prologue
   constexpr auto s = fd::softmax<0>(fd::transpose(h));            // softmax over a non-last axis
   constexpr auto c = fd::concat<1>(fd::slice<1, 2, 9>(h), fd::matmul(h, w));  // layout + matmul
-  constexpr auto m = fd::max(fd::matmul(h, w) / fd::lit<3.0>, fd::lit<0.0>);  // epilogue the GEMM lacks
+  constexpr auto m =
+      fd::max(fd::matmul(h, w) / fd::lit<3.0>, fd::lit<0.0>);  // epilogue the GEMM lacks
   constexpr auto p = fd::compile(r, s, c, m);
   fd::cpu::executor ex(p);
   auto b = fd::test::bind_random(ex, 4);
@@ -47,7 +48,8 @@ TEST_CASE("a fully masked softmax row is zeros and NaN propagates, as in the ref
   }
   CHECK(sm(2, 1) == 0.0f);
   CHECK(ls(2, 1) == -std::numeric_limits<float>::infinity());
-  const auto expected = fd::reference::run(fd::graph::graph_view(p.graph), {{"x", xv}, {"keep", kv}});
+  const auto expected =
+      fd::reference::run(fd::graph::graph_view(p.graph), {{"x", xv}, {"keep", kv}});
   CHECK(fd::test::compare(sm.span(), std::span<const float>(expected[0].data<float>(), 64),
                           fd::test::allclose(1e-6, 1e-6), fd::test::nans::expected));
 }
@@ -75,13 +77,18 @@ fd::test::comparison planned_interpreted_error(unsigned seed) {
 
 TEST_CASE("planned programs run group by group over the arena match the unfused reference") {
   constexpr auto x = fd::input<"x", float, 24, 32>();
-  constexpr auto post = fd::compile(fd::nn::stack<"layers", 3>(fd::nn::transformer_block<fd::nn::post_ln, 4, 64>, x));
-  constexpr auto pre = fd::compile(
-      fd::nn::stack<"l", 2>(fd::nn::transformer_block<fd::nn::pre_ln, 8, 48, 2, true, fd::nn::activation::gelu>, x));
+  constexpr auto post =
+      fd::compile(fd::nn::stack<"layers", 3>(fd::nn::transformer_block<fd::nn::post_ln, 4, 64>, x));
+  constexpr auto pre = fd::compile(fd::nn::stack<"l", 2>(
+      fd::nn::transformer_block<fd::nn::pre_ln, 8, 48, 2, true, fd::nn::activation::gelu>, x));
   constexpr auto g = fd::param<"g", float, 32>();
-  constexpr auto custom = fd::compile(fd::nn::stack<"b", 4>(
-      fd::nn::block([](auto v) { return fd::rmsnorm(v + fd::nn::linear<"lin", 32>(fd::silu(v)), fd::param<"g", float, 32>()); }),
-      x), fd::softmax(x * g));
+  constexpr auto custom = fd::compile(
+      fd::nn::stack<"b", 4>(fd::nn::block([](auto v) {
+                              return fd::rmsnorm(v + fd::nn::linear<"lin", 32>(fd::silu(v)),
+                                                 fd::param<"g", float, 32>());
+                            }),
+                            x),
+      fd::softmax(x * g));
   CHECK(planned_interpreted_error<decltype(post)>(11));
   CHECK(planned_interpreted_error<decltype(pre)>(12));
   CHECK(planned_interpreted_error<decltype(custom)>(13));

@@ -28,7 +28,8 @@ template <class Program>
 const fd::plan::kernel_desc& attention_of() {
   const auto& lp = fd::cpu::executor<Program>::kernels_plan();
   for (int gi = 0; gi < Program::fusion.n_groups; ++gi)
-    if (lp.desc[std::size_t(gi)].kind == fd::plan::kernel_kind::attention) return lp.desc[std::size_t(gi)];
+    if (lp.desc[std::size_t(gi)].kind == fd::plan::kernel_kind::attention)
+      return lp.desc[std::size_t(gi)];
   FAIL("no attention group");
   return lp.desc[0];
 }
@@ -55,23 +56,29 @@ constexpr auto causal = rows >= cols;
 }  // namespace
 
 TEST_CASE("a causal where with a finite fill is that fill, not a -inf mask") {
-  constexpr auto p = fd::compile(fd::matmul(fd::softmax(fd::where(causal, s * lit<0.25>, lit<0.0>)), v));
+  constexpr auto p =
+      fd::compile(fd::matmul(fd::softmax(fd::where(causal, s * lit<0.25>, lit<0.0>)), v));
   CHECK(groups_of_kind<decltype(p)>(fd::plan::kernel_kind::attention) == 1);
   check_program(p, 1);
 }
 
 TEST_CASE("a causal where with -1e9, with -inf, and with the operands of where swapped") {
-  check_program(fd::compile(fd::matmul(fd::softmax(fd::where(causal, s * lit<0.25>, lit<-1e9>)), v)), 2);
-  constexpr auto p = fd::compile(fd::matmul(fd::softmax(fd::where(causal, s * lit<0.25>, fd::neg_inf)), v));
+  check_program(
+      fd::compile(fd::matmul(fd::softmax(fd::where(causal, s * lit<0.25>, lit<-1e9>)), v)), 2);
+  constexpr auto p =
+      fd::compile(fd::matmul(fd::softmax(fd::where(causal, s * lit<0.25>, fd::neg_inf)), v));
   CHECK(groups_of_kind<decltype(p)>(fd::plan::kernel_kind::attention) == 1);
   CHECK(attention_of<decltype(p)>().att.causal);  // the kernel skips the masked blocks
   check_program(p, 3);
   // where(not causal, -inf, s): the scores in the third operand
-  check_program(fd::compile(fd::matmul(fd::softmax(fd::where(rows < cols, fd::neg_inf, s * lit<0.25>)), v)), 4);
+  check_program(
+      fd::compile(fd::matmul(fd::softmax(fd::where(rows < cols, fd::neg_inf, s * lit<0.25>)), v)),
+      4);
 }
 
 TEST_CASE("the scale before or after the mask, as a division, and on the left") {
-  check_program(fd::compile(fd::matmul(fd::softmax(fd::where(causal, s, fd::neg_inf) * lit<0.25>), v)), 5);
+  check_program(
+      fd::compile(fd::matmul(fd::softmax(fd::where(causal, s, fd::neg_inf) * lit<0.25>), v)), 5);
   check_program(fd::compile(fd::matmul(fd::softmax(s / lit<4.0>), v)), 6);
   check_program(fd::compile(fd::matmul(fd::softmax(lit<0.25> * s), v)), 7);
 }
@@ -82,7 +89,8 @@ TEST_CASE("additive and boolean masks of several shapes") {
   constexpr auto m3 = fd::input<"m", float, H, 1, L>();  // per head, every query
   check_program(fd::compile(fd::matmul(fd::softmax(m3 + s * lit<0.25>), v)), 9);
   constexpr auto keep = fd::input<"keep", bool, 1, L>();  // key padding
-  constexpr auto p = fd::compile(fd::matmul(fd::softmax(fd::where(keep, s * lit<0.25>, fd::neg_inf)), v));
+  constexpr auto p =
+      fd::compile(fd::matmul(fd::softmax(fd::where(keep, s * lit<0.25>, fd::neg_inf)), v));
   CHECK(groups_of_kind<decltype(p)>(fd::plan::kernel_kind::attention) == 1);
   check_program(p, 10);
 }
@@ -93,7 +101,8 @@ TEST_CASE("soft-capped and ALiBi-biased scores stay in one attention kernel") {
   CHECK(groups_of_kind<decltype(p1)>(fd::plan::kernel_kind::attention) == 1);
   check_program(p1, 11);
   constexpr auto dist = fd::cast<float>(rows) - fd::cast<float>(cols);
-  check_program(fd::compile(fd::matmul(fd::softmax(s * lit<0.25> - fd::abs(dist) * lit<0.5>), v)), 12);
+  check_program(fd::compile(fd::matmul(fd::softmax(s * lit<0.25> - fd::abs(dist) * lit<0.5>), v)),
+                12);
 }
 
 TEST_CASE("scores with a second consumer are no attention kernel but still right") {
@@ -117,7 +126,8 @@ TEST_CASE("batched masked attention, grouped heads and Lq != Lk causal through t
   constexpr auto vd = fd::input<"v", float, 2, 20, 16>();
   constexpr auto r4 = fd::iota<std::int32_t, 0, 4, 20>() + fd::constant<16.0>();
   constexpr auto c4 = fd::iota<std::int32_t, 1, 4, 20>();
-  constexpr auto pd = fd::compile(fd::matmul(fd::softmax(fd::where(r4 >= c4, fd::matmul<false, true>(qd, kd), fd::neg_inf)), vd));
+  constexpr auto pd = fd::compile(fd::matmul(
+      fd::softmax(fd::where(r4 >= c4, fd::matmul<false, true>(qd, kd), fd::neg_inf)), vd));
   CHECK(attention_of<decltype(pd)>().att.causal);
   check_program(pd, 16);
 }
@@ -171,7 +181,9 @@ TEST_CASE("gathers, dynamic slices and updates, argmax and reductions with epilo
   constexpr auto ids = fd::input<"ids", std::int32_t, 3, 5>();  // some ids outside [0, 11)
   constexpr auto pos = fd::input<"pos", std::int32_t>();
   constexpr auto e = fd::gather(table, ids);
-  check_program(fd::compile(fd::layernorm(e + lit<1.0>, fd::param<"g", float, 19>(), fd::param<"b", float, 19>())), 40);
+  check_program(fd::compile(fd::layernorm(e + lit<1.0>, fd::param<"g", float, 19>(),
+                                          fd::param<"b", float, 19>())),
+                40);
   check_program(fd::compile(fd::dynamic_slice<1, 2>(fd::exp(e), pos)), 41);
   constexpr auto cache = fd::input<"cache", float, 3, 8, 19>();
   check_program(fd::compile(fd::dynamic_update_slice<1>(cache, fd::tanh(e), pos)), 42);

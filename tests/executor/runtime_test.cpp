@@ -87,10 +87,11 @@ TEST_CASE("an output may not share memory with an input, a parameter or another 
   fd::tensor<float, 128, 128> x, out;
   ex.bind("x", x);
   ex.bind_output(0, x);  // in place: the residual adds read x after the first layer's writes
-  CHECK_THROWS_WITH_AS(ex.run(),
-                       "output 0: its memory overlaps the memory bound to \"x\" (inputs and parameters "
-                       "are read while outputs are written; bind a separate buffer)",
-                       fd::binding_error);
+  CHECK_THROWS_WITH_AS(
+      ex.run(),
+      "output 0: its memory overlaps the memory bound to \"x\" (inputs and parameters "
+      "are read while outputs are written; bind a separate buffer)",
+      fd::binding_error);
   // Inside a parameter: the output's 128 x 128 floats within the second layer's 128 x 512 FFN
   // weight. (Packed when it was bound, that weight is not read by a call; the check goes by
   // memory, not by use, as a later bind would read it.)
@@ -102,16 +103,19 @@ TEST_CASE("an output may not share memory with an input, a parameter or another 
   inside.data = w->data<float>() + 1000;
   inside.shape = fd::dims(std::in_place, 128, 128);
   ex.bind_output(0, inside);
-  CHECK_THROWS_WITH_AS(ex.run(),
-                       "output 0: its memory overlaps the memory bound to \"layers.1.ffn.fc1.w\" (inputs "
-                       "and parameters are read while outputs are written; bind a separate buffer)",
-                       fd::binding_error);
+  CHECK_THROWS_WITH_AS(
+      ex.run(),
+      "output 0: its memory overlaps the memory bound to \"layers.1.ffn.fc1.w\" (inputs "
+      "and parameters are read while outputs are written; bind a separate buffer)",
+      fd::binding_error);
   ex.bind_output(0, out);  // a buffer of its own: runs
   ex.run();
   CHECK(std::isfinite(out[0]));
 }
 
-TEST_CASE("a GEMM weight changed after bind counts once bound again; biases and inputs are read per call") {
+TEST_CASE(
+    "a GEMM weight changed after bind counts once bound again; biases and inputs are read per "
+    "call") {
   fd::cpu::executor ex(M::program);
   auto b = fd::test::bind_random(ex, 10);
   auto find = [&](const std::string& name) -> fd::dynamic_tensor& {
@@ -157,7 +161,8 @@ TEST_CASE("two outputs may not share memory, and in place softmax(x) + x is refu
   two.bind("x", xv);
   two.bind_output(0, a);
   two.bind_output(1, a);
-  CHECK_THROWS_WITH_AS(two.run(), "output 1: its memory overlaps output 0's (bind a separate buffer to each)",
+  CHECK_THROWS_WITH_AS(two.run(),
+                       "output 1: its memory overlaps output 0's (bind a separate buffer to each)",
                        fd::binding_error);
   two.bind_output(1, c);
   two.run();

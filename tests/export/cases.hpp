@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "fusedsl/backend/reference/evaluate.hpp"
+#include "bindings.hpp"
 #include "fusedsl/hlo/export.hpp"
 #include "fusedsl/models/transformer.hpp"
 
@@ -73,6 +73,45 @@ constexpr auto xh = fd::input<"xh", fd::f16, 4, 8>();
 constexpr auto low_precision =
     fd::compile(fd::softmax(fd::matmul(xb, wb)), fd::gelu(xh) + fd::sum<1, true>(xh));
 
+// Embedding lookups (ids of rank 2 and 1, bound to values outside the table on both sides, which
+// gather clamps) with positions and layernorm; a bf16 table.
+constexpr auto tokens = fd::input<"ids", std::int32_t, 2, 4>();
+constexpr auto flat_ids = fd::input<"flat_ids", std::int32_t, 5>();
+constexpr auto vocab = fd::param<"vocab", float, 6, 8>();
+constexpr auto vocab_bf16 = fd::param<"vocab_bf16", fd::bf16, 6, 8>();
+constexpr auto positions = fd::param<"positions", float, 4, 8>();
+constexpr auto embedding = fd::compile(
+    fd::layernorm(fd::gather(vocab, tokens) + positions, row, fd::param<"beta", float, 8>()),
+    fd::gather(vocab, flat_ids), fd::cast<float>(fd::gather(vocab_bf16, flat_ids)));
+// A decode step: a key row written into a cache at a run-time position, a window of the updated
+// cache read back (at step - 2, and at a position past the end: both clamped), a window along
+// axis 1 of a rank-3 value.
+constexpr auto cache = fd::input<"cache", float, 8, 4>();
+constexpr auto key_row = fd::input<"key", float, 1, 4>();
+constexpr auto step = fd::input<"step", std::int32_t>();
+constexpr auto updated = fd::dynamic_update_slice<0>(cache, fd::tanh(key_row), step);
+constexpr auto decode =
+    fd::compile(updated, fd::dynamic_slice<0, 3>(updated, step - fd::lit<2.0>),
+                fd::sum<0>(fd::dynamic_slice<0, 2>(updated, step + fd::lit<5.0>)),
+                fd::exp(fd::dynamic_slice<1, 2>(a3, step)));
+// argmax over logits bound to ties, NaNs, an all -inf row and infinities (argmax_logits below),
+// along each axis, with keepdims, of a computed value and of bf16 values.
+constexpr auto logits = fd::input<"logits", float, 4, 8>();
+constexpr auto argmax = fd::compile(fd::argmax<1>(logits), fd::argmax<0, true>(logits),
+                                    fd::cast<float>(fd::argmax<1>(-logits)) + fd::lit<0.5>,
+                                    fd::argmax<0>(fd::cast<fd::bf16>(logits)));
+// RoPE-like rotation: angles = position * 3 * frequency (up to 21 rad), the two halves of each row
+// rotated by cos and sin; sin and cos of bf16 values.
+constexpr auto q = fd::input<"q", float, 8, 16>();
+constexpr auto freq = fd::param<"freq", float, 8>();
+constexpr auto angle = fd::cast<float>(fd::iota<std::int32_t, 0, 8, 8>()) * fd::lit<3.0> * freq;
+constexpr auto q1 = fd::slice<1, 0, 8>(q);
+constexpr auto q2 = fd::slice<1, 8, 16>(q);
+constexpr auto rope =
+    fd::compile(fd::concat<1>(q1 * fd::cos(angle) - q2 * fd::sin(angle),
+                              q2* fd::cos(angle) + q1 * fd::sin(angle)),
+                fd::cast<float>(fd::sin(fd::cast<fd::bf16>(x)) + fd::cos(fd::cast<fd::bf16>(y))));
+
 // A stack of a hand-written block, and the transformers.
 constexpr auto h = fd::input<"h", float, 8, 16>();
 constexpr auto block = fd::nn::block([](auto t) {
@@ -87,42 +126,18 @@ constexpr auto batched_gqa = fd::compile(fd::nn::attention<"attn", 4, 2, true>(x
 using gpt_small = fd::models::transformer<32, 64, 4, 128, 2, fd::nn::pre_ln, true>;
 constexpr auto& gpt = gpt_small::program;
 
-// Random bindings for a program's entry parameters: [-1, 1], or [0.5, 2] for "pos"; a rank-2
-// param (a weight [in, out]) is scaled by 1/sqrt(in), the usual initialisation, so that activations
-// stay O(1) through the layers as in a trained model.
-inline std::vector<fd::dynamic_tensor> random_bindings(
-    const std::vector<fd::hlo::export_binding>& bs, unsigned seed_value) {
-  std::mt19937 rng(seed_value);
-  std::vector<fd::dynamic_tensor> out;
-  for (const auto& b : bs) {
-    const bool positive = b.name == "pos";
-    const float scale = b.kind == fd::graph::op_kind::param && b.shape.rank == 2
-                            ? 1.0f / std::sqrt(float(b.shape[0]))
-                            : 1.0f;
-    std::uniform_real_distribution<float> u(positive ? 0.5f : -scale, positive ? 2.0f : scale);
-    fd::dynamic_tensor t(b.type, b.shape);
-    for (std::int64_t i = 0; i < b.shape.size(); ++i) {
-      const float v = u(rng);
-      switch (b.type) {
-        case fd::dtype::f32: t.data<float>()[i] = v; break;
-        case fd::dtype::bf16: t.data<fd::bf16>()[i] = fd::bf16(v); break;
-        case fd::dtype::f16: t.data<fd::f16>()[i] = fd::f16(v); break;
-        case fd::dtype::i32: t.data<std::int32_t>()[i] = std::int32_t(v * 10); break;
-        case fd::dtype::boolean: t.data<bool>()[i] = v > 0; break;
-      }
-    }
-    out.push_back(std::move(t));
-  }
-  return out;
-}
-
-// The reference backend's outputs for those bindings.
-inline std::vector<fd::dynamic_tensor> reference_outputs(
-    const fd::graph::graph_view& g, const std::vector<fd::hlo::export_binding>& bs,
-    std::vector<fd::dynamic_tensor>& inputs) {
-  fd::reference::evaluator ev{g};
-  for (std::size_t i = 0; i < bs.size(); ++i) ev.bind(bs[i].name, inputs[i].ref());
-  return ev.run();
+// Values for the argmax case's "logits" [4, 8]: ties (first max wins), NaNs (the first NaN wins),
+// an all -inf row (index 0), +-inf and -0.0 against 0.0.
+inline fd::dynamic_tensor argmax_logits() {
+  const float inf = std::numeric_limits<float>::infinity(),
+              nan = std::numeric_limits<float>::quiet_NaN();
+  const float v[4][8] = {{1, 3, 3, 0, 3, -1, 2, 3},
+                         {0, 5, nan, 7, nan, 1, 2, 3},
+                         {-inf, -inf, -inf, -inf, -inf, -inf, -inf, -inf},
+                         {-inf, -0.0f, inf, 4, inf, 0.0f, -2, nan}};
+  fd::dynamic_tensor t(fd::dtype::f32, fd::dims(std::in_place, 4, 8));
+  for (int i = 0; i < 32; ++i) t.data<float>()[i] = v[i / 8][i % 8];
+  return t;
 }
 
 }  // namespace export_cases

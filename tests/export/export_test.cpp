@@ -3,6 +3,8 @@
 // the TPU-style backend's HLO executor against the reference backend.
 // Golden lines over 100 columns go on in the next raw string literal (a line ends in )hlo",
 // the next starts with R"hlo(): adjacent literals concatenate into one line.
+#include "fusedsl/hlo/export.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -13,10 +15,10 @@
 
 #include "../common/compare.hpp"
 #include "cases.hpp"
-#include "fusedsl/hlo/export.hpp"
 #include "fusedsl/hlo/parser.hpp"
 #include "fusedsl/hlo/printer.hpp"
 #include "fusedsl/tpu/execute.hpp"
+#include "tpu_values.hpp"
 #include "xla_cpu_rules.hpp"
 
 namespace fd = fusedsl;
@@ -141,6 +143,39 @@ R"hlo(kind=kLoop, calls=%fused_loop_1
 }
 )hlo";
 
+// Rows of a table written into a cache at a run-time position, argmax over a window of it.
+constexpr auto table = fd::param<"table", float, 6, 4>();
+constexpr auto ids = fd::input<"ids", std::int32_t, 3>();
+constexpr auto cache = fd::input<"cache", float, 8, 4>();
+constexpr auto pos = fd::input<"pos", std::int32_t>();
+constexpr auto rows = fd::gather(table, ids);
+constexpr auto updated = fd::dynamic_update_slice<0>(cache, rows, pos);
+constexpr auto indexing = fd::compile(updated, fd::argmax<1>(fd::dynamic_slice<0, 2>(updated, pos)),
+                                      fd::sin(fd::cos(rows)));
+
+const char* const golden_argmax_comparator = R"hlo(%argmax_f32 {
+  %a = f32[] parameter(0)
+  %a_index = s32[] parameter(1)
+  %b = f32[] parameter(2)
+  %b_index = s32[] parameter(3)
+  %greater = pred[] compare(f32[] %a, f32[] %b), direction=GT
+  %equal = pred[] compare(f32[] %a, f32[] %b), direction=EQ
+  %a_is_nan = pred[] compare(f32[] %a, f32[] %a), direction=NE
+  %b_is_nan = pred[] compare(f32[] %b, f32[] %b), direction=NE
+  %not = pred[] not(pred[] %b_is_nan)
+  %and = pred[] and(pred[] %a_is_nan, pred[] %not)
+  %or = pred[] or(pred[] %greater, pred[] %and)
+  %and.1 = pred[] and(pred[] %a_is_nan, pred[] %b_is_nan)
+  %or.1 = pred[] or(pred[] %equal, pred[] %and.1)
+  %lower_index = pred[] compare(s32[] %a_index, s32[] %b_index), direction=LT
+  %and.2 = pred[] and(pred[] %or.1, pred[] %lower_index)
+  %or.2 = pred[] or(pred[] %or, pred[] %and.2)
+  %select = f32[] select(pred[] %or.2, f32[] %a, f32[] %b)
+  %select.1 = s32[] select(pred[] %or.2, s32[] %a_index, s32[] %b_index)
+  ROOT %tuple = (f32[], s32[]) tuple(f32[] %select, s32[] %select.1)
+}
+)hlo";
+
 }  // namespace golden
 
 namespace {
@@ -164,6 +199,10 @@ void for_each_case(F&& f) {
   f("structure", ec::structure);
   f("rows", ec::rows);
   f("low_precision", ec::low_precision);
+  f("embedding", ec::embedding);
+  f("decode", ec::decode);
+  f("argmax", ec::argmax);
+  f("rope", ec::rope);
   f("stack", ec::stack);
   f("batched_gqa", ec::batched_gqa);
   f("seed_transformer", ec::seed);
@@ -197,6 +236,75 @@ TEST_CASE(
     "computation") {
   CHECK(hlo::to_text(golden::stacked) == golden::golden_stack);
   CHECK(hlo::to_text(golden::stacked, fused_options()) == golden::golden_stack_fused);
+}
+
+TEST_CASE(
+    "gather, dynamic slices, argmax, sin and cos export as XLA's gather, dynamic-slice, "
+    "dynamic-update-slice, variadic reduce, sine and cosine") {
+  const std::string t = hlo::to_text(golden::indexing);
+  auto has = [&](const std::string& line) {
+    CAPTURE(line);
+    CHECK(t.find(line) != std::string::npos);
+  };
+  has("%gather = f32[3,4]{1,0} gather(f32[6,4]{1,0} %table, s32[3]{0} %ids), offset_dims={1}, "
+      "collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,4}\n");
+  has("%dynamic-update-slice = f32[8,4]{1,0} dynamic-update-slice(f32[8,4]{1,0} %cache, "
+      "f32[3,4]{1,0} %gather, "
+      "s32[] %pos, s32[] %constant)\n");
+  has("%dynamic-slice = f32[2,4]{1,0} dynamic-slice(f32[8,4]{1,0} %dynamic-update-slice, s32[] "
+      "%pos, s32[] "
+      "%constant.1), dynamic_slice_sizes={2,4}\n");
+  has("%iota = s32[2,4]{1,0} iota(), iota_dimension=1\n  %constant.2 = f32[] constant(-inf)\n  "
+      "%constant.3 = s32[] "
+      "constant(0)\n  %reduce = (f32[2]{0}, s32[2]{0}) reduce(f32[2,4]{1,0} %dynamic-slice, "
+      "s32[2,4]{1,0} %iota, "
+      "f32[] %constant.2, s32[] %constant.3), dimensions={1}, to_apply=%argmax_f32\n  "
+      "%get-tuple-element = s32[2]{0} "
+      "get-tuple-element((f32[2]{0}, s32[2]{0}) %reduce), index=1\n");
+  has("%cosine = f32[3,4]{1,0} cosine(f32[3,4]{1,0} %gather)\n  %sine = f32[3,4]{1,0} "
+      "sine(f32[3,4]{1,0} %cosine)\n");
+  has(golden::golden_argmax_comparator);
+  // Ids of rank 2: each id is a one-entry index vector (index_vector_dim 2), the row dims follow.
+  const std::string e = hlo::to_text(ec::embedding);
+  CHECK(e.find("gather(f32[6,8]{1,0} %vocab, s32[2,4]{1,0} %ids), offset_dims={2}, "
+               "collapsed_slice_dims={0}, "
+               "start_index_map={0}, index_vector_dim=2, slice_sizes={1,8}") != std::string::npos);
+  // A rank-3 window along axis 1: starts (0, step, 0).
+  const std::string d = hlo::to_text(ec::decode);
+  CHECK(d.find("dynamic-slice(f32[2,4,8]{2,1,0} %a3, s32[] %constant.6, s32[] %step, s32[] "
+               "%constant.6), "
+               "dynamic_slice_sizes={2,2,8}") != std::string::npos);
+}
+
+TEST_CASE(
+    "fused, a gather and a dynamic-update-slice are kLoop groups and argmax a kInput reduce group; "
+    "the XLA:CPU form rewrites the gather into XLA's simplified form and returns argmax's reduce "
+    "whole") {
+  const hlo::module f = hlo::to_module(golden::indexing, fused_options());
+  const hlo::instruction& dus = f.get("fused_loop_2").root_instruction();
+  CHECK(dus.opcode == hlo::opcode::dynamic_update_slice);
+  CHECK(f.get("fused_loop_3").root_instruction().opcode == hlo::opcode::gather);
+  const hlo::computation& reduce = f.get("fused_reduce_0");
+  CHECK(reduce.root_instruction().opcode == hlo::opcode::get_tuple_element);
+  std::set<hlo::fusion_kind> kinds;
+  for (const auto& in : f.entry_computation().instructions)
+    if (in.opcode == hlo::opcode::fusion && in.called_computation == "fused_reduce_0")
+      kinds.insert(*in.fusion_kind);
+  CHECK(kinds == std::set<hlo::fusion_kind>{hlo::fusion_kind::input});
+
+  const hlo::module x = hlo::to_module(golden::indexing, fused_options(hlo::group_calls::xla_cpu));
+  const hlo::instruction& g = x.get("fused_loop_3.part0").root_instruction();
+  REQUIRE(g.opcode == hlo::opcode::gather);
+  CHECK(g.shape == hlo::shape::array(hlo::element_type::f32, {3, 1, 4}));
+  CHECK(g.gather == hlo::gather_dimension_numbers{{1, 2}, {}, {0}, {}, {}, 1});
+  CHECK(x.get("fused_loop_3.part1").root_instruction().opcode == hlo::opcode::reshape);
+  CHECK(x.get("fused_reduce_0").root_instruction().opcode == hlo::opcode::reduce);
+  std::size_t tuple_elements = 0;
+  for (const auto& in : x.entry_computation().instructions)
+    tuple_elements += in.opcode == hlo::opcode::get_tuple_element;
+  CHECK(tuple_elements == 1);  // argmax's index, read from the reduce's tuple in the entry
+  for (const auto& c : x.computations)
+    if (c.name.rfind("fused_", 0) == 0) CHECK(xla_cpu_rules::check_part(c) == "");
 }
 
 TEST_CASE("the printed text is stable: exporting twice gives the same bytes") {
@@ -356,51 +464,18 @@ namespace {
 // Runs an exported module with the TPU-style backend's HLO executor on the reference's inputs.
 template <class Program>
 void check_evaluated(const std::string& name, const Program& p, const hlo::export_options& o,
-                     double tol) {
+                     double tol, const char* bound = nullptr,
+                     fd::dynamic_tensor (*make)() = nullptr) {
   CAPTURE(name);
   const fd::graph::graph_view g(Program::graph);
   const auto bs = hlo::export_bindings(g);
   auto inputs = ec::random_bindings(bs, 7);
+  for (std::size_t i = 0; bound && i < bs.size(); ++i)
+    if (bs[i].name == bound) inputs[i] = make();
   const auto want = ec::reference_outputs(g, bs, inputs);
   const hlo::module m = hlo::to_module(p, o);
   const fd::tpu::schedule s = fd::tpu::make_schedule(m, fd::tpu::chip_by_name("v5e"));
-  std::vector<fd::tpu::value> args;
-  const hlo::computation& entry = m.entry_computation();
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    fd::tpu::value v;
-    v.shape = entry.instructions[entry.parameters()[i]].shape;
-    const fd::dynamic_tensor& t = inputs[i];
-    for (std::int64_t k = 0; k < t.shape().size(); ++k) {
-      switch (t.type()) {
-        case fd::dtype::f32: v.data.push_back(t.data<float>()[k]); break;
-        case fd::dtype::bf16: v.data.push_back(float(t.data<fd::bf16>()[k])); break;
-        case fd::dtype::f16: v.data.push_back(float(t.data<fd::f16>()[k])); break;
-        case fd::dtype::i32: v.data.push_back(t.data<std::int32_t>()[k]); break;
-        case fd::dtype::boolean: v.data.push_back(t.data<bool>()[k]); break;
-      }
-    }
-    args.push_back(std::move(v));
-  }
-  const fd::tpu::value got = fd::tpu::execute(s, args);
-  const std::vector<fd::tpu::value> outs =
-      got.shape.is_tuple() ? got.elements : std::vector<fd::tpu::value>{got};
-  REQUIRE(outs.size() == want.size());
-  for (std::size_t k = 0; k < outs.size(); ++k) {
-    CAPTURE(k);
-    const fd::dynamic_tensor& w = want[k];
-    std::vector<double> ref(std::size_t(w.shape().size()));
-    for (std::size_t i = 0; i < ref.size(); ++i) {
-      switch (w.type()) {
-        case fd::dtype::f32: ref[i] = w.data<float>()[i]; break;
-        case fd::dtype::bf16: ref[i] = float(w.data<fd::bf16>()[i]); break;
-        case fd::dtype::f16: ref[i] = float(w.data<fd::f16>()[i]); break;
-        case fd::dtype::i32: ref[i] = w.data<std::int32_t>()[i]; break;
-        case fd::dtype::boolean: ref[i] = w.data<bool>()[i]; break;
-      }
-    }
-    // Within tol of the output's scale; infinities equal, NaN where the reference has NaN.
-    CHECK(ft::compare(outs[k].data, ref, ft::abs_tol(tol * ft::max_abs(ref)), ft::nans::expected));
-  }
+  tpu_values::check_outputs(fd::tpu::execute(s, tpu_values::to_values(m, inputs)), want, tol);
 }
 }  // namespace
 
@@ -417,4 +492,12 @@ TEST_CASE("exported modules, unfused and fused, evaluate to the reference backen
     dots.xla_cpu.library_dots = true;
     check_evaluated(name, p, dots, low ? 2e-2 : 1e-5);
   });
+}
+
+TEST_CASE(
+    "argmax's exported comparator gives the first maximum, NaN above all, 0 for an all -inf row, "
+    "in every form") {
+  for (const hlo::export_options& o : {hlo::export_options{}, fused_options(hlo::group_calls::call),
+                                       fused_options(hlo::group_calls::xla_cpu)})
+    check_evaluated("argmax", ec::argmax, o, 1e-5, "logits", ec::argmax_logits);
 }

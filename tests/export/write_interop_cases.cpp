@@ -57,11 +57,16 @@ struct writer {
   fs::path dir;
   int count = 0;
 
+  // `bound`: bindings made by name instead of random values.
   template <class Program>
-  void add(const std::string& name, const Program& p, bool sharded = false) {
+  void add(const std::string& name, const Program& p, bool sharded = false,
+           const std::vector<std::pair<std::string, fd::dynamic_tensor (*)()>>& bound = {}) {
     const fd::graph::graph_view g(Program::graph);
     const auto bs = fd::hlo::export_bindings(g);
     auto inputs = ec::random_bindings(bs, 1234);
+    for (const auto& [binding, make] : bound)
+      for (std::size_t i = 0; i < bs.size(); ++i)
+        if (bs[i].name == binding) inputs[i] = make();
     const auto outputs = ec::reference_outputs(g, bs, inputs);
     auto write_case = [&](const std::string& form, const fd::hlo::export_options& o, int partitions,
                           bool keep_fusions = false) {
@@ -125,6 +130,10 @@ int main(int argc, char** argv) {
     w.add("structure", ec::structure);
     w.add("rows", ec::rows);
     w.add("low_precision", ec::low_precision);
+    w.add("embedding", ec::embedding);
+    w.add("decode", ec::decode);
+    w.add("argmax", ec::argmax, false, {{"logits", ec::argmax_logits}});
+    w.add("rope", ec::rope);
     w.add("stack", ec::stack);
     w.add("batched_gqa", ec::batched_gqa);
     w.add("seed_transformer", ec::seed, true);

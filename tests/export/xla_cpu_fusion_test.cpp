@@ -1,11 +1,13 @@
 // hlo::split_for_xla_cpu on small hand-built group computations: which values become parts of
 // their own, what each part reads, and that every part keeps XLA:CPU's rules (xla_cpu_rules.hpp).
+#include "fusedsl/hlo/xla_cpu_fusion.hpp"
+
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
-#include "fusedsl/hlo/xla_cpu_fusion.hpp"
 #include "xla_cpu_rules.hpp"
 
 namespace hlo = fusedsl::hlo;
@@ -215,4 +217,98 @@ TEST_CASE("a concatenate on the root's elementwise path is a root reading parame
   CHECK(s.parts[1].operands == std::vector<hlo::part_value>{{false, 1}, {true, 0}});
   CHECK(root_op(s.parts[2]) == opcode::tanh);
   check_rules(s);
+}
+
+TEST_CASE(
+    "a gather is rewritten into XLA's simplified form between two reshapes, each placed by the "
+    "reshape rule") {
+  hlo::computation_builder b("fused_loop_5");
+  auto table = b.add_parameter(f32({10, 4}), "table");
+  auto ids = b.add_parameter(hlo::shape::array(element_type::s32, {2, 3}), "ids");
+  auto one =
+      b.add_broadcast(b.add_constant(hlo::literal::scalar_int(element_type::s32, 1)), {2, 3}, {});
+  auto rows =
+      b.add_gather(table, b.add_binary(opcode::add, ids, one), {{2}, {0}, {0}, {}, {}, 2}, {1, 4});
+  b.add_unary(opcode::exponential, rows);
+  const hlo::fusion_split s = hlo::split_for_xla_cpu(b.build());
+  check_rules(s);
+  // ids + 1 reshaped to [6, 1] and the gather of [6, 1, 4] rows | their reshape to [2, 3, 4] | exp
+  // (the indices' reshape is off the root's elementwise path: XLA:CPU takes it, see the interop
+  // case xla_cpu_split_embedding)
+  REQUIRE(s.parts.size() == 3);
+  CHECK(root_op(s.parts[0]) == opcode::gather);
+  const hlo::instruction& g = s.parts[0].body.root_instruction();
+  CHECK(g.shape == f32({6, 1, 4}));
+  CHECK(g.gather == hlo::gather_dimension_numbers{{1, 2}, {}, {0}, {}, {}, 1});
+  CHECK(g.slice_sizes == std::vector<std::int64_t>{1, 4});
+  CHECK(s.parts[0].body.instructions[g.operands[1]].opcode == opcode::reshape);
+  CHECK(count(s.parts[0].body, opcode::add) == 1);
+  CHECK(root_op(s.parts[1]) == opcode::reshape);
+  CHECK(s.parts[1].body.root_instruction().shape == f32({2, 3, 4}));
+  CHECK(root_op(s.parts[2]) == opcode::exponential);
+  CHECK(s.parts[2].operands == std::vector<hlo::part_value>{{true, 1}});
+}
+
+TEST_CASE(
+    "a gather this rewrite does not take (batching dims, leading offset dims) is an error naming "
+    "it") {
+  hlo::computation_builder b("fused_loop_6");
+  auto rows = b.add_parameter(f32({3, 10}), "rows");
+  auto idx = b.add_parameter(hlo::shape::array(element_type::s32, {3, 2, 1}), "idx");
+  b.add_gather(rows, idx, {{}, {1}, {1}, {0}, {0}, 2}, {1, 1}, false, "take_along");
+  CHECK_THROWS_WITH_AS(
+      hlo::split_for_xla_cpu(b.build()),
+      doctest::Contains("split_for_xla_cpu: gather take_along in fused_loop_6 is not in a form"),
+      hlo::ir_error);
+}
+
+TEST_CASE(
+    "a variadic reduce is a part whose root is the reduce; its results are read as tuple "
+    "elements") {
+  hlo::computation_builder c("argmax");
+  auto a = c.add_parameter(f32({}), "a");
+  auto ia = c.add_parameter(hlo::shape::scalar(element_type::s32), "ia");
+  auto v = c.add_parameter(f32({}), "b");
+  auto iv = c.add_parameter(hlo::shape::scalar(element_type::s32), "ib");
+  auto gt = c.add_compare(a, v, hlo::comparison_direction::gt);
+  c.add_tuple({c.add_select(gt, a, v), c.add_select(gt, ia, iv)});
+  const hlo::computation argmax = c.build();
+  hlo::computation_builder b("fused_reduce_7");
+  auto x = b.add_parameter(f32({4, 8}), "x");
+  auto io = b.add_iota(hlo::shape::array(element_type::s32, {4, 8}), 1);
+  auto r = b.add_reduce({b.add_unary(opcode::exponential, x), io},
+                        {b.add_constant(hlo::literal::scalar(element_type::f32, -INFINITY)),
+                         b.add_constant(hlo::literal::scalar_int(element_type::s32, 0))},
+                        {1}, argmax);
+  auto i = b.add_get_tuple_element(r, 1);
+  b.add_tuple({b.add_convert(i, element_type::f32), i});
+  const hlo::fusion_split s = hlo::split_for_xla_cpu(b.build());
+  check_rules(s);
+  REQUIRE(s.parts.size() == 2);
+  CHECK(root_op(s.parts[0]) == opcode::reduce);
+  CHECK(s.parts[0].body.root_instruction().shape.is_tuple());
+  CHECK(count(s.parts[0].body, opcode::exponential) == 1);
+  CHECK(root_op(s.parts[1]) == opcode::convert);
+  CHECK(s.parts[1].operands == std::vector<hlo::part_value>{{true, 0, 1}});
+  CHECK(s.outputs == std::vector<hlo::part_value>{{true, 1}, {true, 0, 1}});
+}
+
+TEST_CASE(
+    "a dynamic-update-slice reads its operand and its update as parameters; a dynamic-slice stays "
+    "fused") {
+  hlo::computation_builder b("fused_loop_8");
+  auto cache = b.add_parameter(f32({8, 4}), "cache");
+  auto row = b.add_parameter(f32({1, 4}), "row");
+  auto pos = b.add_parameter(hlo::shape::scalar(element_type::s32), "pos");
+  auto zero = b.add_constant(hlo::literal::scalar_int(element_type::s32, 0));
+  auto u = b.add_dynamic_update_slice(cache, b.add_unary(opcode::tanh, row), {pos, zero});
+  b.add_unary(opcode::negate, b.add_dynamic_slice(u, {pos, zero}, {2, 4}));
+  const hlo::fusion_split s = hlo::split_for_xla_cpu(b.build());
+  check_rules(s);
+  REQUIRE(s.parts.size() == 3);
+  CHECK(root_op(s.parts[0]) == opcode::tanh);
+  CHECK(root_op(s.parts[1]) == opcode::dynamic_update_slice);
+  CHECK(s.parts[1].operands == std::vector<hlo::part_value>{{false, 0}, {false, 2}, {true, 0}});
+  CHECK(root_op(s.parts[2]) == opcode::negate);
+  CHECK(count(s.parts[2].body, opcode::dynamic_slice) == 1);
 }

@@ -225,3 +225,136 @@ TEST_CASE("a module keeps callees before callers and verify finds structural fau
   bad.computations.back().instructions[0].parameter_number = 1;
   CHECK_THROWS_AS(verify(bad), ir_error);
 }
+
+TEST_CASE("gather infers XLA's result shape from its dimension numbers") {
+  computation_builder b("c");
+  auto table = b.add_parameter(arr({10, 4}), "table");
+  auto ids = b.add_parameter(arr({2, 3}, element_type::s32), "ids");
+  // An embedding lookup: each id a one-entry index vector (index_vector_dim == rank).
+  gather_dimension_numbers take{{2}, {0}, {0}, {}, {}, 2};
+  CHECK(b.shape_of(b.add_gather(table, ids, take, {1, 4})) == arr({2, 3, 4}));
+  // jax's spelling: ids reshaped to [5,1], the index vector along dim 1.
+  auto ids51 = b.add_parameter(arr({5, 1}, element_type::s32), "ids51");
+  CHECK(b.shape_of(b.add_gather(table, ids51, {{1}, {0}, {0}, {}, {}, 1}, {1, 4})) == arr({5, 4}));
+  // XLA's canonical form: nothing collapsed, the slice dims after the batch dim.
+  CHECK(b.shape_of(b.add_gather(table, ids51, {{1, 2}, {}, {0}, {}, {}, 1}, {1, 4})) ==
+        arr({5, 1, 4}));
+  // take_along_axis: operand dim 0 paired with indices dim 0.
+  auto rows = b.add_parameter(arr({3, 10}), "rows");
+  auto idx = b.add_parameter(arr({3, 2, 1}, element_type::s32), "idx");
+  CHECK(b.shape_of(b.add_gather(rows, idx, {{}, {1}, {1}, {0}, {0}, 2}, {1, 1})) == arr({3, 2}));
+  // Offset dims in front of the batch dims.
+  CHECK(b.shape_of(b.add_gather(table, ids, {{0}, {0}, {0}, {}, {}, 2}, {1, 4})) == arr({4, 2, 3}));
+}
+
+TEST_CASE("inconsistent gather dimension numbers are errors naming the problem and the shapes") {
+  computation_builder b("c");
+  auto table = b.add_parameter(arr({10, 4}), "table");
+  auto ids = b.add_parameter(arr({2, 3}, element_type::s32), "ids");
+  auto fids = b.add_parameter(arr({2, 3}), "fids");
+  const gather_dimension_numbers take{{2}, {0}, {0}, {}, {}, 2};
+  CHECK_THROWS_WITH_AS(b.add_gather(table, fids, take, {1, 4}),
+                       "gather in computation c: indices must be integers (operand f32[10,4], "
+                       "indices f32[2,3])",
+                       ir_error);
+  CHECK_THROWS_WITH_AS(b.add_gather(table, ids, take, {2, 4}),
+                       doctest::Contains("collapsed and batching dimensions need slice size 1"),
+                       ir_error);
+  CHECK_THROWS_WITH_AS(b.add_gather(table, ids, take, {1, 5}),
+                       doctest::Contains("slice size 5 out of range for dim 1"), ir_error);
+  CHECK_THROWS_WITH_AS(b.add_gather(table, ids, {{2}, {0}, {0, 1}, {}, {}, 2}, {1, 4}),
+                       doctest::Contains("start_index_map has 2 entries, the index vectors 1"),
+                       ir_error);
+  CHECK_THROWS_WITH_AS(b.add_gather(table, ids, {{2}, {0}, {0}, {}, {}, 3}, {1, 4}),
+                       doctest::Contains("index_vector_dim 3 out of range"), ir_error);
+  CHECK_THROWS_WITH_AS(b.add_gather(table, ids, {{1, 2}, {0}, {0}, {}, {}, 2}, {1, 4}),
+                       doctest::Contains("offset_dims has 2 dims, the slice 1"), ir_error);
+  CHECK_THROWS_WITH_AS(b.add_gather(table, ids, {{2}, {0}, {0}, {1}, {0}, 2}, {1, 1}),
+                       doctest::Contains("differs in size between operand and indices"), ir_error);
+  CHECK_THROWS_AS(b.add_gather(table, ids, {{3}, {0}, {0}, {}, {}, 2}, {1, 4}), ir_error);
+  CHECK_THROWS_AS(b.add_gather(table, ids, {{2}, {1, 0}, {0}, {}, {}, 2}, {1, 1}), ir_error);
+}
+
+TEST_CASE("dynamic-slice and dynamic-update-slice take one integer scalar start per dimension") {
+  computation_builder b("c");
+  auto x = b.add_parameter(arr({4, 10}), "x");
+  auto u = b.add_parameter(arr({4, 3}), "u");
+  auto s = b.add_parameter(arr({}, element_type::s32), "s");
+  auto z = b.add_constant(literal::scalar_int(element_type::s32, 0));
+  auto l = b.add_constant(literal::scalar_int(element_type::s64, 0));
+  auto ds = b.add_dynamic_slice(x, {z, s}, {4, 3});
+  CHECK(b.shape_of(ds) == arr({4, 3}));
+  CHECK(b.get(ds).dynamic_slice_sizes == std::vector<std::int64_t>{4, 3});
+  CHECK(b.get(ds).operands.size() == 3);
+  CHECK(b.shape_of(b.add_dynamic_update_slice(x, u, {s, z})) == arr({4, 10}));
+  CHECK_THROWS_WITH_AS(b.add_dynamic_slice(x, {s}, {4, 3}),
+                       "dynamic-slice in computation c: needs one start index per dimension of "
+                       "f32[4,10], got 1",
+                       ir_error);
+  CHECK_THROWS_WITH_AS(b.add_dynamic_slice(x, {z, s}, {4, 11}),
+                       doctest::Contains("size 11 out of range for dim 1"), ir_error);
+  CHECK_THROWS_WITH_AS(b.add_dynamic_slice(x, {z, l}, {4, 3}),
+                       doctest::Contains("not an integer scalar of the first start's type"),
+                       ir_error);
+  CHECK_THROWS_AS(b.add_dynamic_slice(x, {z, u}, {4, 3}), ir_error);
+  CHECK_THROWS_WITH_AS(b.add_dynamic_update_slice(u, x, {s, z}),
+                       "dynamic-update-slice in computation c: update f32[4,10] does not fit "
+                       "f32[4,3]",
+                       ir_error);
+  CHECK_THROWS_AS(b.add_dynamic_update_slice(x, b.add_convert(u, element_type::bf16), {s, z}),
+                  ir_error);
+}
+
+TEST_CASE("a variadic reduce returns a tuple and checks its computation's signature") {
+  computation_builder c("argmax");
+  auto a = c.add_parameter(arr({}), "a");
+  auto ia = c.add_parameter(arr({}, element_type::s32), "ia");
+  auto v = c.add_parameter(arr({}), "b");
+  auto iv = c.add_parameter(arr({}, element_type::s32), "ib");
+  auto gt = c.add_compare(a, v, comparison_direction::gt);
+  c.add_tuple({c.add_select(gt, a, v), c.add_select(gt, ia, iv)});
+  const computation argmax = c.build();
+
+  computation_builder b("main");
+  auto x = b.add_parameter(arr({4, 10}), "x");
+  auto io = b.add_iota(arr({4, 10}, element_type::s32), 1);
+  auto ninf = b.add_constant(literal::scalar(f32, -INFINITY));
+  auto zero = b.add_constant(literal::scalar_int(element_type::s32, 0));
+  auto r = b.add_reduce({x, io}, {ninf, zero}, {1}, argmax);
+  CHECK(b.shape_of(r) == shape::make_tuple({arr({4}), arr({4}, element_type::s32)}));
+  CHECK(b.get(r).operands == std::vector<instruction_id>{x, io, ninf, zero});
+  CHECK(b.shape_of(b.add_get_tuple_element(r, 1)) == arr({4}, element_type::s32));
+  CHECK_THROWS_WITH_AS(b.add_reduce({x, io}, {ninf}, {1}, argmax),
+                       doctest::Contains("needs as many init values as inputs"), ir_error);
+  CHECK_THROWS_WITH_AS(b.add_reduce({x, io}, {zero, ninf}, {1}, argmax),
+                       doctest::Contains("init value s32[] must be a f32 scalar"), ir_error);
+  CHECK_THROWS_WITH_AS(b.add_reduce({x, x}, {ninf, ninf}, {1}, argmax),
+                       "reduce in computation main: to_apply argmax must be (f32[], f32[], f32[], "
+                       "f32[]) -> (f32[], f32[])",
+                       ir_error);
+  CHECK_THROWS_AS(b.add_reduce({x, b.add_parameter(arr({4, 9}, element_type::s32), "j")},
+                               {ninf, zero}, {1}, argmax),
+                  ir_error);
+}
+
+TEST_CASE("input_output_alias entries must name an entry parameter and an output of its shape") {
+  module m;
+  m.name = "m";
+  computation_builder b("main");
+  auto c = b.add_parameter(arr({4}), "cache");
+  auto i = b.add_parameter(arr({2}), "i");
+  m.set_entry(b.build(b.add_tuple({b.add_unary(opcode::negate, c), i})));
+  m.input_output_alias = {{{0}, 0, {}, false}};
+  CHECK_NOTHROW(verify(m));
+  m.input_output_alias = {{{1}, 0, {}, false}};
+  CHECK_THROWS_WITH_AS(verify(m),
+                       "module m: input_output_alias {1}: parameter 0{} does not have the "
+                       "output's shape",
+                       ir_error);
+  m.input_output_alias = {{{2}, 0, {}, false}};
+  CHECK_THROWS_WITH_AS(verify(m), doctest::Contains("no array output at that index"), ir_error);
+  m.input_output_alias = {{{0}, 3, {}, false}};
+  CHECK_THROWS_WITH_AS(verify(m), doctest::Contains("no entry parameter 3"), ir_error);
+  m.input_output_alias = {{{0}, 0, {}, false}, {{0}, 0, {}, true}};
+  CHECK_THROWS_WITH_AS(verify(m), doctest::Contains("the output is aliased twice"), ir_error);
+}

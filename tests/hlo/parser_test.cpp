@@ -40,8 +40,8 @@ const std::string header = "HloModule m\n\nENTRY %main {\n";
 }  // namespace
 
 TEST_CASE("parse(print(m)) == m for the sample modules") {
-  for (const module& m :
-       {testing::softmax_module(), testing::attention_scores_module(), testing::misc_module()}) {
+  for (const module& m : {testing::softmax_module(), testing::attention_scores_module(),
+                          testing::misc_module(), testing::indexing_module()}) {
     CAPTURE(m.name);
     module back = parse_module(to_text(m));
     CHECK(back == m);
@@ -261,4 +261,112 @@ TEST_CASE("constants beyond a type's range read as infinity, as IEEE rounding gi
   CHECK(v[2] == static_cast<double>(std::numeric_limits<float>::max()));
   CHECK(literal::scalar(element_type::bf16, 1e39).values[0] == INFINITY);
   CHECK_THROWS_AS(literal::array(shape::array(element_type::s64, {1}), {1e300}), ir_error);
+}
+
+TEST_CASE("jax's embedding lookups (jnp.take, indexing) parse as gathers and round-trip") {
+  module m = parse_module(read_data("jax_embedding_take.hlo"));
+  CHECK(parse_module(to_text(m)) == m);
+  CHECK(to_text(parse_module(to_text(m))) == to_text(m));
+  const instruction* take = nullptr;
+  for (const computation& c : m.computations)
+    for (const instruction& in : c.instructions)
+      if (in.opcode == opcode::gather && c.name == "_take.1") take = &in;
+  REQUIRE(take);
+  CHECK(take->shape == shape::array(element_type::f32, {2, 8, 32}));
+  const gather_dimension_numbers want{{2}, {0}, {0}, {}, {}, 2};
+  CHECK(take->gather == want);
+  CHECK(take->slice_sizes == std::vector<std::int64_t>{1, 32});
+  CHECK_FALSE(take->indices_are_sorted);
+}
+
+TEST_CASE("a decode step's dynamic-update-slice, dynamic-slice and donated cache parse") {
+  module m = parse_module(read_data("jax_decode_cache.hlo"));
+  CHECK(parse_module(to_text(m)) == m);
+  REQUIRE(m.input_output_alias.size() == 1);
+  CHECK(m.input_output_alias[0] == io_alias{{0}, 0, {}, false});
+  const computation& e = m.entry_computation();
+  const instruction& dus = e.instructions[*e.find("dynamic_update_slice.1")];
+  CHECK(dus.opcode == opcode::dynamic_update_slice);
+  CHECK(dus.operands.size() == 4);
+  const instruction& ds = e.instructions[*e.find("dynamic_slice.1")];
+  CHECK(ds.opcode == opcode::dynamic_slice);
+  CHECK(ds.dynamic_slice_sizes == std::vector<std::int64_t>{4, 32});
+  CHECK(to_text(m).rfind("HloModule jit_decode_cache, input_output_alias={ {0}: (0, {}, "
+                         "may-alias) }\n",
+                         0) == 0);
+}
+
+TEST_CASE("jax's argmax parses as a variadic reduce over (value, iota) with a tuple result") {
+  module m = parse_module(read_data("jax_argmax.hlo"));
+  CHECK(parse_module(to_text(m)) == m);
+  int variadic = 0;
+  for (const computation& c : m.computations)
+    for (const instruction& in : c.instructions)
+      if (in.opcode == opcode::reduce && in.operands.size() == 4) {
+        ++variadic;
+        CHECK(in.shape.is_tuple());
+        CHECK(in.shape.elements.at(1).type == element_type::s32);
+        CHECK(m.get(in.called_computation).root_instruction().opcode == opcode::tuple);
+      }
+  CHECK(variadic == 2);
+}
+
+TEST_CASE("gather and dynamic-slice attributes read back exactly and are refused elsewhere") {
+  const std::string ops =
+      "  t = f32[10,4]{1,0} parameter(0)\n  i = s32[5,1]{1,0} parameter(1)\n"
+      "  s = s32[] parameter(2)\n";
+  module m = parse_module(
+      header + ops +
+      "  g = f32[5,4]{1,0} gather(t, i), offset_dims={1}, collapsed_slice_dims={0}, "
+      "start_index_map={0}, index_vector_dim=1, slice_sizes={1,4}, indices_are_sorted=true\n"
+      "  ROOT d = f32[2,4]{1,0} dynamic-slice(g, s, s), dynamic_slice_sizes={2,4}\n}\n");
+  const instruction& g = m.entry_computation().instructions[3];
+  CHECK(g.indices_are_sorted);
+  CHECK(to_text(m.entry_computation(), g) ==
+        "%g = f32[5,4]{1,0} gather(f32[10,4]{1,0} %t, s32[5,1]{1,0} %i), offset_dims={1}, "
+        "collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,4}, "
+        "indices_are_sorted=true");
+  CHECK(parse_module(to_text(m)) == m);
+  CHECK(
+      parse_failure(header + ops + "  ROOT n = f32[10,4]{1,0} negate(t), slice_sizes={1,4}\n}\n") ==
+      "7:27: attribute slice_sizes= does not apply to negate");
+  CHECK(parse_failure(header + ops +
+                      "  ROOT d = f32[2,4]{1,0} dynamic-slice(t, s, s), slice_sizes={2,4}\n}\n") ==
+        "7:26: attribute slice_sizes= does not apply to dynamic-slice");
+  CHECK(parse_failure(header + ops +
+                      "  ROOT g = f32[5,4]{1,0} gather(t, i), offset_dims={1}, "
+                      "collapsed_slice_dims={0}, start_index_map={0}, slice_sizes={1,4}\n}\n") ==
+        "7:26: gather needs index_vector_dim=");
+  CHECK(parse_failure(header + ops + "  ROOT g = f32[5,4]{1,0} gather(t, i)\n}\n") ==
+        "7:8: gather in computation main: needs offset_dims=, collapsed_slice_dims=, "
+        "start_index_map=, index_vector_dim= and slice_sizes=");
+  CHECK(parse_failure(
+            header + ops +
+            "  ROOT d = f32[2,4]{1,0} dynamic-slice(t, s), dynamic_slice_sizes={2,4}\n}\n") ==
+        "7:8: dynamic-slice in computation main: needs one start index per dimension of "
+        "f32[10,4], got 1");
+  CHECK(parse_failure(
+            header + ops +
+            "  ROOT g = f32[5,4]{1,0} gather(t, i), offset_dims={1}, collapsed_slice_dims={0}, "
+            "start_index_map={0}, index_vector_dim=1, slice_sizes={1,4}, "
+            "indices_are_sorted=maybe\n}\n") == "7:162: expected true or false, got 'maybe'");
+}
+
+TEST_CASE("input_output_alias is read, checked against the entry, and printed as XLA prints it") {
+  const std::string body =
+      "\n\nENTRY %main {\n  c = f32[4]{0} parameter(0)\n  d = f32[2]{0} parameter(1)\n"
+      "  n = f32[4]{0} negate(c)\n  ROOT t = (f32[4]{0}, f32[2]{0}) tuple(n, d)\n}\n";
+  module m = parse_module(
+      "HloModule m, input_output_alias={ {0}: (0, {}, may-alias), {1}: (1, "
+      "{}, must-alias) }, entry_computation_layout={(f32[4])->f32[4]}" +
+      body);
+  REQUIRE(m.input_output_alias.size() == 2);
+  CHECK(m.input_output_alias[1] == io_alias{{1}, 1, {}, true});
+  CHECK(parse_module(to_text(m)) == m);
+  CHECK(parse_failure("HloModule m, input_output_alias={ {0}: (1, {}, may-alias) }" + body) ==
+        "1:14: module m: input_output_alias {0}: parameter 1{} does not have the output's shape");
+  CHECK(parse_failure("HloModule m, input_output_alias={ {1}: (1, {}), {0}: (0, {}) }" + body) ==
+        "1:49: input_output_alias entries must be sorted by output index, each once");
+  CHECK(parse_failure("HloModule m, input_output_alias={ {0}: (0, {}, maybe-alias) }" + body) ==
+        "1:48: expected may-alias or must-alias, got 'maybe-alias'");
 }

@@ -100,7 +100,51 @@ R"hlo(dimensions={1}
 }
 )hlo";
 
+const char* const golden_indexing =
+    R"hlo(HloModule indexing, input_output_alias={ {0}: (2, {}, may-alias) }
+
+%argmax {
+  %a = f32[] parameter(0)
+  %ia = s32[] parameter(1)
+  %b = f32[] parameter(2)
+  %ib = s32[] parameter(3)
+  %compare = pred[] compare(f32[] %a, f32[] %b), direction=GT
+  %select = f32[] select(pred[] %compare, f32[] %a, f32[] %b)
+  %select.1 = s32[] select(pred[] %compare, s32[] %ia, s32[] %ib)
+  ROOT %tuple = (f32[], s32[]) tuple(f32[] %select, s32[] %select.1)
+}
+
+ENTRY %main {
+  %table = f32[10,4]{1,0} parameter(0)
+  %ids = s32[3]{0} parameter(1)
+  %cache = f32[8,4]{1,0} parameter(2)
+  %pos = s32[] parameter(3)
+  %gather = f32[3,4]{1,0} gather(f32[10,4]{1,0} %table, s32[3]{0} %ids), )hlo"
+R"hlo(offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, )hlo"
+R"hlo(index_vector_dim=1, slice_sizes={1,4}
+  %constant = s32[] constant(0)
+  %dynamic-update-slice = f32[8,4]{1,0} dynamic-update-slice(f32[8,4]{1,0} %cache, )hlo"
+R"hlo(f32[3,4]{1,0} %gather, s32[] %pos, s32[] %constant)
+  %dynamic-slice = f32[2,4]{1,0} dynamic-slice(f32[8,4]{1,0} %dynamic-update-slice, )hlo"
+R"hlo(s32[] %pos, s32[] %constant), dynamic_slice_sizes={2,4}
+  %iota = s32[2,4]{1,0} iota(), iota_dimension=1
+  %constant.1 = f32[] constant(-inf)
+  %reduce = (f32[2]{0}, s32[2]{0}) reduce(f32[2,4]{1,0} %dynamic-slice, )hlo"
+R"hlo(s32[2,4]{1,0} %iota, f32[] %constant.1, s32[] %constant), dimensions={1}, )hlo"
+R"hlo(to_apply=%argmax
+  %get-tuple-element = s32[2]{0} get-tuple-element((f32[2]{0}, s32[2]{0}) %reduce), index=1
+  ROOT %tuple = (f32[8,4]{1,0}, s32[2]{0}) tuple(f32[8,4]{1,0} %dynamic-update-slice, )hlo"
+R"hlo(s32[2]{0} %get-tuple-element)
+}
+)hlo";
+
 }  // namespace
+
+TEST_CASE(
+    "gather, dynamic-slice, dynamic-update-slice, a variadic reduce and input_output_alias print "
+    "in XLA's syntax") {
+  CHECK(to_text(testing::indexing_module()) == golden_indexing);
+}
 
 TEST_CASE("softmax prints as XLA HLO text with reduce to_apply computations and -inf") {
   CHECK(to_text(testing::softmax_module()) == golden_softmax);

@@ -1,7 +1,10 @@
 #pragma once
 // Deterministic random HLO modules for round-trip tests and fuzz seeds: every opcode the IR
-// has, random shapes/types/layouts, constants with inf/-inf/nan, shardings, odd op_names.
+// has, random shapes/types/layouts, constants with inf/-inf/nan, shardings, odd op_names,
+// gathers with random dimension numbers, variadic reduces and input_output_alias entries.
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -24,6 +27,8 @@ class random_module_generator {
     computation max_fn = make_scalar_computation("max", opcode::maximum, t);
     m.add_computation(add_fn);
     m.add_computation(max_fn);
+    const computation argmax_fn = argmax_computation(t);
+    m.add_computation(argmax_fn);
 
     // A small fused computation: exp(a) * b.
     const std::vector<std::int64_t> fdims = random_dims(1, 2);
@@ -53,7 +58,7 @@ class random_module_generator {
       const shape sx = b.shape_of(x);
       if (sx.is_tuple()) continue;
       std::optional<instruction_id> y;
-      switch (uniform(0, 17)) {
+      switch (uniform(0, 21)) {
         case 0: {
           static constexpr opcode un[] = {opcode::abs,         opcode::negate,
                                           opcode::exponential, opcode::log,
@@ -164,6 +169,45 @@ class random_module_generator {
         case 16:
           y = b.add_clamp(same_shape(b, vals, sx), x, same_shape(b, vals, sx));
           break;
+        case 17:
+          if (sx.rank() > 0 && sx.element_count() > 0) y = random_gather(b, x, sx);
+          break;
+        case 18:
+          if (sx.rank() > 0) {
+            std::vector<instruction_id> starts;
+            std::vector<std::int64_t> sizes;
+            const element_type it = pick({element_type::s32, element_type::s64});
+            for (std::int64_t d : sx.dims) {
+              starts.push_back(b.add_constant(literal::scalar_int(it, uniform(-2, 5))));
+              sizes.push_back(uniform(0, static_cast<int>(d)));
+            }
+            y = b.add_dynamic_slice(x, starts, sizes);
+          }
+          break;
+        case 19:
+          if (sx.rank() > 0) {
+            std::vector<instruction_id> starts;
+            std::vector<std::int64_t> dims;
+            for (std::int64_t d : sx.dims) {
+              starts.push_back(
+                  b.add_constant(literal::scalar_int(element_type::s32, uniform(-2, 5))));
+              dims.push_back(uniform(std::min<int>(1, static_cast<int>(d)), static_cast<int>(d)));
+            }
+            y = b.add_dynamic_update_slice(x, b.add_constant(random_literal(sx.type, dims)),
+                                           starts);
+          }
+          break;
+        case 20:
+          if (sx.rank() > 0 && sx.type == t) {  // jax's argmax: (value, iota) reduced together
+            const std::int64_t d = uniform(0, static_cast<int>(sx.rank()) - 1);
+            auto io = b.add_iota(shape::array(element_type::s32, sx.dims), d);
+            auto r = b.add_reduce({x, io},
+                                  {b.add_constant(literal::scalar(t, -INFINITY)),
+                                   b.add_constant(literal::scalar_int(element_type::s32, 0))},
+                                  {d}, argmax_fn);
+            y = b.add_get_tuple_element(r, uniform(0, 1));
+          }
+          break;
         default:
           if (sx.rank() > 0) {
             auto s = b.add_unary(opcode::copy, x);
@@ -179,6 +223,23 @@ class random_module_generator {
     std::vector<instruction_id> outs = {vals.back(), vals[vals.size() / 2]};
     auto root = coin() ? b.add_tuple(outs) : vals.back();
     m.set_entry(b.build(root));
+    // Donate a parameter to an output of its shape, now and then (not under SPMD, where the
+    // parameter's and the output's shardings would have to agree).
+    const computation& e = m.entry_computation();
+    bool sharded = false;
+    for (const instruction& in : e.instructions) sharded |= in.sharding.has_value();
+    const auto ps = e.parameters();
+    const shape& rs = e.root_instruction().shape;
+    std::vector<bool> donated(ps.size(), false);
+    for (std::size_t k = 0; !sharded && rs.is_tuple() && k < rs.elements.size() && coin(); ++k)
+      for (std::size_t p = 0; p < ps.size(); ++p)
+        if (!donated[p] && e.instructions[ps[p]].shape.compatible(rs.elements[k]) &&
+            !rs.elements[k].is_tuple()) {
+          m.input_output_alias.push_back(
+              {{static_cast<std::int64_t>(k)}, static_cast<std::int64_t>(p), {}, false});
+          donated[p] = true;
+          break;
+        }
     return m;
   }
 
@@ -266,6 +327,76 @@ class random_module_generator {
         return s;
       }
     }
+  }
+
+  // (a, ia, b, ib) -> (max, its index): the larger value wins, a on ties.
+  static computation argmax_computation(element_type t) {
+    computation_builder c("argmax");
+    auto a = c.add_parameter(shape::scalar(t), "a");
+    auto ia = c.add_parameter(shape::scalar(element_type::s32), "ia");
+    auto v = c.add_parameter(shape::scalar(t), "b");
+    auto iv = c.add_parameter(shape::scalar(element_type::s32), "ib");
+    auto ge = c.add_compare(a, v, comparison_direction::ge);
+    c.add_tuple({c.add_select(ge, a, v), c.add_select(ge, ia, iv)});
+    return c.build();
+  }
+
+  // A gather of x with random dimension numbers: index vectors of k entries naming k operand
+  // dims, some of them collapsed, sometimes one batching dim, random (also out-of-range) starts.
+  instruction_id random_gather(computation_builder& b, instruction_id x, const shape& sx) {
+    const std::int64_t r = sx.rank();
+    std::vector<std::int64_t> dims_left;
+    for (std::int64_t d = 0; d < r; ++d) dims_left.push_back(d);
+    std::shuffle(dims_left.begin(), dims_left.end(), rng_);
+    gather_dimension_numbers dn;
+    // One batching dim (operand dim dims_left.back()) when another dim is left to index.
+    const bool batching = r > 1 && coin();
+    std::int64_t batch_dim = -1;
+    if (batching) {
+      batch_dim = dims_left.back();
+      dims_left.pop_back();
+      dn.operand_batching_dims = {batch_dim};
+    }
+    const int k = uniform(1, static_cast<int>(dims_left.size()));
+    dn.start_index_map.assign(dims_left.begin(), dims_left.begin() + k);
+    std::vector<std::int64_t> slice_sizes(static_cast<std::size_t>(r), 1);
+    for (std::int64_t d = 0; d < r; ++d) {
+      const bool indexed = std::find(dn.start_index_map.begin(), dn.start_index_map.end(), d) !=
+                           dn.start_index_map.end();
+      if (d == batch_dim) continue;
+      if (indexed && coin()) {
+        dn.collapsed_slice_dims.push_back(d);
+        continue;
+      }
+      slice_sizes[static_cast<std::size_t>(d)] =
+          uniform(1, static_cast<int>(sx.dims[static_cast<std::size_t>(d)]));
+    }
+    std::sort(dn.collapsed_slice_dims.begin(), dn.collapsed_slice_dims.end());
+    // Indices: batch dims (the batching one first when present), the index vector at a random
+    // position or implicit (index_vector_dim == rank) when k == 1.
+    std::vector<std::int64_t> idims;
+    if (batching) idims.push_back(sx.dims[static_cast<std::size_t>(batch_dim)]);
+    const int extra = uniform(0, 2);
+    for (int i = 0; i < extra; ++i) idims.push_back(uniform(1, 3));
+    const bool implicit = k == 1 && coin();
+    dn.index_vector_dim = implicit ? static_cast<std::int64_t>(idims.size())
+                                   : uniform(0, static_cast<int>(idims.size()));
+    if (!implicit) idims.insert(idims.begin() + dn.index_vector_dim, k);
+    if (batching) dn.start_indices_batching_dims = {dn.index_vector_dim == 0 && !implicit ? 1 : 0};
+    const std::int64_t offsets =
+        r - static_cast<std::int64_t>(dn.collapsed_slice_dims.size()) - (batching ? 1 : 0);
+    const std::int64_t out_rank =
+        offsets + static_cast<std::int64_t>(idims.size()) - (implicit ? 0 : 1);
+    std::vector<std::int64_t> positions;
+    for (std::int64_t d = 0; d < out_rank; ++d) positions.push_back(d);
+    std::shuffle(positions.begin(), positions.end(), rng_);
+    dn.offset_dims.assign(positions.begin(), positions.begin() + offsets);
+    std::sort(dn.offset_dims.begin(), dn.offset_dims.end());
+    shape is = shape::array(pick({element_type::s32, element_type::s64}), idims);
+    std::vector<std::int64_t> starts(static_cast<std::size_t>(is.element_count()));
+    for (auto& v : starts) v = uniform(-2, 6);
+    auto indices = b.add_constant(literal::array_int(is, starts));
+    return b.add_gather(x, indices, dn, slice_sizes, coin());
   }
 
   std::mt19937_64 rng_;

@@ -95,4 +95,38 @@ inline module misc_module() {
   return m;
 }
 
+// A decode step's indexing: an embedding lookup (gather), a cache row written at a run-time
+// position (dynamic-update-slice, the cache donated to the output), a window read back
+// (dynamic-slice) and argmax over it (a variadic reduce of value and iota).
+inline module indexing_module() {
+  const element_type f32 = element_type::f32, s32 = element_type::s32;
+  module m;
+  m.name = "indexing";
+  computation_builder c("argmax");
+  auto a = c.add_parameter(shape::scalar(f32), "a");
+  auto ia = c.add_parameter(shape::scalar(s32), "ia");
+  auto v = c.add_parameter(shape::scalar(f32), "b");
+  auto iv = c.add_parameter(shape::scalar(s32), "ib");
+  auto gt = c.add_compare(a, v, comparison_direction::gt);
+  c.add_tuple({c.add_select(gt, a, v), c.add_select(gt, ia, iv)});
+  const std::string argmax = m.add_computation(c.build());
+
+  computation_builder b("main");
+  auto table = b.add_parameter(shape::array(f32, {10, 4}), "table");
+  auto ids = b.add_parameter(shape::array(s32, {3}), "ids");
+  auto cache = b.add_parameter(shape::array(f32, {8, 4}), "cache");
+  auto pos = b.add_parameter(shape::scalar(s32), "pos");
+  auto rows = b.add_gather(table, ids, {{1}, {0}, {0}, {}, {}, 1}, {1, 4});
+  auto zero = b.add_constant(literal::scalar_int(s32, 0));
+  auto updated = b.add_dynamic_update_slice(cache, rows, {pos, zero});
+  auto window = b.add_dynamic_slice(updated, {pos, zero}, {2, 4});
+  auto io = b.add_iota(shape::array(s32, {2, 4}), 1);
+  auto ninf = b.add_constant(literal::scalar(f32, -INFINITY));
+  auto best = b.add_reduce({window, io}, {ninf, zero}, {1}, m.get(argmax));
+  auto index = b.add_get_tuple_element(best, 1);
+  m.set_entry(b.build(b.add_tuple({updated, index})));
+  m.input_output_alias = {{{0}, 2, {}, false}};
+  return m;
+}
+
 }  // namespace fusedsl::hlo::testing

@@ -165,3 +165,63 @@ TEST_CASE("compare types follow the operand type and erf is written as chlo.erf"
                  "\"func.return\"(%compare, %compare.1, %erf) : (tensor<2xi1>, tensor<2xi1>, "
                  "tensor<2xf32>) -> ()"));
 }
+
+TEST_CASE(
+    "gather, dynamic slices, a variadic reduce's results and a donated parameter in StableHLO "
+    "syntax") {
+  const std::string t = to_stablehlo(testing::indexing_module());
+  CHECK(contains(t, "%cache: tensor<8x4xf32> {tf.aliasing_output = 0 : i32}"));
+  CHECK(contains(t,
+                 "\"stablehlo.gather\"(%table, %ids) {dimension_numbers = "
+                 "#stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], "
+                 "start_index_map = [0], index_vector_dim = 1>, indices_are_sorted = false, "
+                 "slice_sizes = array<i64: 1, 4>}"));
+  CHECK(contains(t,
+                 "\"stablehlo.dynamic_update_slice\"(%cache, %gather, %pos, %constant) : "
+                 "(tensor<8x4xf32>, tensor<3x4xf32>, tensor<i32>, tensor<i32>) -> "
+                 "tensor<8x4xf32>"));
+  CHECK(contains(t,
+                 "\"stablehlo.dynamic_slice\"(%dynamic-update-slice, %pos, %constant) "
+                 "{slice_sizes = array<i64: 2, 4>}"));
+  CHECK(contains(t,
+                 "%reduce:2 = \"stablehlo.reduce\"(%dynamic-slice, %iota, %constant.1, "
+                 "%constant) ({"));
+  CHECK(contains(t,
+                 "^bb0(%argmax$a: tensor<f32>, %argmax$ia: tensor<i32>, %argmax$b: "
+                 "tensor<f32>, %argmax$ib: tensor<i32>):"));
+  CHECK(contains(t,
+                 "\"stablehlo.return\"(%argmax$select, %argmax$select.1) : (tensor<f32>, "
+                 "tensor<i32>) -> ()"));
+  CHECK(contains(t, "-> (tensor<2xf32>, tensor<2xi32>)\n"));
+  CHECK(contains(t, "\"func.return\"(%dynamic-update-slice, %reduce#1)"));
+  CHECK_FALSE(contains(t, "stablehlo.tuple"));
+}
+
+TEST_CASE("a variadic reduce read whole (a tuple root) becomes a stablehlo.tuple of its results") {
+  module m = testing::indexing_module();
+  m.input_output_alias.clear();
+  computation& e = m.computations.back();
+  e.root = *e.find("reduce");
+  e.instructions.resize(e.root + 1);
+  const std::string t = to_stablehlo(m);
+  CHECK(contains(t, "-> (tensor<2xf32>, tensor<2xi32>) {"));
+  CHECK(contains(t, "\"func.return\"(%reduce#0, %reduce#1)"));
+  // Called as a function, the reduce's results are returned as one tuple.
+  module called;
+  called.name = "called";
+  computation body = e;
+  body.name = "body";
+  called.add_computation(m.computations[0]);
+  called.add_computation(body);
+  computation_builder b("main");
+  std::vector<instruction_id> args;
+  for (instruction_id p : body.parameters())
+    args.push_back(b.add_parameter(body.instructions[p].shape, body.instructions[p].name));
+  b.add_get_tuple_element(b.add_call(args, called.get("body")), 1);
+  called.set_entry(b.build());
+  const std::string c = to_stablehlo(called);
+  CHECK(contains(c,
+                 "%reduce$$tuple = \"stablehlo.tuple\"(%reduce#0, %reduce#1) : (tensor<2xf32>, "
+                 "tensor<2xi32>) -> tuple<tensor<2xf32>, tensor<2xi32>>"));
+  CHECK(contains(c, "\"func.return\"(%reduce$$tuple)"));
+}

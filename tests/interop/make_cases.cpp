@@ -2,7 +2,8 @@
 // module.hlo and module.mlir (built with the IR builder, printed by our HLO and StableHLO
 // printers), input_<k>.npy and
 // expected_<k>.npy (computed by reference_eval.hpp), and a `partitions` file for sharded cases.
-// The xla_cpu_split_* cases are groups split by hlo::split_for_xla_cpu into kLoop fusions, with a
+// The xla_cpu_split_* cases are groups split by hlo::split_for_xla_cpu into kLoop fusions (also
+// gathers, a variadic reduce, dynamic-slice and dynamic-update-slice), with a
 // `keep_fusions` file (XLA must run them as given) and the unsplit group as the reference.
 // With a second folder, also writes that many random modules (tests/hlo/random_module.hpp) as
 // r<k>.hlo and r<k>.mlir there, which run_hlo.py --compile-only must see XLA accept.
@@ -137,7 +138,9 @@ void write_split_case(const fs::path& root, const std::string& name, const compu
   for (instruction_id p : group.parameters())
     params.push_back(b.add_parameter(group.instructions[p].shape, group.instructions[p].name));
   auto value_of = [&](const part_value& v) {
-    return v.from_part ? parts[v.index] : params[v.index];
+    if (!v.from_part) return params[v.index];
+    return v.tuple_index < 0 ? parts[v.index]
+                             : b.add_get_tuple_element(parts[v.index], v.tuple_index);
   };
   for (std::size_t k = 0; k < split.parts.size(); ++k) {
     std::vector<instruction_id> args;
@@ -230,6 +233,55 @@ void write_split_cases(const fs::path& root) {
                  b.add_unary(opcode::tanh, c)});
     write_split_case(root, "xla_cpu_split_mlp", b.build(), {},
                      {random_value(arr({8, 16}), -1, 1), random_value(arr({16, 24}), -0.3, 0.3)});
+  }
+  {
+    // An embedding lookup with computed ids (some out of range: clamped) and a row epilogue: the
+    // gather is rewritten into XLA's simplified form between reshapes.
+    computation_builder b("embedding_group");
+    auto table = b.add_parameter(arr({12, 8}), "table");
+    auto ids = b.add_parameter(arr({2, 3}, element_type::s32), "ids");
+    auto one =
+        b.add_broadcast(b.add_constant(literal::scalar_int(element_type::s32, 1)), {2, 3}, {});
+    auto rows = b.add_gather(table, b.add_binary(opcode::add, ids, one), {{2}, {0}, {0}, {}, {}, 2},
+                             {1, 8});
+    auto e = b.add_unary(opcode::exponential, rows);
+    auto s0 = b.add_reduce(e, b.add_constant(literal::scalar(f32, 0)), {2}, sum);
+    b.add_tuple({b.add_binary(opcode::divide, e, b.add_broadcast(s0, {2, 3, 8}, {0, 1})), rows});
+    write_split_case(
+        root, "xla_cpu_split_embedding", b.build(), {sum},
+        {random_value(arr({12, 8}), -1, 1), random_value(arr({2, 3}, element_type::s32), -3, 14)});
+  }
+  {
+    // argmax of exp(x), its index converted: the variadic reduce a part of its own with a tuple
+    // root, its results read by get-tuple-element in the entry.
+    const module ix = testing::indexing_module();
+    const computation& argmax = ix.get("argmax");
+    computation_builder b("argmax_group");
+    auto x = b.add_parameter(arr({4, 10}), "x");
+    auto io = b.add_iota(arr({4, 10}, element_type::s32), 1);
+    auto r = b.add_reduce({b.add_unary(opcode::exponential, x), io},
+                          {b.add_constant(literal::scalar(f32, -INFINITY)),
+                           b.add_constant(literal::scalar_int(element_type::s32, 0))},
+                          {1}, argmax);
+    auto i = b.add_get_tuple_element(r, 1);
+    b.add_tuple({b.add_convert(i, f32), i});
+    write_split_case(root, "xla_cpu_split_argmax", b.build(), {argmax},
+                     {random_value(arr({4, 10}), -2, 2)});
+  }
+  {
+    // A decode step: a row written into the cache at pos, a window read back at pos - 1.
+    computation_builder b("decode_group");
+    auto cache = b.add_parameter(arr({8, 4}), "cache");
+    auto row = b.add_parameter(arr({1, 4}), "row");
+    auto pos = b.add_parameter(arr({}, element_type::s32), "pos");
+    auto zero = b.add_constant(literal::scalar_int(element_type::s32, 0));
+    auto u = b.add_dynamic_update_slice(cache, b.add_unary(opcode::tanh, row), {pos, zero});
+    auto back = b.add_binary(opcode::subtract, pos,
+                             b.add_constant(literal::scalar_int(element_type::s32, 1)));
+    b.add_tuple({u, b.add_unary(opcode::negate, b.add_dynamic_slice(u, {back, zero}, {3, 4}))});
+    write_split_case(root, "xla_cpu_split_decode", b.build(), {},
+                     {random_value(arr({8, 4}), -1, 1), random_value(arr({1, 4}), -1, 1),
+                      random_value(arr({}, element_type::s32), 5, 9)});
   }
 }
 
@@ -419,6 +471,12 @@ int main(int argc, char** argv) {
   }
   write_case(root, "misc_constants_fusion_call", testing::misc_module(),
              {random_value(arr({2, 3}), -1, 1)});
+  // Gather (ids out of range on both sides: clamped), a cache row written and a window read at a
+  // position past the end (clamped), argmax over it; the cache donated to the output.
+  write_case(
+      root, "indexing_gather_dynamic_slices_argmax", testing::indexing_module(),
+      {random_value(arr({10, 4}), -1, 1), value{arr({3}, element_type::s32), {-2, 4, 11}, {}},
+       random_value(arr({8, 4}), -1, 1), value{arr({}, element_type::s32), {7}, {}}});
 
   // Sharded over 8 devices through the SPMD partitioner.
   {

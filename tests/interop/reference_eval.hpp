@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "fusedsl/hlo/indexing.hpp"
 #include "fusedsl/hlo/ir.hpp"
 
 namespace fusedsl::hlo::reference {
@@ -235,22 +236,79 @@ inline value evaluate_instruction(const module& m, const computation& c, const i
       });
       return r;
     case opcode::reduce: {
+      // n inputs and n inits; the accumulators combined with each element in row-major order.
+      const std::size_t count = in.operands.size() / 2;
       const value& x = arg(0);
       const computation& f = m.get(in.called_computation);
-      r.data.assign(static_cast<std::size_t>(n), arg(1).data[0]);
+      const std::vector<std::int64_t>& out_dims =
+          in.shape.is_tuple() ? in.shape.elements[0].dims : in.shape.dims;
+      std::int64_t outs = 1;
+      for (auto d : out_dims) outs *= d;
+      std::vector<std::vector<double>> acc(count);
+      for (std::size_t k = 0; k < count; ++k)
+        acc[k].assign(static_cast<std::size_t>(outs), arg(count + k).data[0]);
       std::vector<bool> reduced(x.shape.dims.size(), false);
       for (auto d : in.dimensions) reduced[static_cast<std::size_t>(d)] = true;
-      value sa{hlo::shape::scalar(t), {0}, {}}, sb = sa;
+      std::vector<value> scalars(2 * count);
+      for (std::size_t k = 0; k < 2 * count; ++k)
+        scalars[k] = {hlo::shape::scalar(arg(k % count).shape.type), {0}, {}};
       for (std::int64_t i = 0; i < x.shape.element_count(); ++i) {
         auto xi = unravel(i, x.shape.dims);
         std::vector<std::int64_t> oi;
         for (std::size_t d = 0; d < xi.size(); ++d)
           if (!reduced[d]) oi.push_back(xi[d]);
-        auto& acc = r.data[static_cast<std::size_t>(ravel(oi, in.shape.dims))];
-        sa.data[0] = acc;
-        sb.data[0] = at(x, i);
-        acc = evaluate(m, f, {sa, sb}).data[0];
+        const auto o = static_cast<std::size_t>(ravel(oi, out_dims));
+        for (std::size_t k = 0; k < count; ++k) {
+          scalars[k].data[0] = acc[k][o];
+          scalars[count + k].data[0] = at(arg(k), i);
+        }
+        const value next = evaluate(m, f, scalars);
+        for (std::size_t k = 0; k < count; ++k)
+          acc[k][o] = count == 1 ? next.data[0] : next.tuple.at(k).data[0];
       }
+      if (count == 1) {
+        r.data = std::move(acc[0]);
+        return r;
+      }
+      for (std::size_t k = 0; k < count; ++k)
+        r.tuple.push_back({in.shape.elements[k], std::move(acc[k]), {}});
+      return r;
+    }
+    case opcode::gather: {
+      const value &x = arg(0), &ix = arg(1);
+      fill([&](std::int64_t i) {
+        const auto src =
+            gather_source(in, x.shape, ix.shape, unravel(i, in.shape.dims),
+                          [&](const std::vector<std::int64_t>& j) {
+                            return static_cast<std::int64_t>(at(ix, ravel(j, ix.shape.dims)));
+                          });
+        return at(x, ravel(src, x.shape.dims));
+      });
+      return r;
+    }
+    case opcode::dynamic_slice:
+    case opcode::dynamic_update_slice: {
+      const bool update = in.opcode == opcode::dynamic_update_slice;
+      const value& x = arg(0);
+      const std::size_t first = update ? 2 : 1;
+      std::vector<std::int64_t> starts;
+      for (std::size_t k = first; k < in.operands.size(); ++k)
+        starts.push_back(static_cast<std::int64_t>(arg(k).data[0]));
+      const std::vector<std::int64_t>& window = update ? arg(1).shape.dims : in.shape.dims;
+      starts = clamp_starts(std::move(starts), x.shape.dims, window);
+      fill([&](std::int64_t i) {
+        auto ri = unravel(i, in.shape.dims);
+        if (!update) {
+          for (std::size_t d = 0; d < ri.size(); ++d) ri[d] += starts[d];
+          return at(x, ravel(ri, x.shape.dims));
+        }
+        bool inside = true;
+        for (std::size_t d = 0; d < ri.size(); ++d) {
+          ri[d] -= starts[d];
+          inside = inside && ri[d] >= 0 && ri[d] < window[d];
+        }
+        return inside ? at(arg(1), ravel(ri, window)) : at(x, i);
+      });
       return r;
     }
     case opcode::transpose:

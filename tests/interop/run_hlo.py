@@ -9,8 +9,9 @@
       `keep_fusions` (XLA must run module.hlo's fusions as given: every fusion of its compiled
       entry is one of ours, identical ones may be merged by its CSE, and no other instruction
       of the compiled entry computes).
-  run_hlo.py --compare A.hlo B.hlo    run both on the same random inputs (8 partitions when
-                                     sharded); outputs must be bitwise equal.
+  run_hlo.py --compare A.hlo B.hlo    run both on the same random inputs (uniform in [-1, 1];
+                                     integers in [-4, 24), so indices go out of range too; 8
+                                     partitions when sharded); outputs must be bitwise equal.
   run_hlo.py --compile-only DIR      compile every *.hlo and *.mlir in DIR (SPMD over 8 devices
                                      when the module has shardings); XLA must accept all.
 
@@ -262,7 +263,10 @@ def compare_modules(a, b, seed=0):
     for i, t in enumerate(ta):
         m = re.search(r"=\s*[a-z0-9]+\[([0-9,]*)\][^\n]*?\sparameter\(" + str(i) + r"\)", text.split("ENTRY", 1)[1])
         dims = tuple(int(x) for x in m.group(1).split(",") if x)
-        inputs.append(rng.uniform(-1, 1, size=dims).astype(np.float32))
+        if np.issubdtype(np.dtype(t), np.integer):  # indices: some out of range (XLA clamps)
+            inputs.append(rng.integers(-4, 24, size=dims).astype(t))
+        else:
+            inputs.append(rng.uniform(-1, 1, size=dims).astype(np.float32))
     oa, ob = run(ea, da, ta, inputs), run(eb, db, tb, inputs)
     ok = len(oa) == len(ob) and all(np.array_equal(x, y, equal_nan=True) for x, y in zip(oa, ob))
     print(f"{'PASS' if ok else 'FAIL'} {a} and {b}: outputs={len(oa)}, partitions={parts}, "

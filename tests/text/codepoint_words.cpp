@@ -27,12 +27,12 @@ int main(int argc, char** argv) {
     bool first = true;
     for (std::u32string_view w : bert_pre_tokenize(normal)) {
       if (!first) line += '\x1f';
-      line += encode_utf8(w);
+      line += utf8::encode(w);
       first = false;
     }
     line += '\t';
     first = true;
-    for (std::int32_t id : t.token_ids(encode_utf8(text))) {
+    for (std::int32_t id : t.token_ids(utf8::encode(text))) {
       if (!first) line += ' ';
       line += std::to_string(id);
       first = false;

@@ -10,7 +10,7 @@ tokenizer.json:
 
     compare_with_tokenizers.py CODEPOINT_WORDS_BINARY REFERENCE_JSONL
 
-with the model directory in FUSEDSL_MINILM_DIR (scripts/with-minilm-model sets it).
+with the model directory in FUSEDSL_MINILM_DIR (scripts/with-model-files minilm sets it).
 
 Exits 0 when everything agrees, 1 on the first differences (up to 20 listed), and 77 (skipped)
 when the tokenizers package is missing, except under CI=true, where that is a failure.

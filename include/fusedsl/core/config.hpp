@@ -18,3 +18,13 @@ masks and NaN propagation need; add -fno-finite-math-only after -ffast-math, or 
 FUSEDSL_ALLOW_FINITE_MATH to accept wrong results for masked and non-finite inputs"
 #endif
 // clang-format on
+
+// FUSEDSL_HD marks functions that compile for the host and for CUDA devices: __host__ __device__
+// under nvcc (and clang's CUDA mode), nothing for a host compiler. The op table's bodies
+// (graph/ops.hpp) carry it, so the CUDA backend instantiates them with its device math policy and
+// the host emulation of its kernels runs the same code.
+#if defined(__CUDACC__)
+#define FUSEDSL_HD __host__ __device__
+#else
+#define FUSEDSL_HD
+#endif

@@ -92,8 +92,10 @@ struct sequence_input {
 };
 template <bool Ok, class XShape, class MaskShape>
 struct attention_mask {
-  static_assert(Ok, "attention: the mask must be [seq] for x [seq, d] or [batch, seq] for x [batch, seq, d], "
-                    "boolean or of x's dtype");
+  static_assert(
+      Ok,
+      "attention: the mask must be [seq] for x [seq, d] or [batch, seq] for x [batch, seq, d], "
+      "boolean or of x's dtype");
 };
 template <bool Ok, class Shape>
 struct block_shape {

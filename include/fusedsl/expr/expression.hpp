@@ -80,6 +80,18 @@ struct param_t : node_base<> {
   }
 };
 
+// A tensor the executor keeps from one call to the next (a KV cache), zero at construction; a
+// program gives it a new value with fd::update.
+template <fixed_string Name, element T, std::int64_t... Ds>
+struct state_t : node_base<> {
+  static_assert(Name.size() > 0, "state: the name must not be empty");
+  static constexpr dtype type = dtype_of<T>;
+  static constexpr dims shape = make_dims(Ds...);
+  static constexpr int emit(builder& b, std::array<int, 0>) {
+    return b.state(Name.view(), type, shape);
+  }
+};
+
 // A compile-time scalar. Weakly typed: it takes the dtype of the tensor it meets.
 template <double V>
 struct constant_t : node_base<> {
@@ -115,6 +127,9 @@ constexpr expr::input_t<Name, T, Ds...> input() { return {}; }
 
 template <fixed_string Name, element T, std::int64_t... Ds>
 constexpr expr::param_t<Name, T, Ds...> param() { return {}; }
+
+template <fixed_string Name, element T, std::int64_t... Ds>
+constexpr expr::state_t<Name, T, Ds...> state() { return {}; }
 
 template <double V>
 constexpr expr::constant_t<V> constant() { return {}; }

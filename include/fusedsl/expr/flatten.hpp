@@ -92,6 +92,30 @@ constexpr int emit_expression(builder& b, int placeholder_id = -1) {
   return ids[detail::index_of<E, order>::value];
 }
 
+// An output that is the new value of a state (fd::update): compiled like any output, written into
+// the state's memory instead of the caller's.
+template <class S, class V>
+struct update_t {
+  using fusedsl_expression = void;
+  using operands = type_list<S, V>;
+  using state_type = S;
+  using value_type = V;
+  static constexpr dtype type = V::type;
+  static constexpr dims shape = V::shape;
+};
+template <class E> inline constexpr bool is_update = false;
+template <class S, class V> inline constexpr bool is_update<update_t<S, V>> = true;
+
+template <class E>
+constexpr void emit_output(builder& b) {
+  if constexpr (is_update<E>) {
+    const int v = emit_expression<typename E::value_type>(b);
+    b.mark_output(v, emit_expression<typename E::state_type>(b));
+  } else {
+    b.mark_output(emit_expression<E>(b));
+  }
+}
+
 template <expression... Outs>
 struct flattened {
   static_assert(sizeof...(Outs) >= 1, "flatten: needs at least one output");
@@ -100,7 +124,7 @@ struct flattened {
   static constexpr bool well_formed = (expr::well_formed_of<Outs>() && ...);
   static constexpr void build(builder& b) {
     if constexpr (well_formed) {
-      (b.mark_output(emit_expression<Outs>(b)), ...);
+      (emit_output<Outs>(b), ...);
       prune(b);
     }
   }
@@ -117,6 +141,17 @@ struct flattened {
 };
 
 }  // namespace expr
+
+// `state` takes `value` as its value after the call: an output of the program that the executor
+// writes into the state's memory. A value that is dynamic_update_slice(state, ...) writes only its
+// window there.
+template <class S, class V>
+  requires expression<S> && expression<V>
+constexpr expr::update_t<S, V> update(S, V) {
+  static_assert(S::shape == V::shape && S::type == V::type,
+                "update: the new value differs from the state in shape or dtype");
+  return {};
+}
 
 // The node table of one or more outputs: merged, pruned, topologically ordered.
 template <expression... Outs>

@@ -18,8 +18,8 @@ struct softmax_t : node_base<A> {
   static constexpr dtype type = A::type;
   static constexpr dims shape = A::shape;
   static constexpr int emit(builder& b, std::array<int, 1> x) { return b.softmax(x[0], Axis, Log); }
-  static constexpr bool well_formed =
-      axis_in_range(Axis, A::shape.rank) && is_floating(A::type) && node_base<A>::operands_well_formed;
+  static constexpr bool well_formed = axis_in_range(Axis, A::shape.rank) && is_floating(A::type) &&
+                                      node_base<A>::operands_well_formed;
 };
 
 template <op_kind K, double Eps, class X, class... GB>
@@ -29,8 +29,9 @@ struct norm_t : node_base<X, GB...> {
   static constexpr int emit(builder& b, std::array<int, 1 + sizeof...(GB)> x) {
     return b.norm(K, x[0], x[1], sizeof...(GB) == 2 ? x[sizeof...(GB)] : -1, Eps);
   }
-  static constexpr bool well_formed = ((GB::shape == make_dims(X::shape.back()) && GB::type == X::type) && ...) &&
-                                      node_base<X, GB...>::operands_well_formed;
+  static constexpr bool well_formed =
+      ((GB::shape == make_dims(X::shape.back()) && GB::type == X::type) && ...) &&
+      node_base<X, GB...>::operands_well_formed;
 };
 
 // A composite whose graph is written by Fn::emit(builder&, int x) -> int.
@@ -71,8 +72,10 @@ struct composite_of_t : node_base<X, Ys...> {
     }(std::make_index_sequence<1 + sizeof...(Ys)>{});
   }
   static constexpr bool well_formed = [] {
-    if constexpr (requires { Fn::template valid<X, Ys...>(); }) return Fn::template valid<X, Ys...>();
-    else return true;
+    if constexpr (requires { Fn::template valid<X, Ys...>(); })
+      return Fn::template valid<X, Ys...>();
+    else
+      return true;
   }() && node_base<X, Ys...>::operands_well_formed;
 };
 
@@ -87,7 +90,8 @@ struct repeat_t : node_base<X> {
     const int body = b.end_region(result);
     return b.repeat(x[0], body, Count, Name.view());
   }
-  static constexpr bool well_formed = Count >= 1 && Block::template valid<X>() && node_base<X>::operands_well_formed;
+  static constexpr bool well_formed =
+      Count >= 1 && Block::template valid<X>() && node_base<X>::operands_well_formed;
 };
 
 }  // namespace expr
@@ -115,7 +119,8 @@ inline constexpr bool is_row_param = P::shape == make_dims(X::shape.back()) && P
 // Layer normalisation over the last axis (Ba, Kiros & Hinton, 2016).
 template <double Eps = 1e-5, expression X, expression G, expression B>
 constexpr auto layernorm(X, G, B) {
-  (void)diag::norm_params<expr::is_row_param<X, G> && expr::is_row_param<X, B>, expr::shape_t<X>, expr::shape_t<G>>{};
+  (void)diag::norm_params<expr::is_row_param<X, G> && expr::is_row_param<X, B>, expr::shape_t<X>,
+                          expr::shape_t<G>>{};
   return expr::norm_t<graph::op_kind::layernorm, Eps, X, G, B>{};
 }
 // RMS normalisation over the last axis (Zhang & Sennrich, 2019).
@@ -167,8 +172,8 @@ constexpr double sqrt_of(double v) {
 
 // y = x @ w + b, x: [..., In], w: [In, Out], b: [Out]. Params "<prefix>.w", "<prefix>.b", of
 // dtype wt (the input's when wt is not given).
-constexpr int emit_linear(builder& b, int x, std::string_view prefix, std::int64_t out, bool bias = true,
-                          int wt = -1) {
+constexpr int emit_linear(builder& b, int x, std::string_view prefix, std::int64_t out,
+                          bool bias = true, int wt = -1) {
   const node& xn = b.at(x);
   const std::int64_t in = xn.shape.back();
   const dtype t = xn.type, w_t = wt < 0 ? t : dtype(wt);
@@ -181,7 +186,8 @@ constexpr int emit_linear(builder& b, int x, std::string_view prefix, std::int64
   return y;
 }
 
-constexpr int emit_layernorm(builder& b, int x, std::string_view prefix, double eps = 1e-5, int wt = -1) {
+constexpr int emit_layernorm(builder& b, int x, std::string_view prefix, double eps = 1e-5,
+                             int wt = -1) {
   const dims row = make_dims(b.at(x).shape.back());
   const dtype t = b.at(x).type, w_t = wt < 0 ? t : dtype(wt);
   // One builder call per statement: argument order differs between constant evaluation and run
@@ -198,9 +204,11 @@ constexpr int emit_activation(builder& b, int x, op_kind a) {
 }
 
 // Feed-forward: fc2(act(fc1(x))), hidden size `hidden`.
-constexpr int emit_ffn(builder& b, int x, std::string_view prefix, std::int64_t hidden, op_kind a, int wt = -1) {
+constexpr int emit_ffn(builder& b, int x, std::string_view prefix, std::int64_t hidden, op_kind a,
+                       int wt = -1) {
   const std::int64_t d = b.at(x).shape.back();
-  const int h = emit_activation(b, emit_linear(b, x, join(prefix, "fc1").view(), hidden, true, wt), a);
+  const int h =
+      emit_activation(b, emit_linear(b, x, join(prefix, "fc1").view(), hidden, true, wt), a);
   return emit_linear(b, h, join(prefix, "fc2").view(), d, true, wt);
 }
 
@@ -242,7 +250,8 @@ constexpr int merge_heads(builder& b, int x) {
 constexpr int emit_attention_core(builder& b, int q, int k, int v, bool causal, int mask = -1) {
   const dims qs = b.at(q).shape, ks = b.at(k).shape;
   const int r = qs.rank;
-  const std::int64_t heads = qs[r - 3], kv_heads = ks[r - 3], len = qs[r - 2], len_kv = ks[r - 2], dh = qs[r - 1];
+  const std::int64_t heads = qs[r - 3], kv_heads = ks[r - 3], len = qs[r - 2], len_kv = ks[r - 2],
+                     dh = qs[r - 1];
   const std::int64_t group = heads / kv_heads;
   // Queries of one group share a key/value head: fold the group into the rows, [.., Hkv, G*L, dh].
   dims qg = qs;
@@ -254,7 +263,8 @@ constexpr int emit_attention_core(builder& b, int q, int k, int v, bool causal, 
   if (mask >= 0) {
     // [..., Lk] -> [..., 1, 1, Lk]: one row of key flags per sequence, over heads and queries.
     const dims ms = b.at(mask).shape;
-    if (!(ms.back() == len_kv) || ms.rank != r - 2) graph::fail("attention: the mask must be [L] or [B, L] for x [L, D] or [B, L, D]");
+    if (!(ms.back() == len_kv) || ms.rank != r - 2)
+      graph::fail("attention: the mask must be [L] or [B, L] for x [L, D] or [B, L, D]");
     dims m4 = b.at(s).shape;
     for (int c = ms.rank - 1; c < m4.rank - 1; ++c) m4[c] = 1;
     const int mr = b.reshape(mask, m4);
@@ -295,13 +305,15 @@ constexpr int emit_attention_core(builder& b, int q, int k, int v, bool causal, 
 
 // Multi-head self-attention: projections q, k, v, o (each .w and .b, under "<prefix>") around
 // emit_attention_core. x: [L, D] or [B, L, D]; mask as emit_attention_core's (over x's positions).
-constexpr int emit_attention(builder& b, int x, std::string_view prefix, int heads, int kv_heads, bool causal,
-                             int mask = -1, int wt = -1) {
+constexpr int emit_attention(builder& b, int x, std::string_view prefix, int heads, int kv_heads,
+                             bool causal, int mask = -1, int wt = -1) {
   const dims xs = b.at(x).shape;
   const std::int64_t d = xs.back(), dh = d / heads;
   const int q = split_heads(b, emit_linear(b, x, join(prefix, "q").view(), d, true, wt), heads);
-  const int k = split_heads(b, emit_linear(b, x, join(prefix, "k").view(), kv_heads * dh, true, wt), kv_heads);
-  const int v = split_heads(b, emit_linear(b, x, join(prefix, "v").view(), kv_heads * dh, true, wt), kv_heads);
+  const int k = split_heads(b, emit_linear(b, x, join(prefix, "k").view(), kv_heads * dh, true, wt),
+                            kv_heads);
+  const int v = split_heads(b, emit_linear(b, x, join(prefix, "v").view(), kv_heads * dh, true, wt),
+                            kv_heads);
   const int o = emit_attention_core(b, q, k, v, causal, mask);
   return emit_linear(b, o, join(prefix, "o").view(), d, true, wt);
 }
@@ -311,15 +323,17 @@ struct pre_ln {};   // y = x + f(LN(x)), GPT-2 and most current models
 
 // One transformer block (pre- or post-LN); mask: a key-padding mask (see emit_attention) or -1;
 // wt: the weights' dtype or -1 (the input's).
-constexpr int emit_transformer_block(builder& b, int x, bool pre, int heads, int kv_heads, std::int64_t hidden,
-                                     bool causal, op_kind act, double eps = 1e-5, int mask = -1, int wt = -1,
+constexpr int emit_transformer_block(builder& b, int x, bool pre, int heads, int kv_heads,
+                                     std::int64_t hidden, bool causal, op_kind act,
+                                     double eps = 1e-5, int mask = -1, int wt = -1,
                                      std::string_view prefix = "") {
   const auto name = [&](std::string_view n) { return join(prefix, n); };
   if (pre) {
-    const int a = emit_attention(b, emit_layernorm(b, x, name("ln1").view(), eps, wt), name("attn").view(), heads,
-                                 kv_heads, causal, mask, wt);
+    const int a = emit_attention(b, emit_layernorm(b, x, name("ln1").view(), eps, wt),
+                                 name("attn").view(), heads, kv_heads, causal, mask, wt);
     const int h = b.binary(op_kind::add, x, a);
-    const int f = emit_ffn(b, emit_layernorm(b, h, name("ln2").view(), eps, wt), name("ffn").view(), hidden, act, wt);
+    const int f = emit_ffn(b, emit_layernorm(b, h, name("ln2").view(), eps, wt), name("ffn").view(),
+                           hidden, act, wt);
     return b.binary(op_kind::add, h, f);
   }
   const int a = emit_attention(b, x, name("attn").view(), heads, kv_heads, causal, mask, wt);
@@ -336,13 +350,15 @@ inline constexpr bool is_sequence = (X::shape.rank == 2 || X::shape.rank == 3);
 
 template <class X, int Heads, int KvHeads>
 constexpr bool attention_valid() {
-  return is_sequence<X> && Heads > 0 && X::shape.back() % Heads == 0 && KvHeads > 0 && Heads % KvHeads == 0;
+  return is_sequence<X> && Heads > 0 && X::shape.back() % Heads == 0 && KvHeads > 0 &&
+         Heads % KvHeads == 0;
 }
 
 template <class X, int Heads, int KvHeads>
 constexpr void check_attention() {
   (void)diag::sequence_input<is_sequence<X>, expr::shape_t<X>>{};
-  (void)diag::heads_divide_model<(Heads > 0 && X::shape.back() % Heads == 0), X::shape.back(), Heads>{};
+  (void)diag::heads_divide_model<(Heads > 0 && X::shape.back() % Heads == 0), X::shape.back(),
+                                 Heads>{};
   (void)diag::kv_heads_divide_heads<(KvHeads > 0 && Heads % KvHeads == 0), Heads, KvHeads>{};
 }
 }  // namespace detail
@@ -361,7 +377,8 @@ struct linear_fn {
 
 // y = x @ w + b with params "<Prefix>.w" [In, Out] and "<Prefix>.b" [Out], of dtype W (the
 // input's by default).
-template <fixed_string Prefix, std::int64_t Out, bool Bias = true, class W = same_as_input, expression X>
+template <fixed_string Prefix, std::int64_t Out, bool Bias = true, class W = same_as_input,
+          expression X>
 constexpr auto linear(X) {
   static_assert(X::shape.rank >= 1, "linear: the input must have rank 1 or more");
   return expr::composite_t<linear_fn<Prefix, Out, Bias, W>, X>{};
@@ -370,9 +387,13 @@ constexpr auto linear(X) {
 template <fixed_string Prefix, int Heads, int KvHeads, bool Causal, class W>
 struct attention_fn {
   template <class X> static constexpr dims result_shape() { return X::shape; }
-  template <class X> static constexpr bool valid() { return detail::attention_valid<X, Heads, KvHeads>(); }
+  template <class X>
+  static constexpr bool valid() {
+    return detail::attention_valid<X, Heads, KvHeads>();
+  }
   static constexpr int emit(builder& b, int x, int mask = -1) {
-    return emit_attention(b, x, Prefix.view(), Heads, KvHeads, Causal, mask, int(weight_dtype<W>(b.at(x).type)));
+    return emit_attention(b, x, Prefix.view(), Heads, KvHeads, Causal, mask,
+                          int(weight_dtype<W>(b.at(x).type)));
   }
 };
 
@@ -382,23 +403,24 @@ inline constexpr bool causal = true;
 namespace detail {
 template <class X, class M>
 constexpr void check_mask() {
-  (void)diag::attention_mask<M::shape.rank == X::shape.rank - 1 && M::shape.back() == X::shape[X::shape.rank - 2] &&
+  (void)diag::attention_mask<M::shape.rank == X::shape.rank - 1 &&
+                                 M::shape.back() == X::shape[X::shape.rank - 2] &&
                                  (M::type == dtype::boolean || M::type == X::type),
                              expr::shape_t<X>, expr::shape_t<M>>{};
 }
 }  // namespace detail
 
 // Multi-head self-attention with params under Prefix; KvHeads < Heads gives grouped/multi-query.
-template <fixed_string Prefix, int Heads, int KvHeads = Heads, bool Causal = false, class W = same_as_input,
-          expression X>
+template <fixed_string Prefix, int Heads, int KvHeads = Heads, bool Causal = false,
+          class W = same_as_input, expression X>
 constexpr auto attention(X) {
   detail::check_attention<X, Heads, KvHeads>();
   return expr::composite_t<attention_fn<Prefix, Heads, KvHeads, Causal, W>, X>{};
 }
 // The same with a key-padding mask: [L] or [B, L] for x [L, D] or [B, L, D]; boolean (true:
 // attend) or of x's dtype (added to the scores).
-template <fixed_string Prefix, int Heads, int KvHeads = Heads, bool Causal = false, class W = same_as_input,
-          expression X, expression M>
+template <fixed_string Prefix, int Heads, int KvHeads = Heads, bool Causal = false,
+          class W = same_as_input, expression X, expression M>
 constexpr auto attention(X, M) {
   detail::check_attention<X, Heads, KvHeads>();
   detail::check_mask<X, M>();
@@ -413,8 +435,8 @@ struct ffn_fn {
   }
 };
 
-template <fixed_string Prefix, std::int64_t Hidden, op_kind Act = activation::gelu_tanh, class W = same_as_input,
-          expression X>
+template <fixed_string Prefix, std::int64_t Hidden, op_kind Act = activation::gelu_tanh,
+          class W = same_as_input, expression X>
 constexpr auto feed_forward(X) {
   (void)diag::sequence_input<X::shape.rank >= 1, expr::shape_t<X>>{};
   static_assert(graph::is_unary(Act), "feed_forward: the activation must be a unary op");
@@ -429,10 +451,13 @@ template <class Norm, int Heads, std::int64_t Hidden, int KvHeads = Heads, bool 
 struct transformer_block_t {
   static_assert(graph::is_unary(Act), "transformer_block: the activation must be a unary op");
   template <class X> static constexpr dims result_shape() { return X::shape; }
-  template <class X> static constexpr bool valid() { return detail::attention_valid<X, Heads, KvHeads>(); }
+  template <class X>
+  static constexpr bool valid() {
+    return detail::attention_valid<X, Heads, KvHeads>();
+  }
   static constexpr int emit(builder& b, int x, int mask = -1) {
-    return emit_transformer_block(b, x, std::is_same_v<Norm, pre_ln>, Heads, KvHeads, Hidden, Causal, Act, Eps, mask,
-                                  int(weight_dtype<W>(b.at(x).type)));
+    return emit_transformer_block(b, x, std::is_same_v<Norm, pre_ln>, Heads, KvHeads, Hidden,
+                                  Causal, Act, Eps, mask, int(weight_dtype<W>(b.at(x).type)));
   }
   static constexpr int emit_body(builder& b, int x) { return emit(b, x); }
 
@@ -452,7 +477,8 @@ struct transformer_block_t {
 
 template <class Norm, int Heads, std::int64_t Hidden, int KvHeads = Heads, bool Causal = false,
           op_kind Act = activation::gelu_tanh, double Eps = 1e-5, class W = same_as_input>
-inline constexpr transformer_block_t<Norm, Heads, Hidden, KvHeads, Causal, Act, Eps, W> transformer_block{};
+inline constexpr transformer_block_t<Norm, Heads, Hidden, KvHeads, Causal, Act, Eps, W>
+    transformer_block{};
 
 // Any callable from an expression to an expression of the same shape can be a block:
 // stack<"layers", 4>(fd::nn::block([](auto x) { return x + fd::gelu(x); }), x).
@@ -479,11 +505,14 @@ constexpr block_t<F> block(F) { return {}; }
 
 namespace detail {
 template <class Block, class X> struct body_of { using type = Block; };
-template <class F, class X> struct body_of<block_t<F>, X> { using type = typename block_t<F>::template body<X>; };
+template <class F, class X>
+struct body_of<block_t<F>, X> {
+  using type = typename block_t<F>::template body<X>;
+};
 }  // namespace detail
 
-// Apply `block` Count times, each with its own parameters "<Name>.<i>.<param>". The block's graph is
-// built and planned once, as a region of the node table, whatever Count is.
+// Apply `block` Count times, each with its own parameters "<Name>.<i>.<param>". The block's graph
+// is built and planned once, as a region of the node table, whatever Count is.
 template <fixed_string Name, int Count, class Block, expression X>
 constexpr auto stack(Block, X) {
   static_assert(Count >= 1, "stack: the number of layers must be positive");

@@ -158,7 +158,9 @@ struct dynamic_slice_t : node_base<X, S> {
     d[normalize_axis(Axis, d.rank)] = Size;
     return d;
   }();
-  static constexpr int emit(builder& b, std::array<int, 2> x) { return b.dynamic_slice(x[0], x[1], Axis, Size); }
+  static constexpr int emit(builder& b, std::array<int, 2> x) {
+    return b.dynamic_slice(x[0], x[1], Axis, Size);
+  }
 };
 
 template <int Axis, class X, class U, class S>
@@ -327,7 +329,8 @@ template <expression T, expression I>
 constexpr auto gather(T, I) {
   static_assert(T::shape.rank >= 1, "gather: the table must have rank 1 or more");
   static_assert(I::type == dtype::i32, "gather: the indices must be an i32 tensor");
-  static_assert(I::shape.rank + T::shape.rank - 1 <= max_rank, "gather: the result has more than 6 axes");
+  static_assert(I::shape.rank + T::shape.rank - 1 <= max_rank,
+                "gather: the result has more than 6 axes");
   return expr::gather_t<T, I>{};
 }
 
@@ -338,7 +341,8 @@ constexpr auto dynamic_slice(X, S) {
   static_assert(axis_in_range(Axis, X::shape.rank), "dynamic_slice: axis out of range");
   static_assert(Size >= 1 && Size <= X::shape[normalize_axis(Axis, X::shape.rank)],
                 "dynamic_slice: the size must be between 1 and the axis' length");
-  static_assert(S::type == dtype::i32 && S::shape.rank == 0, "dynamic_slice: the start must be an i32 scalar");
+  static_assert(S::type == dtype::i32 && S::shape.rank == 0,
+                "dynamic_slice: the start must be an i32 scalar");
   return expr::dynamic_slice_t<Axis, Size, X, S>{};
 }
 
@@ -354,9 +358,12 @@ constexpr auto dynamic_update_slice(X, U, S) {
       if (c == a ? U::shape[c] > X::shape[c] : U::shape[c] != X::shape[c]) return false;
     return true;
   }();
-  static_assert(fits, "dynamic_update_slice: the update must match the operand off Axis and fit along it");
-  static_assert(U::type == X::type, "dynamic_update_slice: the update's dtype differs from the operand's");
-  static_assert(S::type == dtype::i32 && S::shape.rank == 0, "dynamic_update_slice: the start must be an i32 scalar");
+  static_assert(
+      fits, "dynamic_update_slice: the update must match the operand off Axis and fit along it");
+  static_assert(U::type == X::type,
+                "dynamic_update_slice: the update's dtype differs from the operand's");
+  static_assert(S::type == dtype::i32 && S::shape.rank == 0,
+                "dynamic_update_slice: the start must be an i32 scalar");
   return expr::dynamic_update_slice_t<Axis, X, U, S>{};
 }
 

@@ -23,6 +23,7 @@ class builder {
  public:
   std::vector<node> nodes;
   std::vector<int> outputs;
+  std::vector<int> output_state;  // per output: -1, or the state node it is the new value of
   std::vector<region_info> regions{region_info{}};
   int region = 0;  // the region new nodes go to
 
@@ -59,6 +60,15 @@ class builder {
   }
   constexpr int input(std::string_view name, dtype t, dims s) {
     return leaf(op_kind::input, name, t, s);
+  }
+  // A tensor the executor keeps across calls (a KV cache): read like an input, given a new value by
+  // an output marked with mark_output(value, state).
+  constexpr int state(std::string_view name, dtype t, dims s) {
+    if (region != 0) fail("graph: a state inside a block body");
+    for (const node& o : nodes)
+      if (o.name.view() == name && (o.op == op_kind::input || o.op == op_kind::param))
+        fail("graph: one name is used both as a state and as an input or param");
+    return leaf(op_kind::state, name, t, s);
   }
   constexpr int param(std::string_view name, dtype t, dims s) {
     return leaf(op_kind::param, name, t, s);
@@ -242,8 +252,9 @@ class builder {
   }
 
   // ---- data movement at run-time positions ----
-  // table[ids]: rows of `table` (axis 0) picked by the i32 `ids`; result ids.shape ++ table.shape[1:].
-  // An id outside [0, rows) reads the nearest row (XLA's gather clamps its indices).
+  // table[ids]: rows of `table` (axis 0) picked by the i32 `ids`; result ids.shape ++
+  // table.shape[1:]. An id outside [0, rows) reads the nearest row (XLA's gather clamps its
+  // indices).
   constexpr int gather(int table, int ids) {
     const dims t = at(table).shape, i = at(ids).shape;
     if (t.rank < 1) fail("gather: the table must have rank 1 or more");
@@ -266,8 +277,10 @@ class builder {
     const dims xs = at(x).shape;
     if (!axis_in_range(axis, xs.rank)) fail("dynamic_slice: axis out of range");
     const int a = normalize_axis(axis, xs.rank);
-    if (size < 1 || size > xs[a]) fail("dynamic_slice: the size must be between 1 and the axis' length");
-    if (at(start).type != dtype::i32 || at(start).shape.rank != 0) fail("dynamic_slice: the start must be an i32 scalar");
+    if (size < 1 || size > xs[a])
+      fail("dynamic_slice: the size must be between 1 and the axis' length");
+    if (at(start).type != dtype::i32 || at(start).shape.rank != 0)
+      fail("dynamic_slice: the start must be an i32 scalar");
     node n;
     n.op = op_kind::dynamic_slice;
     n.type = at(x).type;
@@ -285,11 +298,15 @@ class builder {
     const dims xs = at(x).shape, us = at(update).shape;
     if (!axis_in_range(axis, xs.rank)) fail("dynamic_update_slice: axis out of range");
     const int a = normalize_axis(axis, xs.rank);
-    if (us.rank != xs.rank || us[a] > xs[a]) fail("dynamic_update_slice: the update does not fit the operand");
+    if (us.rank != xs.rank || us[a] > xs[a])
+      fail("dynamic_update_slice: the update does not fit the operand");
     for (int c = 0; c < xs.rank; ++c)
-      if (c != a && us[c] != xs[c]) fail("dynamic_update_slice: the update differs from the operand off its axis");
-    if (at(update).type != at(x).type) fail("dynamic_update_slice: the update's dtype differs from the operand's");
-    if (at(start).type != dtype::i32 || at(start).shape.rank != 0) fail("dynamic_update_slice: the start must be an i32 scalar");
+      if (c != a && us[c] != xs[c])
+        fail("dynamic_update_slice: the update differs from the operand off its axis");
+    if (at(update).type != at(x).type)
+      fail("dynamic_update_slice: the update's dtype differs from the operand's");
+    if (at(start).type != dtype::i32 || at(start).shape.rank != 0)
+      fail("dynamic_update_slice: the start must be an i32 scalar");
     node n;
     n.op = op_kind::dynamic_update_slice;
     n.type = at(x).type;
@@ -374,9 +391,18 @@ class builder {
   }
 
   // Outputs keep their positions: the same node returned twice is two outputs.
-  constexpr void mark_output(int id) {
+  // state: -1, or the state node whose new value id is (written into the state's memory).
+  constexpr void mark_output(int id, int state = -1) {
     if (int(outputs.size()) >= max_outputs) fail("graph: too many outputs (max 8)");
+    if (state >= 0) {
+      if (at(state).op != op_kind::state) fail("update: the target is not a state");
+      if (!(at(state).shape == at(id).shape) || at(state).type != at(id).type)
+        fail("update: the new value differs from the state in shape or dtype");
+      for (int s : output_state)
+        if (s == state) fail("update: a state is given two new values");
+    }
     outputs.push_back(id);
+    output_state.push_back(state);
   }
 
   template <std::size_t N>
@@ -386,6 +412,7 @@ class builder {
     for (std::size_t i = 0; i < nodes.size(); ++i) g.nodes[i] = nodes[i];
     g.n_outputs = int(outputs.size());
     for (std::size_t i = 0; i < outputs.size(); ++i) g.outputs[i] = outputs[i];
+    for (std::size_t i = 0; i < output_state.size(); ++i) g.output_state[i] = output_state[i];
     g.n_regions = int(regions.size());
     for (std::size_t i = 0; i < regions.size(); ++i) g.regions[i] = regions[i];
     return g;

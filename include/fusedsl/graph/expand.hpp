@@ -127,7 +127,10 @@ constexpr builder expand(const graph_view& g) {
     b.regions[r].placeholder = remap(b.regions[r].placeholder);
     b.regions[r].result = remap(b.regions[r].result);
   }
-  for (int o = 0; o < g.n_outputs; ++o) b.mark_output(remap(g.outputs[o]));
+  for (int o = 0; o < g.n_outputs; ++o) {
+    const int st = g.state_of_output(o);
+    b.mark_output(remap(g.outputs[o]), st >= 0 ? remap(st) : -1);
+  }
   prune(b);
   return b;
 }
@@ -139,6 +142,7 @@ constexpr graph_view view_of(const builder& b) {
   v.size = b.size();
   v.outputs = b.outputs.data();
   v.n_outputs = int(b.outputs.size());
+  v.output_state = b.output_state.data();
   v.regions = b.regions.data();
   v.n_regions = int(b.regions.size());
   return v;

@@ -28,7 +28,7 @@ struct node {
   int axis = 0;                   // reductions, softmax, slice, concat, iota
   bool keepdims = false;          // reductions
   bool trans_a = false, trans_b = false;  // matmul: operand read transposed (last two axes swapped)
-  bool weak = false;              // constant: takes the dtype of the other operand (like JAX weak types)
+  bool weak = false;  // constant: takes the dtype of the other operand (like JAX weak types)
   std::array<int, max_rank> perm{};  // transpose
   std::int64_t begin = 0, end = 0;   // slice
   double value = 0;               // constant value; epsilon of layernorm/rmsnorm
@@ -37,10 +37,12 @@ struct node {
   int count = 0;                  // repeat: number of iterations
 
   constexpr bool same_as(const node& o) const {
-    if (op != o.op || type != o.type || !(shape == o.shape) || region != o.region || n_in != o.n_in) return false;
+    if (op != o.op || type != o.type || !(shape == o.shape) || region != o.region || n_in != o.n_in)
+      return false;
     for (int i = 0; i < n_in; ++i)
       if (in[std::size_t(i)] != o.in[std::size_t(i)]) return false;
-    if (axis != o.axis || keepdims != o.keepdims || trans_a != o.trans_a || trans_b != o.trans_b || weak != o.weak)
+    if (axis != o.axis || keepdims != o.keepdims || trans_a != o.trans_a || trans_b != o.trans_b ||
+        weak != o.weak)
       return false;
     for (int i = 0; i < max_rank; ++i)
       if (perm[std::size_t(i)] != o.perm[std::size_t(i)]) return false;
@@ -66,6 +68,8 @@ template <std::size_t N>
 struct graph {
   std::array<node, N> nodes{};
   std::array<int, max_outputs> outputs{};
+  // -1: output k goes to user memory; else the state node whose new value it is (fd::update)
+  std::array<int, max_outputs> output_state{-1, -1, -1, -1, -1, -1, -1, -1};
   int n_outputs = 0;
   std::array<region_info, max_regions> regions{};
   int n_regions = 1;
@@ -83,11 +87,13 @@ struct graph_view {
   int n_outputs = 0;
   const region_info* regions = nullptr;
   int n_regions = 1;
+  const int* output_state = nullptr;  // per output: -1, or the state node it updates
 
   template <std::size_t N>
   constexpr graph_view(const graph<N>& g)
       : nodes(g.nodes.data()), size(int(N)), outputs(g.outputs.data()), n_outputs(g.n_outputs),
-        regions(g.regions.data()), n_regions(g.n_regions) {}
+        regions(g.regions.data()), n_regions(g.n_regions), output_state(g.output_state.data()) {}
+  constexpr int state_of_output(int k) const { return output_state ? output_state[k] : -1; }
   constexpr graph_view() = default;
   constexpr const node& operator[](int i) const { return nodes[i]; }
 };

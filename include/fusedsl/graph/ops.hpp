@@ -28,10 +28,12 @@
 #include <type_traits>
 #include <utility>
 
+#include "fusedsl/core/config.hpp"
+
 namespace fusedsl::graph {
 
 enum class op_category : std::uint8_t {
-  leaf,     // input, param, constant, iota, placeholder
+  leaf,     // input, param, state, constant, iota, placeholder
   unary,    // elementwise, one operand
   binary,   // elementwise, two operands (NumPy broadcasting)
   compare,  // elementwise, two operands, boolean result
@@ -53,6 +55,7 @@ enum class op_category : std::uint8_t {
   X(constant, leaf, 0, "constant", false)                 \
   X(iota, leaf, 0, "iota", false)                         \
   X(placeholder, leaf, 0, "parameter", false)             \
+  X(state, leaf, 0, "parameter", false)                   \
   X(neg, unary, 1, "negate", true)                        \
   X(abs, unary, 1, "abs", true)                           \
   X(exp, unary, 1, "exponential", true)                   \
@@ -174,13 +177,21 @@ template <class V>
 constexpr V splat(double c) {
   return V(float(c));
 }
+// x / y by the policy's division where it has one (M::div), else by V's operator/.
+template <class M, class V>
+FUSEDSL_HD constexpr V quot(const V& x, const V& y) {
+  if constexpr (requires { M::div(x, y); })
+    return M::div(x, y);
+  else
+    return x / y;
+}
 }  // namespace detail
 
 #define FUSEDSL_UNARY_BODY(id, expr)                 \
   template <>                                        \
   struct op_traits<op_kind::id> : detail::body_base<op_kind::id> { \
     template <class M, class V>                      \
-    static V apply(const V& x) {                     \
+    FUSEDSL_HD static V apply(const V& x) {          \
       if constexpr (requires { M::id(x); })          \
         return M::id(x);                             \
       else                                           \
@@ -191,7 +202,7 @@ constexpr V splat(double c) {
   template <>                                        \
   struct op_traits<op_kind::id> : detail::body_base<op_kind::id> { \
     template <class M, class V>                      \
-    static V apply(const V& x, const V& y) {         \
+    FUSEDSL_HD static V apply(const V& x, const V& y) { \
       if constexpr (requires { M::id(x, y); })       \
         return M::id(x, y);                          \
       else                                           \
@@ -199,6 +210,7 @@ constexpr V splat(double c) {
     }                                                \
   };
 
+using detail::quot;
 using detail::splat;
 
 // Primitives every policy provides: neg, abs, exp, log, sqrt, tanh, erf, erfc, sin, cos, max, min
@@ -208,22 +220,30 @@ FUSEDSL_UNARY_BODY(abs, M::abs(x))
 FUSEDSL_UNARY_BODY(exp, M::exp(x))
 FUSEDSL_UNARY_BODY(log, M::log(x))
 FUSEDSL_UNARY_BODY(sqrt, M::sqrt(x))
-FUSEDSL_UNARY_BODY(rsqrt, splat<V>(1.0) / M::sqrt(x))
+FUSEDSL_UNARY_BODY(rsqrt, quot<M>(splat<V>(1.0), M::sqrt(x)))
 FUSEDSL_UNARY_BODY(tanh, M::tanh(x))
 FUSEDSL_UNARY_BODY(erf, M::erf(x))
-FUSEDSL_UNARY_BODY(sigmoid, splat<V>(1.0) / (splat<V>(1.0) + M::exp(M::neg(x))))
+FUSEDSL_UNARY_BODY(sigmoid, quot<M>(splat<V>(1.0), splat<V>(1.0) + M::exp(M::neg(x))))
 // relu keeps NaN (NaN < 0 is false) and maps -inf to 0.
 FUSEDSL_UNARY_BODY(relu, M::select(M::lt(x, splat<V>(0.0)), splat<V>(0.0), x))
 // Both GELUs in forms that do not cancel for negative x, where 1 + erf and 1 + tanh lose every
 // digit of a small result (6.5e5 and 4.8e6 ulp at x = -5 in float): x/2 (1 + erf(x / sqrt 2)) =
 // x/2 erfc(-x / sqrt 2) (Hendrycks & Gimpel, 2016, eq. 1), and x/2 (1 + tanh(u)) = x / (1 +
 // e^(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3) (the same paper, sec. 2; GPT-2).
-FUSEDSL_UNARY_BODY(gelu_erf, splat<V>(0.5) * x * M::erfc(x * splat<V>(-0.70710678118654752)))
+// At -inf all three are 0, the limit (x times a factor that vanishes faster), not the NaN of
+// -inf * 0; gelu_tanh is 0 once its exp would overflow (x below about -9.5, where its exact value
+// is below 2e-34 in magnitude).
+FUSEDSL_UNARY_BODY(gelu_erf,
+                   M::select(M::eq(x, splat<V>(-std::numeric_limits<double>::infinity())),
+                             splat<V>(0.0),
+                             splat<V>(0.5) * x * M::erfc(x * splat<V>(-0.70710678118654752))))
 FUSEDSL_UNARY_BODY(gelu_tanh,
-                   x / (splat<V>(1.0) +
-                        M::exp(splat<V>(-2.0 * 0.79788456080286536) *
-                               (x + splat<V>(0.044715) * x * x * x))))
-FUSEDSL_UNARY_BODY(silu, x / (splat<V>(1.0) + M::exp(M::neg(x))))
+                   M::select(M::lt(x, splat<V>(-9.5)), splat<V>(0.0),
+                             quot<M>(x, splat<V>(1.0) +
+                                            M::exp(splat<V>(-2.0 * 0.79788456080286536) *
+                                                   (x + splat<V>(0.044715) * x * x * x)))))
+FUSEDSL_UNARY_BODY(silu, M::select(M::eq(x, splat<V>(-std::numeric_limits<double>::infinity())),
+                                   splat<V>(0.0), quot<M>(x, splat<V>(1.0) + M::exp(M::neg(x)))))
 FUSEDSL_UNARY_BODY(sin, M::sin(x))
 FUSEDSL_UNARY_BODY(cos, M::cos(x))
 
@@ -247,7 +267,7 @@ FUSEDSL_BINARY_BODY(ge, M::le(y, x))
 template <>
 struct op_traits<op_kind::select> : detail::body_base<op_kind::select> {
   template <class M, class V>
-  static V apply(const V& p, const V& a, const V& b) {
+  FUSEDSL_HD static V apply(const V& p, const V& a, const V& b) {
     return M::select(M::ne(p, splat<V>(0.0)), a, b);
   }
 };
@@ -257,7 +277,7 @@ struct op_traits<op_kind::select> : detail::body_base<op_kind::select> {
 template <>
 struct op_traits<op_kind::cast> : detail::body_base<op_kind::cast> {
   template <class M, class V>
-  static V apply(const V& x) {
+  FUSEDSL_HD static V apply(const V& x) {
     return x;
   }
 };
@@ -266,7 +286,7 @@ struct op_traits<op_kind::cast> : detail::body_base<op_kind::cast> {
 template <op_kind K>
 struct reduce_body : detail::body_base<K> {
   template <class M, class V>
-  static V identity() {
+  FUSEDSL_HD static V identity() {
     if constexpr (K == op_kind::reduce_max)
       return splat<V>(-std::numeric_limits<double>::infinity());
     else if constexpr (K == op_kind::reduce_min)
@@ -275,7 +295,7 @@ struct reduce_body : detail::body_base<K> {
       return splat<V>(0.0);
   }
   template <class M, class V>
-  static V combine(const V& acc, const V& x) {
+  FUSEDSL_HD static V combine(const V& acc, const V& x) {
     if constexpr (K == op_kind::reduce_max)
       return M::max(acc, x);
     else if constexpr (K == op_kind::reduce_min)
@@ -284,9 +304,9 @@ struct reduce_body : detail::body_base<K> {
       return acc + x;
   }
   template <class M, class V>
-  static V finish(const V& acc, std::int64_t length) {
+  FUSEDSL_HD static V finish(const V& acc, std::int64_t length) {
     if constexpr (K == op_kind::reduce_mean)
-      return acc / splat<V>(double(length));
+      return quot<M>(acc, splat<V>(double(length)));
     else
       return acc;
   }
@@ -307,7 +327,10 @@ struct op_traits<op_kind::argmax> : detail::body_base<op_kind::argmax> {
   template <class M, class V>
   static V take(const V& x, const V& best) {
     // x > best, or x is NaN and best is not
-    return M::select(M::lt(best, x), splat<V>(1.0), M::select(M::ne(x, x), M::select(M::ne(best, best), splat<V>(0.0), splat<V>(1.0)), splat<V>(0.0)));
+    return M::select(
+        M::lt(best, x), splat<V>(1.0),
+        M::select(M::ne(x, x), M::select(M::ne(best, best), splat<V>(0.0), splat<V>(1.0)),
+                  splat<V>(0.0)));
   }
 };
 

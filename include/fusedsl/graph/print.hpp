@@ -11,7 +11,11 @@ inline std::string describe(const node& n) {
   std::ostringstream os;
   os << name_of(n.op);
   switch (n.op) {
-    case op_kind::input: case op_kind::param: os << " \"" << n.name.view() << "\""; break;
+    case op_kind::input:
+    case op_kind::param:
+    case op_kind::state:
+      os << " \"" << n.name.view() << "\"";
+      break;
     case op_kind::constant: os << " " << n.value << (n.weak ? " (weak)" : ""); break;
     case op_kind::iota: case op_kind::softmax: case op_kind::log_softmax: case op_kind::concat:
       os << " axis=" << n.axis; break;

@@ -11,6 +11,8 @@ namespace fusedsl::graph {
 constexpr void prune(builder& b) {
   std::vector<bool> live(b.nodes.size(), false);
   for (int o : b.outputs) live[std::size_t(o)] = true;
+  for (int st : b.output_state)
+    if (st >= 0) live[std::size_t(st)] = true;
   for (const region_info& r : b.regions) {
     if (r.result >= 0) live[std::size_t(r.result)] = true;
     if (r.placeholder >= 0) live[std::size_t(r.placeholder)] = true;
@@ -32,6 +34,8 @@ constexpr void prune(builder& b) {
   }
   b.nodes = kept;
   for (int& o : b.outputs) o = remap[std::size_t(o)];
+  for (int& st : b.output_state)
+    if (st >= 0) st = remap[std::size_t(st)];
   for (region_info& r : b.regions) {
     if (r.result >= 0) r.result = remap[std::size_t(r.result)];
     if (r.placeholder >= 0) r.placeholder = remap[std::size_t(r.placeholder)];

@@ -180,22 +180,48 @@ class computation_builder {
   instruction_id add_reduce(instruction_id x, instruction_id init,
                             std::vector<std::int64_t> dimensions, const computation& to_apply,
                             std::string_view name = "reduce") {
-    const hlo::shape& s = array_operand("reduce", x);
-    const hlo::shape& si = array_operand("reduce", init);
-    if (si.rank() != 0 || si.type != s.type)
-      fail("reduce", "init value " + to_short_string(si) + " must be a " +
-                         std::string(to_string(s.type)) + " scalar");
-    check_reducer(to_apply, s.type);
-    std::vector<bool> reduced(s.dims.size(), false);
+    return add_reduce(std::vector<instruction_id>{x}, std::vector<instruction_id>{init},
+                      std::move(dimensions), to_apply, name);
+  }
+
+  // The variadic reduce: inputs x_0..x_{n-1} of equal dims reduced together from scalar inits;
+  // to_apply takes (acc_0..acc_{n-1}, x_0..x_{n-1}) and returns the n new accumulators (a tuple
+  // for n > 1). The result is a tuple of n arrays for n > 1 (jax's argmax: value and index).
+  instruction_id add_reduce(std::vector<instruction_id> xs, std::vector<instruction_id> inits,
+                            std::vector<std::int64_t> dimensions, const computation& to_apply,
+                            std::string_view name = "reduce") {
+    if (xs.empty() || xs.size() != inits.size())
+      fail("reduce", "needs as many init values as inputs (got " + std::to_string(xs.size()) +
+                         " inputs, " + std::to_string(inits.size()) + " inits)");
+    const hlo::shape s0 = array_operand("reduce", xs[0]);
+    std::vector<element_type> types;
+    for (std::size_t k = 0; k < xs.size(); ++k) {
+      const hlo::shape& s = array_operand("reduce", xs[k]);
+      const hlo::shape& si = array_operand("reduce", inits[k]);
+      if (s.dims != s0.dims)
+        fail("reduce",
+             "inputs differ in dims (" + to_short_string(s0) + " vs " + to_short_string(s) + ")");
+      if (si.rank() != 0 || si.type != s.type)
+        fail("reduce", "init value " + to_short_string(si) + " must be a " +
+                           std::string(to_string(s.type)) + " scalar");
+      types.push_back(s.type);
+    }
+    check_reducer(to_apply, types);
+    std::vector<bool> reduced(s0.dims.size(), false);
     for (std::int64_t d : dimensions) {
-      if (d < 0 || d >= s.rank() || reduced[idx(d)])
-        fail("reduce", "bad dimension " + std::to_string(d) + " for " + to_short_string(s));
+      if (d < 0 || d >= s0.rank() || reduced[idx(d)])
+        fail("reduce", "bad dimension " + std::to_string(d) + " for " + to_short_string(s0));
       reduced[idx(d)] = true;
     }
     std::vector<std::int64_t> dims;
-    for (std::size_t d = 0; d < s.dims.size(); ++d)
-      if (!reduced[d]) dims.push_back(s.dims[d]);
-    instruction in = make(opcode::reduce, hlo::shape::array(s.type, dims), {x, init});
+    for (std::size_t d = 0; d < s0.dims.size(); ++d)
+      if (!reduced[d]) dims.push_back(s0.dims[d]);
+    std::vector<hlo::shape> results;
+    for (element_type t : types) results.push_back(hlo::shape::array(t, dims));
+    hlo::shape r = results.size() == 1 ? results[0] : hlo::shape::make_tuple(std::move(results));
+    std::vector<instruction_id> operands = std::move(xs);
+    operands.insert(operands.end(), inits.begin(), inits.end());
+    instruction in = make(opcode::reduce, std::move(r), std::move(operands));
     in.dimensions = std::move(dimensions);
     in.called_computation = to_apply.name;
     return push(std::move(in), name);
@@ -268,6 +294,62 @@ class computation_builder {
     instruction in = make(opcode::concatenate, std::move(r), std::move(xs));
     in.dimensions = {dimension};
     return push(std::move(in), name);
+  }
+
+  // XLA's gather (operation semantics, "Gather"): for each index vector of `indices` (along
+  // index_vector_dim; == rank means each element is a one-entry vector), a slice of slice_sizes
+  // starting there (start_index_map says which operand dims the entries index, starts clamped
+  // so the slice fits). Result dims: offset_dims hold the slice dims that are not collapsed or
+  // batching, in order; the others are the indices' batch dims, in order.
+  instruction_id add_gather(instruction_id operand, instruction_id indices,
+                            gather_dimension_numbers dn, std::vector<std::int64_t> slice_sizes,
+                            bool indices_are_sorted = false, std::string_view name = "gather") {
+    const hlo::shape& s = array_operand("gather", operand);
+    const hlo::shape& si = array_operand("gather", indices);
+    hlo::shape r = gather_shape(s, si, dn, slice_sizes);
+    instruction in = make(opcode::gather, std::move(r), {operand, indices});
+    in.gather = std::move(dn);
+    in.slice_sizes = std::move(slice_sizes);
+    in.indices_are_sorted = indices_are_sorted;
+    return push(std::move(in), name);
+  }
+
+  // x[starts[d] : starts[d] + sizes[d]] in every dim d; starts are integer scalars, clamped so
+  // the slice fits (XLA's dynamic-slice).
+  instruction_id add_dynamic_slice(instruction_id x, std::vector<instruction_id> starts,
+                                   std::vector<std::int64_t> sizes,
+                                   std::string_view name = "dynamic-slice") {
+    const hlo::shape& s = array_operand("dynamic-slice", x);
+    check_start_indices("dynamic-slice", s, starts);
+    if (sizes.size() != s.dims.size())
+      fail("dynamic-slice", "needs one size per dimension of " + to_short_string(s) + ", got " +
+                                std::to_string(sizes.size()));
+    for (std::size_t d = 0; d < sizes.size(); ++d)
+      if (sizes[d] < 0 || sizes[d] > s.dims[d])
+        fail("dynamic-slice", "size " + std::to_string(sizes[d]) + " out of range for dim " +
+                                  std::to_string(d) + " of " + to_short_string(s));
+    std::vector<instruction_id> ops{x};
+    ops.insert(ops.end(), starts.begin(), starts.end());
+    instruction in = make(opcode::dynamic_slice, hlo::shape::array(s.type, sizes), std::move(ops));
+    in.dynamic_slice_sizes = std::move(sizes);
+    return push(std::move(in), name);
+  }
+
+  // x with `update` written at starts (clamped so it fits), as XLA's dynamic-update-slice.
+  instruction_id add_dynamic_update_slice(instruction_id x, instruction_id update,
+                                          std::vector<instruction_id> starts,
+                                          std::string_view name = "dynamic-update-slice") {
+    const hlo::shape& s = array_operand("dynamic-update-slice", x);
+    const hlo::shape& su = array_operand("dynamic-update-slice", update);
+    bool fits = su.type == s.type && su.rank() == s.rank();
+    for (std::size_t d = 0; fits && d < s.dims.size(); ++d) fits = su.dims[d] <= s.dims[d];
+    if (!fits)
+      fail("dynamic-update-slice",
+           "update " + to_short_string(su) + " does not fit " + to_short_string(s));
+    check_start_indices("dynamic-update-slice", s, starts);
+    std::vector<instruction_id> ops{x, update};
+    ops.insert(ops.end(), starts.begin(), starts.end());
+    return push(make(opcode::dynamic_update_slice, plain(s), std::move(ops)), name);
   }
 
   instruction_id add_tuple(std::vector<instruction_id> xs, std::string_view name = "tuple") {
@@ -365,11 +447,33 @@ class computation_builder {
         need(1);
         add_broadcast(ops[0], s.dims, in.dimensions);
         break;
-      case opcode::reduce:
-        if (ops.size() != 2)
-          fail(what, "with " + std::to_string(ops.size()) +
-                         " operands (variadic reduce) is not supported");
-        add_reduce(ops[0], ops[1], in.dimensions, callee());
+      case opcode::reduce: {
+        if (ops.size() < 2 || ops.size() % 2 != 0)
+          fail(what, "takes inputs and as many init values, got " + std::to_string(ops.size()) +
+                         " operands");
+        const auto half = static_cast<std::ptrdiff_t>(ops.size() / 2);
+        add_reduce(std::vector<instruction_id>(ops.begin(), ops.begin() + half),
+                   std::vector<instruction_id>(ops.begin() + half, ops.end()), in.dimensions,
+                   callee());
+        break;
+      }
+      case opcode::gather:
+        need(2);
+        if (!in.gather)
+          fail(what,
+               "needs offset_dims=, collapsed_slice_dims=, start_index_map=, "
+               "index_vector_dim= and slice_sizes=");
+        add_gather(ops[0], ops[1], *in.gather, in.slice_sizes, in.indices_are_sorted);
+        break;
+      case opcode::dynamic_slice:
+        if (ops.empty()) fail(what, "needs an operand");
+        add_dynamic_slice(ops[0], std::vector<instruction_id>(ops.begin() + 1, ops.end()),
+                          in.dynamic_slice_sizes);
+        break;
+      case opcode::dynamic_update_slice:
+        if (ops.size() < 2) fail(what, "needs an operand and an update");
+        add_dynamic_update_slice(ops[0], ops[1],
+                                 std::vector<instruction_id>(ops.begin() + 2, ops.end()));
         break;
       case opcode::transpose:
         need(1);
@@ -486,13 +590,111 @@ class computation_builder {
     return used;
   }
 
-  void check_reducer(const computation& f, element_type t) const {
+  // to_apply of a reduce over inputs of `types`: (T_0..T_{n-1}, T_0..T_{n-1}) -> T_0 for n == 1,
+  // -> (T_0, ..., T_{n-1}) otherwise, all scalars.
+  void check_reducer(const computation& f, const std::vector<element_type>& types) const {
     auto ps = f.parameters();
-    hlo::shape sc = hlo::shape::scalar(t);
-    if (ps.size() != 2 || !f.instructions[ps[0]].shape.compatible(sc) ||
-        !f.instructions[ps[1]].shape.compatible(sc) || !f.root_instruction().shape.compatible(sc))
-      fail("reduce", "to_apply " + f.name + " must be (" + std::string(to_string(t)) + "[], " +
-                         std::string(to_string(t)) + "[]) -> " + std::string(to_string(t)) + "[]");
+    const std::size_t n = types.size();
+    std::string want = "(";
+    for (std::size_t k = 0; k < 2 * n; ++k)
+      want += (k ? ", " : "") + std::string(to_string(types[k % n])) + "[]";
+    want += ") -> ";
+    std::vector<hlo::shape> out;
+    for (element_type t : types) out.push_back(hlo::shape::scalar(t));
+    const hlo::shape result = n == 1 ? out[0] : hlo::shape::make_tuple(out);
+    want += to_short_string(result);
+    bool ok = ps.size() == 2 * n && f.root_instruction().shape.compatible(result);
+    for (std::size_t k = 0; ok && k < 2 * n; ++k)
+      ok = f.instructions[ps[k]].shape.compatible(hlo::shape::scalar(types[k % n]));
+    if (!ok) fail("reduce", "to_apply " + f.name + " must be " + want);
+  }
+
+  // Start indices of dynamic-slice / dynamic-update-slice: one integer scalar per dim of s,
+  // all of one type.
+  void check_start_indices(const std::string& op, const hlo::shape& s,
+                           const std::vector<instruction_id>& starts) const {
+    if (starts.size() != s.dims.size())
+      fail(op, "needs one start index per dimension of " + to_short_string(s) + ", got " +
+                   std::to_string(starts.size()));
+    for (instruction_id i : starts) {
+      const hlo::shape& st = array_operand(op, i);
+      if (st.rank() != 0 || !is_integral(st.type) || st.type != array_operand(op, starts[0]).type)
+        fail(op, "start index " + c_.instructions[i].name + " is " + to_short_string(st) +
+                     ", not an integer scalar of the first start's type");
+    }
+  }
+
+  // Result shape of a gather; every inconsistency in the dimension numbers is an error.
+  hlo::shape gather_shape(const hlo::shape& s, const hlo::shape& si,
+                          const gather_dimension_numbers& dn,
+                          const std::vector<std::int64_t>& slice_sizes) const {
+    const std::string shapes =
+        " (operand " + to_short_string(s) + ", indices " + to_short_string(si) + ")";
+    auto bad = [&](const std::string& why) { fail("gather", why + shapes); };
+    if (!is_integral(si.type)) bad("indices must be integers");
+    if (dn.index_vector_dim < 0 || dn.index_vector_dim > si.rank())
+      bad("index_vector_dim " + std::to_string(dn.index_vector_dim) + " out of range");
+    const std::int64_t vec =
+        dn.index_vector_dim == si.rank() ? 1 : si.dims[idx(dn.index_vector_dim)];
+    if (static_cast<std::int64_t>(dn.start_index_map.size()) != vec)
+      bad("start_index_map has " + std::to_string(dn.start_index_map.size()) +
+          " entries, the index vectors " + std::to_string(vec));
+    if (static_cast<std::int64_t>(slice_sizes.size()) != s.rank())
+      bad("slice_sizes needs one size per operand dimension");
+    for (std::size_t d = 0; d < slice_sizes.size(); ++d)
+      if (slice_sizes[d] < 0 || slice_sizes[d] > s.dims[d])
+        bad("slice size " + std::to_string(slice_sizes[d]) + " out of range for dim " +
+            std::to_string(d));
+    auto check_dims = [&](const std::vector<std::int64_t>& v, std::int64_t rank, const char* what,
+                          bool sorted) {
+      std::vector<bool> seen(idx(rank), false);
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (v[i] < 0 || v[i] >= rank || seen[idx(v[i])])
+          bad(std::string(what) + " has an invalid or repeated dimension");
+        if (sorted && i > 0 && v[i] < v[i - 1]) bad(std::string(what) + " must be sorted");
+        seen[idx(v[i])] = true;
+      }
+      return seen;
+    };
+    check_dims(dn.start_index_map, s.rank(), "start_index_map", false);
+    const auto collapsed =
+        check_dims(dn.collapsed_slice_dims, s.rank(), "collapsed_slice_dims", true);
+    const auto batching =
+        check_dims(dn.operand_batching_dims, s.rank(), "operand_batching_dims", true);
+    for (std::size_t d = 0; d < collapsed.size(); ++d) {
+      if (collapsed[d] && batching[d])
+        bad("dimension " + std::to_string(d) + " is both collapsed and batching");
+      if ((collapsed[d] || batching[d]) && slice_sizes[d] > 1)
+        bad("collapsed and batching dimensions need slice size 1");
+    }
+    for (std::int64_t d : dn.start_index_map)
+      if (batching[idx(d)]) bad("start_index_map names a batching dimension");
+    if (dn.start_indices_batching_dims.size() != dn.operand_batching_dims.size())
+      bad("operand_batching_dims and start_indices_batching_dims differ in length");
+    const auto index_batch =
+        check_dims(dn.start_indices_batching_dims, si.rank(), "start_indices_batching_dims", false);
+    if (dn.index_vector_dim < si.rank() && index_batch[idx(dn.index_vector_dim)])
+      bad("start_indices_batching_dims names index_vector_dim");
+    for (std::size_t k = 0; k < dn.operand_batching_dims.size(); ++k)
+      if (s.dims[idx(dn.operand_batching_dims[k])] !=
+          si.dims[idx(dn.start_indices_batching_dims[k])])
+        bad("a batching dimension differs in size between operand and indices");
+    std::vector<std::int64_t> offset_sizes, batch_sizes;
+    for (std::size_t d = 0; d < slice_sizes.size(); ++d)
+      if (!collapsed[d] && !batching[d]) offset_sizes.push_back(slice_sizes[d]);
+    for (std::int64_t d = 0; d < si.rank(); ++d)
+      if (d != dn.index_vector_dim) batch_sizes.push_back(si.dims[idx(d)]);
+    if (dn.offset_dims.size() != offset_sizes.size())
+      bad("offset_dims has " + std::to_string(dn.offset_dims.size()) + " dims, the slice " +
+          std::to_string(offset_sizes.size()) + " that are not collapsed or batching");
+    const std::int64_t rank = static_cast<std::int64_t>(offset_sizes.size() + batch_sizes.size());
+    if (rank > max_rank) bad("the result has more than " + std::to_string(max_rank) + " dims");
+    const auto offset = check_dims(dn.offset_dims, rank, "offset_dims", true);
+    std::vector<std::int64_t> dims;
+    std::size_t o = 0, b = 0;
+    for (std::int64_t d = 0; d < rank; ++d)
+      dims.push_back(offset[idx(d)] ? offset_sizes[o++] : batch_sizes[b++]);
+    return hlo::shape::array(s.type, std::move(dims));
   }
 
   instruction make_call(opcode op, std::vector<instruction_id> xs,

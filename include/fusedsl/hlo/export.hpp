@@ -10,12 +10,16 @@
 //   * matmul is `dot` with batch and contracting dimension numbers (trans_a/trans_b only move the
 //     contracting dimension; no transpose is emitted); batch axes are broadcast first;
 //   * reductions are `reduce` with a to_apply computation (add/maximum/minimum); mean = sum then
-//     divide; keepdims is a reshape;
+//     divide; keepdims is a reshape; argmax is jax's variadic reduce of (x, iota) with a
+//     comparator computation (first maximum, NaN the largest), the index its second result;
+//   * gather is XLA's `gather` of table rows (index_vector_dim = the ids' rank, table dim 0
+//     collapsed); dynamic_slice / dynamic_update_slice are `dynamic-slice` (dynamic_slice_sizes)
+//     / `dynamic-update-slice` with one s32 start per dimension; sin / cos are `sine` / `cosine`;
 //   * gelu, silu, relu and the row composites are written with primitives, with the decompositions
 //     of graph/expand.hpp; bf16/f16 arithmetic is done in f32 between two `convert`s (the dtype
 //     rule of core/dtype.hpp), so dot and reduce accumulate in f32;
-//   * a stacked block (`repeat`) is unrolled: layer i reads entry parameters "<prefix>.<i>.<param>";
-//     in the fused form every layer calls the same fusion computations;
+//   * a stacked block (`repeat`) is unrolled: layer i reads entry parameters
+//     "<prefix>.<i>.<param>"; in the fused form every layer calls the same fusion computations;
 //   * entry parameters follow the binding order (every input and param in the order the graph
 //     first reads them, layer by layer, as the reference backend lists them) and each keeps its
 //     binding name in metadata={op_name="..."}; several outputs give a tuple root.
@@ -62,7 +66,9 @@ namespace diag {
 // The op is the template argument: "no_hlo_mapping<fusedsl::graph::op_kind::erf, false>".
 template <op_kind Op, bool Mapped>
 struct no_hlo_mapping {
-  static_assert(Mapped, "hlo::export: the graph holds an op with no HLO mapping (named in this template's Op argument)");
+  static_assert(Mapped,
+                "hlo::export: the graph holds an op with no HLO mapping (named in this template's "
+                "Op argument)");
 };
 }  // namespace diag
 
@@ -93,7 +99,8 @@ enum class export_form : std::uint8_t { unfused, fused };
 enum class group_calls : std::uint8_t { fusion, call, xla_cpu };
 
 // A sharding annotation for a named entry parameter or output ("output.<k>"), or none.
-using sharding_rule = std::function<std::optional<hlo::sharding>(std::string_view name, const dims& shape)>;
+using sharding_rule =
+    std::function<std::optional<hlo::sharding>(std::string_view name, const dims& shape)>;
 
 struct export_options {
   export_form form = export_form::unfused;
@@ -112,7 +119,10 @@ struct fusion_view {
 
   template <std::size_t N>
   constexpr fusion_view(const plan::fusion_plan<N>& p)
-      : group_of(p.group_of.data()), groups(p.groups.data()), n_groups(p.n_groups), order(p.order.data()) {}
+      : group_of(p.group_of.data()),
+        groups(p.groups.data()),
+        n_groups(p.n_groups),
+        order(p.order.data()) {}
   constexpr fusion_view() = default;
 };
 
@@ -126,22 +136,27 @@ struct export_binding {
 
 namespace detail {
 
-inline void collect_bindings(const graph::graph_view& g, int region, const std::string& prefix, int depth,
-                             std::vector<export_binding>& out) {
-  if (depth > graph::max_regions) throw graph::graph_error("hlo::export: repeated blocks nest in a cycle");
+inline void collect_bindings(const graph::graph_view& g, int region, const std::string& prefix,
+                             int depth, std::vector<export_binding>& out) {
+  if (depth > graph::max_regions)
+    throw graph::graph_error("hlo::export: repeated blocks nest in a cycle");
   for (int i = 0; i < g.size; ++i) {
     const graph::node& n = g[i];
     if (n.region != region) continue;
     if (n.op == op_kind::input || n.op == op_kind::param) {
       // Inputs inside a body are shared by all layers and keep their own name.
-      std::string name = (n.op == op_kind::param ? prefix : std::string()) + std::string(n.name.view());
+      std::string name =
+          (n.op == op_kind::param ? prefix : std::string()) + std::string(n.name.view());
       bool seen = false;
       for (const export_binding& b : out) seen = seen || b.name == name;
       if (!seen) out.push_back({name, n.type, n.shape, n.op});
     } else if (n.op == op_kind::repeat) {
-      if (n.body <= 0 || n.body >= g.n_regions) throw graph::graph_error("hlo::export: a repeat names no body region");
+      if (n.body <= 0 || n.body >= g.n_regions)
+        throw graph::graph_error("hlo::export: a repeat names no body region");
       for (int l = 0; l < n.count; ++l)
-        collect_bindings(g, n.body, prefix + std::string(n.name.view()) + "." + std::to_string(l) + ".", depth + 1, out);
+        collect_bindings(g, n.body,
+                         prefix + std::string(n.name.view()) + "." + std::to_string(l) + ".",
+                         depth + 1, out);
     }
   }
 }
@@ -164,7 +179,8 @@ inline std::vector<std::int64_t> to_vector(const dims& d) {
 // Emits fusedsl nodes as HLO instructions into one computation.
 class node_emitter {
  public:
-  node_emitter(module& m, const graph::graph_view& g, computation_builder& b) : m_(m), g_(g), b_(b) {}
+  node_emitter(module& m, const graph::graph_view& g, computation_builder& b)
+      : m_(m), g_(g), b_(b) {}
 
   using value_of = std::function<instruction_id(int node)>;
 
@@ -188,16 +204,32 @@ class node_emitter {
         const instruction_id a = arg(1, et, out);
         return b_.add_select(p, a, arg(2, et, out));
       }
-      case op_kind::eq: case op_kind::ne: case op_kind::lt: case op_kind::le: case op_kind::gt: case op_kind::ge: {
+      case op_kind::eq:
+      case op_kind::ne:
+      case op_kind::lt:
+      case op_kind::le:
+      case op_kind::gt:
+      case op_kind::ge: {
         const element_type t = operand_type(n);
         const instruction_id a = arg(0, t, out);
         return b_.add_compare(a, arg(1, t, out), direction_of(n.op));
       }
-      case op_kind::reduce_sum: case op_kind::reduce_mean: case op_kind::reduce_max: case op_kind::reduce_min:
+      case op_kind::reduce_sum:
+      case op_kind::reduce_mean:
+      case op_kind::reduce_max:
+      case op_kind::reduce_min:
         return emit_reduce(n, value);
+      case op_kind::argmax:
+        return emit_argmax(n, value);
+      case op_kind::gather:
+        return emit_gather(n, value);
+      case op_kind::dynamic_slice:
+      case op_kind::dynamic_update_slice:
+        return emit_dynamic_slice(n, value);
       case op_kind::matmul: return emit_matmul(n, value);
       case op_kind::transpose:
-        return b_.add_transpose(value(n.in[0]), std::vector<std::int64_t>(n.perm.begin(), n.perm.begin() + n.shape.rank));
+        return b_.add_transpose(value(n.in[0]), std::vector<std::int64_t>(
+                                                    n.perm.begin(), n.perm.begin() + n.shape.rank));
       case op_kind::reshape: return b_.add_reshape(value(n.in[0]), out);
       case op_kind::broadcast: return broadcast_to(value(n.in[0]), out);
       case op_kind::slice: {
@@ -226,7 +258,8 @@ class node_emitter {
       const instruction_id a = arg(0, ct, out);
       return narrow(b_.add_binary(direct_opcode(n.op), a, arg(1, ct, out)), et);
     }
-    throw graph::graph_error("hlo::export: no HLO mapping for op " + std::string(graph::name_of(n.op)));
+    throw graph::graph_error("hlo::export: no HLO mapping for op " +
+                             std::string(graph::name_of(n.op)));
   }
 
   // A scalar constant of type t (integers exact, floats rounded to t by the literal).
@@ -259,11 +292,15 @@ class node_emitter {
   // The HLO opcode the op table names for k (an op lowered by one instruction).
   static opcode direct_opcode(op_kind k) {
     const std::optional<opcode> op = parse_opcode(graph::info_of(k).hlo);
-    if (!op) throw graph::graph_error("hlo::export: op " + std::string(graph::name_of(k)) + " has no single HLO opcode");
+    if (!op)
+      throw graph::graph_error("hlo::export: op " + std::string(graph::name_of(k)) +
+                               " has no single HLO opcode");
     return *op;
   }
 
-  std::vector<std::int64_t> dims_of(instruction_id x) const { return b_.shape_of(x).dims; }  // a copy: ids outlive appends
+  std::vector<std::int64_t> dims_of(instruction_id x) const {
+    return b_.shape_of(x).dims;
+  }  // a copy: ids outlive appends
   element_type type_of(instruction_id x) const { return b_.shape_of(x).type; }
 
   instruction_id narrow(instruction_id x, element_type t) {
@@ -271,7 +308,8 @@ class node_emitter {
   }
 
   // Operand node `id` as type t with dims `to` (NumPy broadcasting); constants are made in t.
-  instruction_id operand(int id, element_type t, const std::vector<std::int64_t>& to, const value_of& value) {
+  instruction_id operand(int id, element_type t, const std::vector<std::int64_t>& to,
+                         const value_of& value) {
     const graph::node& o = g_[id];
     if (o.op == op_kind::constant) return broadcast_to(scalar(o.value, t), to);
     return broadcast_to(narrow(value(id), t), to);
@@ -304,8 +342,10 @@ class node_emitter {
   }
 
   std::string reducer(opcode op, element_type t) {
-    const std::string name = std::string(op == opcode::add ? "sum" : op == opcode::maximum ? "max" : "min") + "_" +
-                             std::string(to_string(t));
+    const std::string name = std::string(op == opcode::add       ? "sum"
+                                         : op == opcode::maximum ? "max"
+                                                                 : "min") +
+                             "_" + std::string(to_string(t));
     if (!m_.find(name)) m_.add_computation(make_scalar_computation(name, op, t));
     return name;
   }
@@ -316,8 +356,12 @@ class node_emitter {
     double init = 0;
     if (op != opcode::add) {
       const bool is_max = op == opcode::maximum;
-      if (is_integral(t)) init = is_max ? double(std::numeric_limits<std::int32_t>::min()) : double(std::numeric_limits<std::int32_t>::max());
-      else init = is_max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+      if (is_integral(t))
+        init = is_max ? double(std::numeric_limits<std::int32_t>::min())
+                      : double(std::numeric_limits<std::int32_t>::max());
+      else
+        init = is_max ? -std::numeric_limits<double>::infinity()
+                      : std::numeric_limits<double>::infinity();
     }
     const instruction_id zero = scalar(init, t);
     const std::string name = reducer(op, t);
@@ -331,10 +375,97 @@ class node_emitter {
     const opcode op = n.op == op_kind::reduce_max ? opcode::maximum
                       : n.op == op_kind::reduce_min ? opcode::minimum : opcode::add;
     instruction_id r = reduce(x, n.axis, op);
-    if (n.op == op_kind::reduce_mean) r = b_.add_binary(opcode::divide, r, full(double(xn.shape[n.axis]), ct, dims_of(r)));
+    if (n.op == op_kind::reduce_mean)
+      r = b_.add_binary(opcode::divide, r, full(double(xn.shape[n.axis]), ct, dims_of(r)));
     r = narrow(r, element_of(n.type));
     if (n.keepdims) r = b_.add_reshape(r, to_vector(n.shape));
     return r;
+  }
+
+  // jnp.argmax's lowering: x and an s32 iota along the axis reduced together from (lowest, 0) by
+  // argmax_comparator; the index is the second result.
+  instruction_id emit_argmax(const graph::node& n, const value_of& value) {
+    const instruction_id x = value(n.in[0]);
+    const element_type t = type_of(x);
+    const std::vector<std::int64_t> s = dims_of(x);
+    const instruction_id io = b_.add_iota(hlo::shape::array(element_type::s32, s), n.axis);
+    const double lowest = is_floating(t) ? -std::numeric_limits<double>::infinity()
+                          : t == element_type::pred
+                              ? 0.0
+                              : double(std::numeric_limits<std::int32_t>::min());
+    const instruction_id init = scalar(lowest, t);
+    const instruction_id zero = scalar(0, element_type::s32);
+    const instruction_id r =
+        b_.add_reduce({x, io}, {init, zero}, {n.axis}, m_.get(argmax_comparator(t)));
+    instruction_id i = b_.add_get_tuple_element(r, 1);
+    if (n.keepdims) i = b_.add_reshape(i, to_vector(n.shape));
+    return i;
+  }
+
+  // (a, ia, b, ib) -> the pair that comes first in the order "larger value first, NaN above every
+  // number, then the lower index": a total order, so the result does not depend on the order in
+  // which XLA combines elements, and it is NumPy's first maximum (an all -inf row gives 0).
+  std::string argmax_comparator(element_type t) {
+    const std::string name = "argmax_" + std::string(to_string(t));
+    if (m_.find(name)) return name;
+    computation_builder c(name);
+    const instruction_id a = c.add_parameter(hlo::shape::scalar(t), "a");
+    const instruction_id ia = c.add_parameter(hlo::shape::scalar(element_type::s32), "a_index");
+    const instruction_id b = c.add_parameter(hlo::shape::scalar(t), "b");
+    const instruction_id ib = c.add_parameter(hlo::shape::scalar(element_type::s32), "b_index");
+    auto both = [&](instruction_id p, instruction_id q) {
+      return c.add_binary(opcode::and_, p, q);
+    };
+    auto either = [&](instruction_id p, instruction_id q) {
+      return c.add_binary(opcode::or_, p, q);
+    };
+    instruction_id wins = c.add_compare(a, b, comparison_direction::gt, "greater");
+    instruction_id same = c.add_compare(a, b, comparison_direction::eq, "equal");
+    if (is_floating(t)) {
+      const instruction_id a_nan = c.add_compare(a, a, comparison_direction::ne, "a_is_nan");
+      const instruction_id b_nan = c.add_compare(b, b, comparison_direction::ne, "b_is_nan");
+      wins = either(wins, both(a_nan, c.add_unary(opcode::not_, b_nan)));
+      same = either(same, both(a_nan, b_nan));
+    }
+    const instruction_id first = c.add_compare(ia, ib, comparison_direction::lt, "lower_index");
+    const instruction_id take_a = either(wins, both(same, first));
+    c.add_tuple({c.add_select(take_a, a, b), c.add_select(take_a, ia, ib)});
+    m_.add_computation(c.build());
+    return name;
+  }
+
+  // table[ids] as XLA's gather: each id a one-entry index vector (index_vector_dim = the ids'
+  // rank) into table dim 0, which is collapsed; the row's other dims follow the ids' dims.
+  instruction_id emit_gather(const graph::node& n, const value_of& value) {
+    const instruction_id table = value(n.in[0]);
+    const instruction_id ids = value(n.in[1]);
+    std::vector<std::int64_t> sizes = dims_of(table);
+    const std::int64_t r = std::int64_t(dims_of(ids).size());
+    gather_dimension_numbers dn;
+    for (std::size_t d = 1; d < sizes.size(); ++d)
+      dn.offset_dims.push_back(r + std::int64_t(d) - 1);
+    dn.collapsed_slice_dims = {0};
+    dn.start_index_map = {0};
+    dn.index_vector_dim = r;
+    sizes[0] = 1;
+    return b_.add_gather(table, ids, std::move(dn), std::move(sizes));
+  }
+
+  // XLA's dynamic-slice / dynamic-update-slice: one s32 start per dimension, the node's start on
+  // its axis and 0 on the others (XLA clamps each so the window fits, as the op table says).
+  instruction_id emit_dynamic_slice(const graph::node& n, const value_of& value) {
+    const bool update = n.op == op_kind::dynamic_update_slice;
+    const instruction_id x = value(n.in[0]);
+    const instruction_id start = value(n.in[update ? 2 : 1]);
+    const std::size_t rank = dims_of(x).size();
+    std::vector<instruction_id> starts(rank, start);
+    if (rank > 1) {
+      const instruction_id zero = scalar(0, element_type::s32);
+      for (std::size_t d = 0; d < rank; ++d)
+        if (std::int64_t(d) != n.axis) starts[d] = zero;
+    }
+    if (update) return b_.add_dynamic_update_slice(x, value(n.in[1]), std::move(starts));
+    return b_.add_dynamic_slice(x, std::move(starts), to_vector(n.shape));
   }
 
   // NumPy matmul as `dot`: [..., M, K] x [..., K, N]. A rank-2 right operand (a weight) is
@@ -373,7 +504,9 @@ class node_emitter {
   instruction_id emit_unary(op_kind k, instruction_id x) {
     const element_type t = type_of(x);
     const std::vector<std::int64_t> s = dims_of(x);
-    auto mul = [&](instruction_id p, instruction_id q) { return b_.add_binary(opcode::multiply, p, q); };
+    auto mul = [&](instruction_id p, instruction_id q) {
+      return b_.add_binary(opcode::multiply, p, q);
+    };
     auto add = [&](instruction_id p, instruction_id q) { return b_.add_binary(opcode::add, p, q); };
     switch (k) {
       case op_kind::relu: return b_.add_binary(opcode::maximum, x, full(0.0, t, s));
@@ -389,13 +522,15 @@ class node_emitter {
         // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
         const instruction_id x3 = mul(mul(x, x), x);
         const instruction_id cubic = add(x, mul(full(0.044715, t, s), x3));
-        const instruction_id th = b_.add_unary(opcode::tanh, mul(full(0.7978845608028654, t, s), cubic));
+        const instruction_id th =
+            b_.add_unary(opcode::tanh, mul(full(0.7978845608028654, t, s), cubic));
         const instruction_id half_x = mul(full(0.5, t, s), x);
         return mul(half_x, add(full(1.0, t, s), th));
       }
       default: break;
     }
-    if (!graph::is_unary(k)) throw graph::graph_error("hlo::export: not a unary op: " + std::string(graph::name_of(k)));
+    if (!graph::is_unary(k))
+      throw graph::graph_error("hlo::export: not a unary op: " + std::string(graph::name_of(k)));
     return b_.add_unary(direct_opcode(k), x);
   }
 
@@ -407,15 +542,19 @@ class node_emitter {
     return b_.add_select(hit, full(to, t, s), v);
   }
 
-  // graph/expand.hpp's softmax: m' = where(m == -inf, 0, m); e = exp(x - m'); s' = where(s == 0, 1, s).
+  // graph/expand.hpp's softmax: m' = where(m == -inf, 0, m); e = exp(x - m'); s' = where(s == 0, 1,
+  // s).
   instruction_id emit_softmax(instruction_id x, std::int64_t axis, bool log) {
     const std::vector<std::int64_t> s = dims_of(x);
     const std::vector<std::int64_t> keep = all_but(s.size(), axis);
-    const instruction_id m = replace(reduce(x, axis, opcode::maximum), -std::numeric_limits<double>::infinity(), 0.0);
+    const instruction_id m =
+        replace(reduce(x, axis, opcode::maximum), -std::numeric_limits<double>::infinity(), 0.0);
     const instruction_id shifted = b_.add_binary(opcode::subtract, x, b_.add_broadcast(m, s, keep));
     const instruction_id e = b_.add_unary(opcode::exponential, shifted);
     const instruction_id sum = replace(reduce(e, axis, opcode::add), 0.0, 1.0);
-    if (log) return b_.add_binary(opcode::subtract, shifted, b_.add_broadcast(b_.add_unary(opcode::log, sum), s, keep));
+    if (log)
+      return b_.add_binary(opcode::subtract, shifted,
+                           b_.add_broadcast(b_.add_unary(opcode::log, sum), s, keep));
     return b_.add_binary(opcode::divide, e, b_.add_broadcast(sum, s, keep));
   }
 
@@ -424,18 +563,24 @@ class node_emitter {
     const std::vector<std::int64_t> s = dims_of(x);
     const std::int64_t last = std::int64_t(s.size()) - 1;
     const instruction_id sum = reduce(x, last, opcode::add);
-    const instruction_id mean = b_.add_binary(opcode::divide, sum, full(double(s.back()), type_of(x), dims_of(sum)));
+    const instruction_id mean =
+        b_.add_binary(opcode::divide, sum, full(double(s.back()), type_of(x), dims_of(sum)));
     return b_.add_broadcast(mean, s, all_but(s.size(), last));
   }
 
   // beta < 0: none (rmsnorm).
-  instruction_id emit_norm(op_kind k, instruction_id x, instruction_id gamma, long beta, double eps) {
+  instruction_id emit_norm(op_kind k, instruction_id x, instruction_id gamma, long beta,
+                           double eps) {
     const element_type t = type_of(x);
     const std::vector<std::int64_t> s = dims_of(x);
-    auto mul = [&](instruction_id p, instruction_id q) { return b_.add_binary(opcode::multiply, p, q); };
-    const instruction_id xc = k == op_kind::rmsnorm ? x : b_.add_binary(opcode::subtract, x, row_mean(x));
+    auto mul = [&](instruction_id p, instruction_id q) {
+      return b_.add_binary(opcode::multiply, p, q);
+    };
+    const instruction_id xc =
+        k == op_kind::rmsnorm ? x : b_.add_binary(opcode::subtract, x, row_mean(x));
     const instruction_id var = row_mean(mul(xc, xc));
-    const instruction_id r = b_.add_unary(opcode::rsqrt, b_.add_binary(opcode::add, var, full(eps, t, s)));
+    const instruction_id r =
+        b_.add_unary(opcode::rsqrt, b_.add_binary(opcode::add, var, full(eps, t, s)));
     const instruction_id y = mul(mul(xc, r), gamma);
     return beta >= 0 ? b_.add_binary(opcode::add, y, instruction_id(beta)) : y;
   }
@@ -455,7 +600,8 @@ inline fusion_kind fusion_kind_of(plan::group_kind k) {
 
 class exporter {
  public:
-  exporter(const graph::graph_view& g, const fusion_view* f, const export_options& o) : g_(g), f_(f), o_(o) {
+  exporter(const graph::graph_view& g, const fusion_view* f, const export_options& o)
+      : g_(g), f_(f), o_(o) {
     m_.name = o.module_name;
   }
 
@@ -464,7 +610,8 @@ class exporter {
     std::vector<export_binding> bs;
     collect_bindings(g_, 0, "", 0, bs);
     for (const export_binding& b : bs) {
-      const instruction_id p = entry.add_parameter(hlo::shape::array(element_of(b.type), to_vector(b.shape)), b.name);
+      const instruction_id p =
+          entry.add_parameter(hlo::shape::array(element_of(b.type), to_vector(b.shape)), b.name);
       entry.set_op_name(p, b.name);
       if (o_.sharding)
         if (auto s = o_.sharding(b.name, b.shape)) entry.set_sharding(p, *s);
@@ -505,7 +652,8 @@ class exporter {
     if (v < 0) {
       const graph::node& n = g_[id];
       if (n.op != op_kind::constant && n.op != op_kind::iota)
-        throw graph::graph_error("hlo::export: node " + std::to_string(id) + " (" + std::string(graph::name_of(n.op)) +
+        throw graph::graph_error("hlo::export: node " + std::to_string(id) + " (" +
+                                 std::string(graph::name_of(n.op)) +
                                  ") is read before it is computed");
       v = long(ne.emit(id, {}));
     }
@@ -513,9 +661,11 @@ class exporter {
   }
 
   instruction_id param_of(const graph::node& n, const std::string& prefix) {
-    const std::string name = (n.op == op_kind::param ? prefix : std::string()) + std::string(n.name.view());
+    const std::string name =
+        (n.op == op_kind::param ? prefix : std::string()) + std::string(n.name.view());
     auto it = params_.find(name);
-    if (it == params_.end()) throw graph::graph_error("hlo::export: no entry parameter for binding \"" + name + "\"");
+    if (it == params_.end())
+      throw graph::graph_error("hlo::export: no entry parameter for binding \"" + name + "\"");
     return it->second;
   }
 
@@ -529,14 +679,16 @@ class exporter {
     for (int i = 0; i < g_.size; ++i) {
       const graph::node& n = g_[i];
       if (n.region != region) continue;
-      if (n.op == op_kind::input || n.op == op_kind::param) val[std::size_t(i)] = long(param_of(n, prefix));
+      if (n.op == op_kind::input || n.op == op_kind::param)
+        val[std::size_t(i)] = long(param_of(n, prefix));
       else if (n.op == op_kind::placeholder) val[std::size_t(i)] = placeholder;
     }
     if (!fused) {
       for (int i = 0; i < g_.size; ++i) {
         const graph::node& n = g_[i];
         if (n.region != region || graph::is_leaf(n.op)) continue;
-        if (n.op == op_kind::repeat) val[std::size_t(i)] = long(emit_repeat(b, n, get(n.in[0]), prefix));
+        if (n.op == op_kind::repeat)
+          val[std::size_t(i)] = long(emit_repeat(b, n, get(n.in[0]), prefix));
         else val[std::size_t(i)] = long(ne.emit(i, get));
       }
     } else {
@@ -558,11 +710,13 @@ class exporter {
     }
   }
 
-  instruction_id emit_repeat(computation_builder& b, const graph::node& n, instruction_id x, const std::string& prefix) {
+  instruction_id emit_repeat(computation_builder& b, const graph::node& n, instruction_id x,
+                             const std::string& prefix) {
     instruction_id cur = x;
     for (int l = 0; l < n.count; ++l) {
       std::vector<long> val(std::size_t(g_.size), -1);
-      emit_region(b, n.body, long(cur), prefix + std::string(n.name.view()) + "." + std::to_string(l) + ".", val);
+      emit_region(b, n.body, long(cur),
+                  prefix + std::string(n.name.view()) + "." + std::to_string(l) + ".", val);
       cur = instruction_id(val[std::size_t(g_.regions[n.body].result)]);
     }
     return cur;
@@ -576,11 +730,13 @@ class exporter {
     for (int i = 0; i < g_.size; ++i)
       if (!in_group(i, gi))
         for (int k = 0; k < g_[i].n_in; ++k)
-          if (in_group(g_[i].in[std::size_t(k)], gi)) out[std::size_t(g_[i].in[std::size_t(k)])] = true;
+          if (in_group(g_[i].in[std::size_t(k)], gi))
+            out[std::size_t(g_[i].in[std::size_t(k)])] = true;
     for (int k = 0; k < g_.n_outputs; ++k)
       if (in_group(g_.outputs[k], gi)) out[std::size_t(g_.outputs[k])] = true;
     for (int r = 1; r < g_.n_regions; ++r)
-      if (g_.regions[r].result >= 0 && in_group(g_.regions[r].result, gi)) out[std::size_t(g_.regions[r].result)] = true;
+      if (g_.regions[r].result >= 0 && in_group(g_.regions[r].result, gi))
+        out[std::size_t(g_.regions[r].result)] = true;
     std::vector<int> r;
     for (int i = 0; i < g_.size; ++i)
       if (out[std::size_t(i)]) r.push_back(i);
@@ -607,7 +763,8 @@ class exporter {
     }
     fused_computation fc;
     fc.roots = roots;
-    const std::string name = "fused_" + std::string(plan::name_of(gr.kind)) + "_" + std::to_string(gi);
+    const std::string name =
+        "fused_" + std::string(plan::name_of(gr.kind)) + "_" + std::to_string(gi);
     computation_builder fb(name);
     std::vector<long> val(std::size_t(g_.size), -1);
     for (int i = 0; i < g_.size; ++i) {
@@ -615,9 +772,11 @@ class exporter {
       const op_kind k = g_[i].op;
       if (k == op_kind::constant || k == op_kind::iota) continue;  // recomputed inside the fusion
       const graph::node& n = g_[i];
-      const std::string pname = n.op == op_kind::input || n.op == op_kind::param ? std::string(n.name.view())
-                                                                                 : "p" + std::to_string(fc.operands.size());
-      val[std::size_t(i)] = long(fb.add_parameter(hlo::shape::array(element_of(n.type), to_vector(n.shape)), pname));
+      const std::string pname = n.op == op_kind::input || n.op == op_kind::param
+                                    ? std::string(n.name.view())
+                                    : "p" + std::to_string(fc.operands.size());
+      val[std::size_t(i)] =
+          long(fb.add_parameter(hlo::shape::array(element_of(n.type), to_vector(n.shape)), pname));
       fc.operands.push_back(i);
     }
     node_emitter ne(m_, g_, fb);
@@ -652,7 +811,8 @@ class exporter {
     if (it != splits_.end()) return it->second;
     auto [c, fc] = build_group(gi, group_outputs(gi));
     split_group sg{fc, split_for_xla_cpu(c, o_.xla_cpu), {}};
-    for (const fusion_part& p : sg.split.parts) sg.names.push_back(p.library_dot ? p.body.name : m_.add_computation(p.body));
+    for (const fusion_part& p : sg.split.parts)
+      sg.names.push_back(p.library_dot ? p.body.name : m_.add_computation(p.body));
     return splits_.emplace(gi, std::move(sg)).first->second;
   }
 
@@ -660,7 +820,9 @@ class exporter {
   static instruction_id emit_library_dot(computation_builder& b, const computation& part,
                                          const std::vector<instruction_id>& args) {
     const instruction& d = part.root_instruction();
-    auto arg = [&](std::size_t k) { return args.at(std::size_t(part.instructions[d.operands[k]].parameter_number)); };
+    auto arg = [&](std::size_t k) {
+      return args.at(std::size_t(part.instructions[d.operands[k]].parameter_number));
+    };
     return b.add_dot(arg(0), arg(1), *d.dot, d.shape.type);
   }
 
@@ -669,19 +831,26 @@ class exporter {
     const split_group& sg = make_split(gi);
     const plan::fusion_group& gr = f_->groups[gi];
     std::vector<instruction_id> part_ids;
+    std::map<std::pair<std::size_t, std::int64_t>, instruction_id> elements;  // of tuple parts
     auto value_of = [&](const part_value& v) {
-      return v.from_part ? part_ids[v.index] : instruction_id(get(sg.fc.operands[v.index]));
+      if (!v.from_part) return instruction_id(get(sg.fc.operands[v.index]));
+      if (v.tuple_index < 0) return part_ids[v.index];
+      auto [it, added] = elements.try_emplace({v.index, v.tuple_index}, 0);
+      if (added) it->second = b.add_get_tuple_element(part_ids[v.index], v.tuple_index);
+      return it->second;
     };
     const std::size_t n = sg.split.parts.size();
     for (std::size_t k = 0; k < n; ++k) {
       std::vector<instruction_id> args;
       for (const part_value& v : sg.split.parts[k].operands) args.push_back(value_of(v));
       const fusion_part& part = sg.split.parts[k];
-      const instruction_id f = part.library_dot ? emit_library_dot(b, part.body, args)
-                                                : b.add_fusion(args, m_.get(sg.names[k]), fusion_kind::loop);
+      const instruction_id f = part.library_dot
+                                   ? emit_library_dot(b, part.body, args)
+                                   : b.add_fusion(args, m_.get(sg.names[k]), fusion_kind::loop);
       // Which plan group (and part of it) this fusion computes, for XLA's profiles and dumps.
-      b.set_op_name(f, "fusedsl group " + std::to_string(gi) + " (" + std::string(plan::name_of(gr.kind)) + ")" +
-                           (n > 1 ? " part " + std::to_string(k + 1) + "/" + std::to_string(n) : ""));
+      b.set_op_name(
+          f, "fusedsl group " + std::to_string(gi) + " (" + std::string(plan::name_of(gr.kind)) +
+                 ")" + (n > 1 ? " part " + std::to_string(k + 1) + "/" + std::to_string(n) : ""));
       part_ids.push_back(f);
     }
     for (std::size_t r = 0; r < sg.fc.roots.size(); ++r)
@@ -699,9 +868,10 @@ class exporter {
     const fused_computation& fc = it->second;
     std::vector<instruction_id> args;
     for (int o : fc.operands) args.push_back(get(o));
-    const instruction_id f = o_.groups == group_calls::call
-                                 ? b.add_call(args, m_.get(fc.name))
-                                 : b.add_fusion(args, m_.get(fc.name), fusion_kind_of(f_->groups[gi].kind));
+    const instruction_id f =
+        o_.groups == group_calls::call
+            ? b.add_call(args, m_.get(fc.name))
+            : b.add_fusion(args, m_.get(fc.name), fusion_kind_of(f_->groups[gi].kind));
     if (fc.roots.size() == 1) {
       val[std::size_t(fc.roots[0])] = long(f);
     } else {
@@ -729,7 +899,8 @@ inline std::vector<export_binding> export_bindings(const graph::graph_view& g) {
 }
 
 // Run-time export of a node table (and, for the fused form, its fusion plan).
-inline module to_module(const graph::graph_view& g, const fusion_view* fusion, const export_options& o = {}) {
+inline module to_module(const graph::graph_view& g, const fusion_view* fusion,
+                        const export_options& o = {}) {
   if (o.form == export_form::fused && fusion == nullptr)
     throw graph::graph_error("hlo::export: the fused form needs the program's fusion plan");
   return detail::exporter(g, fusion, o).run();

@@ -35,6 +35,18 @@ struct slice_dim {
   friend bool operator==(const slice_dim&, const slice_dim&) = default;
 };
 
+// gather's dimension numbers (XLA's GatherDimensionNumbers; operation semantics, "Gather").
+struct gather_dimension_numbers {
+  std::vector<std::int64_t> offset_dims;            // result dims holding the slice's dims
+  std::vector<std::int64_t> collapsed_slice_dims;   // operand dims of slice size 1 dropped
+  std::vector<std::int64_t> start_index_map;        // index vector entry k -> operand dim
+  std::vector<std::int64_t> operand_batching_dims;  // operand dims paired with index batch dims
+  std::vector<std::int64_t> start_indices_batching_dims;
+  std::int64_t index_vector_dim = 0;  // the indices dim holding index vectors (== rank: none)
+  friend bool operator==(const gather_dimension_numbers&,
+                         const gather_dimension_numbers&) = default;
+};
+
 // One instruction. Only the fields its opcode uses are set; the rest keep their defaults.
 struct instruction {
   std::string name;
@@ -42,18 +54,22 @@ struct instruction {
   hlo::shape shape;
   std::vector<instruction_id> operands;
 
-  std::int64_t parameter_number = -1;             // parameter
-  std::optional<hlo::literal> literal;            // constant
-  std::vector<std::int64_t> dimensions;           // broadcast, reduce, transpose, concatenate
-  std::optional<dot_dimension_numbers> dot;       // dot
-  std::optional<comparison_direction> direction;  // compare
-  std::vector<slice_dim> slice;                   // slice
-  std::int64_t iota_dimension = -1;               // iota
-  std::int64_t tuple_index = -1;                  // get-tuple-element
-  std::string called_computation;                 // reduce/call: to_apply=, fusion: calls=
-  std::optional<hlo::fusion_kind> fusion_kind;    // fusion
-  std::optional<hlo::sharding> sharding;          // sharding={...}
-  std::string op_name;                            // metadata={op_name="..."}
+  std::int64_t parameter_number = -1;              // parameter
+  std::optional<hlo::literal> literal;             // constant
+  std::vector<std::int64_t> dimensions;            // broadcast, reduce, transpose, concatenate
+  std::optional<dot_dimension_numbers> dot;        // dot
+  std::optional<comparison_direction> direction;   // compare
+  std::vector<slice_dim> slice;                    // slice
+  std::optional<gather_dimension_numbers> gather;  // gather
+  std::vector<std::int64_t> slice_sizes;           // gather: slice_sizes=
+  bool indices_are_sorted = false;                 // gather
+  std::vector<std::int64_t> dynamic_slice_sizes;   // dynamic-slice
+  std::int64_t iota_dimension = -1;                // iota
+  std::int64_t tuple_index = -1;                   // get-tuple-element
+  std::string called_computation;                  // reduce/call: to_apply=, fusion: calls=
+  std::optional<hlo::fusion_kind> fusion_kind;     // fusion
+  std::optional<hlo::sharding> sharding;           // sharding={...}
+  std::string op_name;                             // metadata={op_name="..."}
 
   friend bool operator==(const instruction&, const instruction&) = default;
 };
@@ -86,11 +102,23 @@ struct computation {
   friend bool operator==(const computation&, const computation&) = default;
 };
 
+// One entry of a module's input_output_alias: output (tuple index path) `output_index` may take
+// the buffer of entry parameter `parameter_number` (at `parameter_index`), as XLA's
+// HloInputOutputAliasConfig (what jax writes for donate_argnums).
+struct io_alias {
+  std::vector<std::int64_t> output_index;
+  std::int64_t parameter_number = 0;
+  std::vector<std::int64_t> parameter_index;
+  bool must_alias = false;  // "must-alias"; otherwise "may-alias"
+  friend bool operator==(const io_alias&, const io_alias&) = default;
+};
+
 // Computations are kept callees-first (as XLA prints them); `entry` names the entry computation.
 struct module {
   std::string name;
   std::vector<hlo::computation> computations;
   std::string entry;
+  std::vector<io_alias> input_output_alias;  // sorted by output_index (XLA prints them so)
 
   const hlo::computation* find(std::string_view computation_name) const {
     for (const auto& c : computations)
@@ -119,6 +147,54 @@ struct module {
 
   friend bool operator==(const module&, const module&) = default;
 };
+
+// The shape at `index` inside s (a tuple index path), or nullptr.
+inline const shape* subshape(const shape& s, const std::vector<std::int64_t>& index) {
+  const shape* at = &s;
+  for (std::int64_t k : index) {
+    if (!at->is_tuple() || k < 0 || k >= static_cast<std::int64_t>(at->elements.size()))
+      return nullptr;
+    at = &at->elements[static_cast<std::size_t>(k)];
+  }
+  return at;
+}
+
+inline std::string index_text(const std::vector<std::int64_t>& v) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + std::to_string(v[i]);
+  return out + "}";
+}
+
+// input_output_alias: each output index names an array of the entry's result, each parameter
+// index one of an entry parameter of the same shape; no output and no parameter buffer is
+// aliased twice (XLA's HloInputOutputAliasConfig checks the same).
+inline void verify_aliases(const module& m) {
+  if (m.input_output_alias.empty()) return;
+  const computation& e = m.get(m.entry);
+  const auto params = e.parameters();
+  for (std::size_t i = 0; i < m.input_output_alias.size(); ++i) {
+    const io_alias& a = m.input_output_alias[i];
+    const std::string what =
+        "module " + m.name + ": input_output_alias " + index_text(a.output_index) + ": ";
+    const shape* out = subshape(e.root_instruction().shape, a.output_index);
+    if (!out || out->is_tuple()) throw ir_error(what + "no array output at that index");
+    if (a.parameter_number < 0 || a.parameter_number >= static_cast<std::int64_t>(params.size()))
+      throw ir_error(what + "no entry parameter " + std::to_string(a.parameter_number));
+    const shape* in =
+        subshape(e.instructions[params[static_cast<std::size_t>(a.parameter_number)]].shape,
+                 a.parameter_index);
+    if (!in || !in->compatible(*out))
+      throw ir_error(what + "parameter " + std::to_string(a.parameter_number) +
+                     index_text(a.parameter_index) + " does not have the output's shape");
+    for (std::size_t j = 0; j < i; ++j) {
+      const io_alias& b = m.input_output_alias[j];
+      if (b.output_index == a.output_index) throw ir_error(what + "the output is aliased twice");
+      if (b.parameter_number == a.parameter_number && b.parameter_index == a.parameter_index)
+        throw ir_error(what + "parameter " + std::to_string(a.parameter_number) +
+                       index_text(a.parameter_index) + " is aliased to two outputs");
+    }
+  }
+}
 
 // Structural checks the printer and parser rely on: valid unique names, operands defined before
 // use, a root, called computations present and defined earlier, parameter numbers 0..n-1.
@@ -180,6 +256,7 @@ inline void verify(const module& m) {
         throw ir_error("computation " + c.name + ": parameter " + std::to_string(n) +
                        " is missing");
   }
+  verify_aliases(m);
 }
 
 }  // namespace fusedsl::hlo

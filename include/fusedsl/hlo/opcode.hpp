@@ -55,6 +55,9 @@ namespace fusedsl::hlo {
   X(reshape, "reshape")                             \
   X(slice, "slice")                                 \
   X(concatenate, "concatenate")                     \
+  X(gather, "gather")                               \
+  X(dynamic_slice, "dynamic-slice")                 \
+  X(dynamic_update_slice, "dynamic-update-slice")   \
   X(tuple, "tuple")                                 \
   X(get_tuple_element, "get-tuple-element")         \
   X(fusion, "fusion")                               \

@@ -287,16 +287,31 @@ class parser {
     expect_keyword("HloModule");
     module m;
     m.name = expect_name("a module name");
-    // Module attributes (entry_computation_layout=..., is_scheduled=..., ...) are skipped.
+    // input_output_alias is read; other module attributes (entry_computation_layout=...,
+    // is_scheduled=..., ...) are skipped.
+    std::optional<token> alias_at;
     while (accept(tok::comma)) {
-      expect_word("a module attribute name");
+      const token& key = peek();
+      const std::string k = expect_word("a module attribute name");
       expect(tok::equals, "'='");
-      skip_value();
+      if (k == "input_output_alias") {
+        alias_at = key;
+        m.input_output_alias = parse_aliases();
+      } else {
+        skip_value();
+      }
     }
     while (peek().kind != tok::end) parse_computation(m);
     if (m.entry.empty()) {
       if (m.computations.empty()) fail(peek(), "expected at least one computation");
       m.entry = m.computations.back().name;  // XLA's rule when nothing is marked ENTRY
+    }
+    if (alias_at) {
+      try {
+        verify_aliases(m);
+      } catch (const ir_error& e) {
+        fail(*alias_at, e.what());
+      }
     }
     return m;
   }
@@ -469,6 +484,36 @@ class parser {
     }
   }
 
+  // { {0}: (0, {}, may-alias), {1}: (2, {1}, must-alias) }, sorted by output index.
+  std::vector<io_alias> parse_aliases() {
+    std::vector<io_alias> out;
+    expect(tok::lbrace, "'{' opening input_output_alias");
+    if (accept(tok::rbrace)) return out;
+    do {
+      const token& at = peek();
+      io_alias a;
+      a.output_index = parse_int_list();
+      expect(tok::colon, "':' after the output index");
+      expect(tok::lparen, "'(' opening the aliased parameter");
+      a.parameter_number = expect_int("a parameter number", 0);
+      expect(tok::comma, "','");
+      a.parameter_index = parse_int_list();
+      if (accept(tok::comma)) {
+        const token& kt = peek();
+        const std::string kind = expect_word("may-alias or must-alias");
+        if (kind != "may-alias" && kind != "must-alias")
+          fail(kt, "expected may-alias or must-alias, got " + describe(kt));
+        a.must_alias = kind == "must-alias";
+      }
+      expect(tok::rparen, "')' closing the aliased parameter");
+      if (!out.empty() && !(out.back().output_index < a.output_index))
+        fail(at, "input_output_alias entries must be sorted by output index, each once");
+      out.push_back(std::move(a));
+    } while (accept(tok::comma));
+    expect(tok::rbrace, "'}' closing input_output_alias");
+    return out;
+  }
+
   // ---- computations ----
   void parse_computation(module& m) {
     bool entry = accept_word("ENTRY");
@@ -557,6 +602,7 @@ class parser {
       expect(tok::rparen, "')' or ',' in the operand list");
     }
     custom_call_target_.reset();
+    gather_vector_dim_ = false;
     while (accept(tok::comma)) parse_attribute(in);
     check_attributes(in, op_at);
     if (custom_call) {
@@ -692,6 +738,13 @@ class parser {
     if (!in.slice.empty() && op != opcode::slice) refuse("slice");
     if (in.dot && op != opcode::dot) refuse("lhs/rhs_*_dims");
     if (in.fusion_kind && op != opcode::fusion) refuse("kind");
+    if (in.gather && op != opcode::gather) refuse("offset_dims/collapsed_slice_dims/...");
+    if (!in.slice_sizes.empty() && op != opcode::gather) refuse("slice_sizes");
+    if (in.indices_are_sorted && op != opcode::gather) refuse("indices_are_sorted");
+    if (!in.dynamic_slice_sizes.empty() && op != opcode::dynamic_slice)
+      refuse("dynamic_slice_sizes");
+    if (op == opcode::gather && in.gather && !gather_vector_dim_)
+      fail(at, "gather needs index_vector_dim=");
     if (!in.dimensions.empty() && op != opcode::broadcast && op != opcode::reduce &&
         op != opcode::transpose && op != opcode::concatenate)
       refuse("dimensions");
@@ -737,6 +790,29 @@ class parser {
         } while (accept(tok::comma));
         expect(tok::rbrace, "'}' closing the slice");
       }
+    } else if (key == "offset_dims") {
+      gather(in).offset_dims = parse_int_list();
+    } else if (key == "collapsed_slice_dims") {
+      gather(in).collapsed_slice_dims = parse_int_list();
+    } else if (key == "start_index_map") {
+      gather(in).start_index_map = parse_int_list();
+    } else if (key == "operand_batching_dims") {
+      gather(in).operand_batching_dims = parse_int_list();
+    } else if (key == "start_indices_batching_dims") {
+      gather(in).start_indices_batching_dims = parse_int_list();
+    } else if (key == "index_vector_dim") {
+      gather(in).index_vector_dim = expect_int("the index vector dimension", 0);
+      gather_vector_dim_ = true;
+    } else if (key == "slice_sizes") {
+      in.slice_sizes = parse_int_list();
+    } else if (key == "dynamic_slice_sizes") {
+      in.dynamic_slice_sizes = parse_int_list();
+    } else if (key == "indices_are_sorted") {
+      const token& t = peek();
+      if (t.kind != tok::word || (t.text != "true" && t.text != "false"))
+        fail(t, "expected true or false, got " + describe(t));
+      in.indices_are_sorted = t.text == "true";
+      next();
     } else if (key == "iota_dimension") {
       in.iota_dimension = expect_int("the iota dimension", 0);
     } else if (key == "index") {
@@ -772,6 +848,10 @@ class parser {
   static dot_dimension_numbers& dot(instruction& in) {
     if (!in.dot) in.dot.emplace();
     return *in.dot;
+  }
+  static gather_dimension_numbers& gather(instruction& in) {
+    if (!in.gather) in.gather.emplace();
+    return *in.gather;
   }
 
   sharding parse_sharding(int depth = 0) {
@@ -852,6 +932,7 @@ class parser {
   std::vector<token> toks_;
   std::size_t pos_ = 0;
   std::optional<std::string> custom_call_target_;  // of the instruction being parsed
+  bool gather_vector_dim_ = false;                 // index_vector_dim= seen on it
 };
 
 }  // namespace detail

@@ -209,6 +209,25 @@ inline std::string to_text(const computation& c, const instruction& in) {
     case opcode::concatenate:
       out += ", dimensions=" + detail::braced(in.dimensions);
       break;
+    case opcode::gather:
+      // XLA's order; the batching lists only when present, indices_are_sorted only when true.
+      if (in.gather) {
+        const auto& g = *in.gather;
+        out += ", offset_dims=" + detail::braced(g.offset_dims);
+        out += ", collapsed_slice_dims=" + detail::braced(g.collapsed_slice_dims);
+        out += ", start_index_map=" + detail::braced(g.start_index_map);
+        if (!g.operand_batching_dims.empty())
+          out += ", operand_batching_dims=" + detail::braced(g.operand_batching_dims);
+        if (!g.start_indices_batching_dims.empty())
+          out += ", start_indices_batching_dims=" + detail::braced(g.start_indices_batching_dims);
+        out += ", index_vector_dim=" + std::to_string(g.index_vector_dim);
+      }
+      out += ", slice_sizes=" + detail::braced(in.slice_sizes);
+      if (in.indices_are_sorted) out += ", indices_are_sorted=true";
+      break;
+    case opcode::dynamic_slice:
+      out += ", dynamic_slice_sizes=" + detail::braced(in.dynamic_slice_sizes);
+      break;
     case opcode::fusion:
       if (in.fusion_kind) out += ", kind=" + std::string(to_string(*in.fusion_kind));
       break;
@@ -237,7 +256,19 @@ inline std::string to_text(const computation& c, bool entry = false) {
 // The whole module; computations in their stored order (callees first), entry marked ENTRY.
 inline std::string to_text(const module& m) {
   verify(m);
-  std::string out = "HloModule " + m.name + "\n";
+  std::string out = "HloModule " + m.name;
+  if (!m.input_output_alias.empty()) {
+    // XLA's spelling: input_output_alias={ {0}: (1, {}, may-alias), {1}: (2, {}, must-alias) }
+    out += ", input_output_alias={ ";
+    for (std::size_t i = 0; i < m.input_output_alias.size(); ++i) {
+      const io_alias& a = m.input_output_alias[i];
+      out += (i ? ", " : "") + index_text(a.output_index) + ": (" +
+             std::to_string(a.parameter_number) + ", " + index_text(a.parameter_index) + ", " +
+             (a.must_alias ? "must-alias" : "may-alias") + ")";
+    }
+    out += " }";
+  }
+  out += "\n";
   for (const computation& c : m.computations) {
     out += '\n';
     out += to_text(c, c.name == m.entry);

@@ -5,7 +5,10 @@
 // which is unambiguous and accepted by XLA's StableHLO parser (jaxlib 0.10.2). The entry becomes
 // `func.func @main`; fusion and call targets become private functions called with func.call;
 // reduce bodies are inlined as regions; a tuple root of the entry becomes several results;
-// shardings become `mhlo.sharding` string attributes (as jax writes them). Layouts are not
+// shardings become `mhlo.sharding` string attributes (as jax writes them); input_output_alias
+// entries become `tf.aliasing_output` argument attributes (jax's donation). A variadic reduce
+// has several results (%r:2, read as %r#0, %r#1; a stablehlo.tuple of them where a tuple value
+// is needed). Layouts are not
 // represented in StableHLO and are dropped; `copy` is an alias of its operand, or, when it carries
 // a sharding, a custom_call @Sharding (jax's sharding constraint). erf is written as
 // chlo.erf (StableHLO has no erf op; XLA accepts CHLO).
@@ -127,6 +130,7 @@ inline std::string dense(const literal& l) {
   };
   std::string out = "dense<";
   if (dims.empty()) return out + value(0) + ">";
+  if (l.shape.element_count() == 0) return out + ">";  // MLIR's empty elements literal
   std::size_t next = 0;
   auto rec = [&](auto& self, std::size_t d) -> void {
     out += '[';
@@ -169,6 +173,10 @@ inline std::string stablehlo_name(opcode op) {
       return "stablehlo.broadcast_in_dim";
     case opcode::get_tuple_element:
       return "stablehlo.get_tuple_element";
+    case opcode::dynamic_slice:
+      return "stablehlo.dynamic_slice";
+    case opcode::dynamic_update_slice:
+      return "stablehlo.dynamic_update_slice";
     default:
       return "stablehlo." + std::string(to_string(op));
   }
@@ -219,43 +227,73 @@ class stablehlo_writer {
 
   void write_function(const computation& c, bool entry) {
     std::map<instruction_id, std::string> names;
+    multi_.clear();
     const auto params = c.parameters();
     out_ += "  func.func " + std::string(entry ? "public @main" : "private @" + c.name) + "(";
+    const instruction& root = c.root_instruction();
+    // The entry returns a tuple root's elements (or a variadic reduce's results) as results.
+    const bool spread = entry && (root.opcode == opcode::tuple || is_multi_result(root));
     for (std::size_t i = 0; i < params.size(); ++i) {
       const instruction& p = c.instructions[params[i]];
       names[params[i]] = "%" + p.name;
       out_ += (i ? ", " : "") + names[params[i]] + ": " + mlir_type(p.shape);
-      if (p.sharding) out_ += " {" + sharding_attr(p) + "}";
+      std::vector<std::string> attrs;
+      if (p.sharding) attrs.push_back(sharding_attr(p));
+      if (entry)
+        for (const io_alias& a : m_.input_output_alias)
+          if (a.parameter_number == p.parameter_number && a.parameter_index.empty() &&
+              a.output_index.size() == (spread ? 1u : 0u))
+            attrs.push_back("tf.aliasing_output = " +
+                            std::to_string(spread ? a.output_index[0] : 0) + " : i32");
+      if (!attrs.empty()) {
+        out_ += " {";
+        for (std::size_t k = 0; k < attrs.size(); ++k) out_ += (k ? ", " : "") + attrs[k];
+        out_ += "}";
+      }
     }
     out_ += ") -> ";
-    const instruction& root = c.root_instruction();
-    const bool spread =
-        entry && root.opcode == opcode::tuple;  // several results instead of a tuple
-    std::vector<instruction_id> results =
-        spread ? root.operands : std::vector<instruction_id>{c.root};
+    std::vector<shape> result_types;
+    if (!spread)
+      result_types.push_back(root.shape);
+    else
+      result_types = root.shape.elements;
     out_ += "(";
-    for (std::size_t i = 0; i < results.size(); ++i) {
-      out_ += (i ? ", " : "") + mlir_type(c.instructions[results[i]].shape);
-      const instruction& r = c.instructions[results[i]];
+    for (std::size_t i = 0; i < result_types.size(); ++i) {
+      out_ += (i ? ", " : "") + mlir_type(result_types[i]);
       const sharding* s = nullptr;
       if (spread && root.sharding && root.sharding->k == sharding::kind::tuple &&
           i < root.sharding->elements.size())
         s = &root.sharding->elements[i];
       else if (!spread && root.sharding)
         s = &*root.sharding;
-      else if (spread && r.sharding)
-        s = &*r.sharding;
+      else if (spread && root.opcode == opcode::tuple && c.instructions[root.operands[i]].sharding)
+        s = &*c.instructions[root.operands[i]].sharding;
       if (s) out_ += " {mhlo.sharding = " + quote_string(to_text(*s)) + "}";
     }
     out_ += ") {\n";
+    const bool skip_root = spread && root.opcode == opcode::tuple;
     write_body(c, names, "    ", "%",
-               spread ? std::optional<instruction_id>(c.root) : std::nullopt);
+               skip_root ? std::optional<instruction_id>(c.root) : std::nullopt);
+    std::vector<std::string> results;
+    if (!spread)
+      results.push_back(names.at(c.root));
+    else
+      for (std::size_t i = 0; i < result_types.size(); ++i)
+        results.push_back(skip_root ? names.at(root.operands[i]) : element_name(c.root, i));
     out_ += "    \"func.return\"(";
-    for (std::size_t i = 0; i < results.size(); ++i) out_ += (i ? ", " : "") + names.at(results[i]);
+    for (std::size_t i = 0; i < results.size(); ++i) out_ += (i ? ", " : "") + results[i];
     out_ += ") : (";
-    for (std::size_t i = 0; i < results.size(); ++i)
-      out_ += (i ? ", " : "") + mlir_type(c.instructions[results[i]].shape);
+    for (std::size_t i = 0; i < result_types.size(); ++i)
+      out_ += (i ? ", " : "") + mlir_type(result_types[i]);
     out_ += ") -> ()\n  }\n";
+  }
+
+  static bool is_multi_result(const instruction& in) {
+    return in.opcode == opcode::reduce && in.shape.is_tuple();
+  }
+  // Result k of a multi-result op of the computation being written ("%r#k").
+  std::string element_name(instruction_id i, std::size_t k) const {
+    return multi_.at(i) + "#" + std::to_string(k);
   }
 
   // Writes every non-parameter instruction (except `skip`) of c; `names` maps ids to SSA values,
@@ -268,6 +306,10 @@ class stablehlo_writer {
       if (in.opcode == opcode::parameter || (skip && *skip == i)) continue;
       if (in.opcode == opcode::copy && !in.sharding) {
         names[i] = names.at(in.operands[0]);
+        continue;
+      }
+      if (in.opcode == opcode::get_tuple_element && multi_.count(in.operands[0])) {
+        names[i] = element_name(in.operands[0], static_cast<std::size_t>(in.tuple_index));
         continue;
       }
       const std::string self = prefix + in.name;
@@ -333,6 +375,29 @@ class stablehlo_writer {
           region = reduce_region(m_.get(in.called_computation), indent);
           break;
         }
+        case opcode::gather: {
+          const gather_dimension_numbers& g = *in.gather;
+          // The attribute's fields in StableHLO's order; empty lists are left out.
+          std::string dn;
+          auto field = [&](const char* key, const std::vector<std::int64_t>& v) {
+            if (!v.empty()) dn += (dn.empty() ? "" : ", ") + std::string(key) + " = " + i64_list(v);
+          };
+          field("offset_dims", g.offset_dims);
+          field("collapsed_slice_dims", g.collapsed_slice_dims);
+          field("operand_batching_dims", g.operand_batching_dims);
+          field("start_indices_batching_dims", g.start_indices_batching_dims);
+          field("start_index_map", g.start_index_map);
+          dn += (dn.empty() ? "" : ", ") + std::string("index_vector_dim = ") +
+                std::to_string(g.index_vector_dim);
+          attrs.push_back("dimension_numbers = #stablehlo.gather<" + dn + ">");
+          attrs.push_back(std::string("indices_are_sorted = ") +
+                          (in.indices_are_sorted ? "true" : "false"));
+          attrs.push_back("slice_sizes = " + i64_array(in.slice_sizes));
+          break;
+        }
+        case opcode::dynamic_slice:
+          attrs.push_back("slice_sizes = " + i64_array(in.dynamic_slice_sizes));
+          break;
         case opcode::copy:  // a copy with a sharding is a sharding constraint, written as jax does
           op = "stablehlo.custom_call";
           attrs.push_back("call_target_name = \"Sharding\"");
@@ -346,14 +411,42 @@ class stablehlo_writer {
           break;
       }
       if (in.sharding) attrs.push_back(sharding_attr(in));
-      out_ += indent + self + " = \"" + op + "\"(" + operands + ")";
+      const bool multi = is_multi_result(in);
+      out_ += indent + self + (multi ? ":" + std::to_string(in.shape.elements.size()) : "") +
+              " = \"" + op + "\"(" + operands + ")";
       if (!region.empty()) out_ += " (" + region + ")";
       if (!attrs.empty()) {
         out_ += " {";
         for (std::size_t k = 0; k < attrs.size(); ++k) out_ += (k ? ", " : "") + attrs[k];
         out_ += "}";
       }
-      out_ += " : (" + types + ") -> " + mlir_type(in.shape) + "\n";
+      std::string result = mlir_type(in.shape);
+      if (multi) {
+        result = "(";
+        for (std::size_t k = 0; k < in.shape.elements.size(); ++k)
+          result += (k ? ", " : "") + mlir_type(in.shape.elements[k]);
+        result += ")";
+      }
+      out_ += " : (" + types + ") -> " + result + "\n";
+      if (multi) {
+        multi_[i] = self;
+        // Read as a tuple value anywhere but by get-tuple-element: make one ('$$' cannot occur
+        // in a name this writer makes from HLO names).
+        bool as_tuple = i == c.root && !(skip && *skip == i);
+        for (const instruction& u : c.instructions)
+          for (instruction_id o : u.operands)
+            as_tuple |= o == i && u.opcode != opcode::get_tuple_element;
+        if (as_tuple) {
+          std::string elements, element_types;
+          for (std::size_t k = 0; k < in.shape.elements.size(); ++k) {
+            elements += (k ? ", " : "") + element_name(i, k);
+            element_types += (k ? ", " : "") + mlir_type(in.shape.elements[k]);
+          }
+          names[i] = self + "$$tuple";
+          out_ += indent + names[i] + " = \"stablehlo.tuple\"(" + elements + ") : (" +
+                  element_types + ") -> " + mlir_type(in.shape) + "\n";
+        }
+      }
     }
   }
 
@@ -361,6 +454,8 @@ class stablehlo_writer {
   std::string reduce_region(const computation& f, const std::string& indent) {
     std::string saved;
     saved.swap(out_);
+    std::map<instruction_id, std::string> saved_multi;
+    saved_multi.swap(multi_);
     std::map<instruction_id, std::string> names;
     const auto ps = f.parameters();
     // Region values are named <computation>$<instruction>: '$' never occurs in HLO names, so they
@@ -372,17 +467,30 @@ class stablehlo_writer {
       out_ += (i ? ", " : "") + names[ps[i]] + ": " + mlir_type(f.instructions[ps[i]].shape);
     }
     out_ += "):\n";
-    write_body(f, names, indent + "  ", prefix, std::nullopt);
-    out_ += indent + "  \"stablehlo.return\"(" + names.at(f.root) + ") : (" +
-            mlir_type(f.root_instruction().shape) + ") -> ()\n" + indent + "}";
+    // A variadic reduce's body returns its accumulators as values, not as a tuple.
+    const instruction& root = f.root_instruction();
+    const bool spread = root.opcode == opcode::tuple;
+    write_body(f, names, indent + "  ", prefix,
+               spread ? std::optional<instruction_id>(f.root) : std::nullopt);
+    std::vector<instruction_id> results =
+        spread ? root.operands : std::vector<instruction_id>{f.root};
+    std::string values, types;
+    for (std::size_t k = 0; k < results.size(); ++k) {
+      values += (k ? ", " : "") + names.at(results[k]);
+      types += (k ? ", " : "") + mlir_type(f.instructions[results[k]].shape);
+    }
+    out_ +=
+        indent + "  \"stablehlo.return\"(" + values + ") : (" + types + ") -> ()\n" + indent + "}";
     std::string region;
     region.swap(out_);
     out_.swap(saved);
+    multi_.swap(saved_multi);
     return region;
   }
 
   const module& m_;
   std::string out_;
+  std::map<instruction_id, std::string> multi_;  // multi-result ops of the body being written
 };
 
 }  // namespace detail

@@ -20,9 +20,25 @@
 // indexes them by layout -> abort otherwise). A transpose feeding a dot is folded into the dot's
 // dimension numbers first (as XLA's transpose folding does) when the free dimensions keep their
 // order, so the head split of attention needs no transpose.
+// Two rules for the ops of run-time positions:
+//   * a gather must be in the form XLA's GatherSimplifier gives (indices [N, k], index vector
+//     along dim 1, start_index_map 0..k-1, nothing collapsed, offset dims 1..rank): its fusion
+//     emitter CHECK-fails on any other form ("Non-simplified HLO Gather is not supported",
+//     indexing_analysis.cc). So a gather is rewritten into that form between two reshapes, which
+//     the reshape rule above then places: the indices' reshape and the row reshape are parts of
+//     their own;
+//   * a variadic reduce (argmax) is a part whose root is the reduce itself, its results read by
+//     get-tuple-element in the entry: XLA takes a kLoop fusion with such a root, but a body
+//     holding the reduce and one get-tuple-element of it fails XLA's verifier once jax's import
+//     has given every result a get-tuple-element ("Non-root instruction ... must have users").
+// dynamic-slice needs nothing; a dynamic-update-slice is the root of a part of its own reading
+// its operand and its update as parameters: XLA:CPU emits it in place over the operand's buffer
+// and asks for the update's layout (a computed update aborts in GetWorkDimensions: "Check
+// failed: has_layout()").
 //
 //   hlo::fusion_split s = hlo::split_for_xla_cpu(group);  // parts in dependency order
 //   // part k reads s.parts[k].operands: a group parameter, or an earlier part's result
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -32,10 +48,12 @@
 
 namespace fusedsl::hlo {
 
-// A value a part reads or the group returns: the group's parameter `index`, or part `index`.
+// A value a part reads or the group returns: the group's parameter `index`, or part `index`
+// (element `tuple_index` of it when that part returns a variadic reduce's tuple).
 struct part_value {
   bool from_part = false;
   std::size_t index = 0;
+  std::int64_t tuple_index = -1;
   friend bool operator==(const part_value&, const part_value&) = default;
 };
 
@@ -69,6 +87,75 @@ struct xla_cpu_splitter {
 
   const instruction& at(instruction_id i) const { return c.instructions[i]; }
   bool is_param(instruction_id i) const { return at(i).opcode == opcode::parameter; }
+  // A variadic reduce: several results, always a part of its own.
+  bool is_tuple_valued(instruction_id i) const {
+    return at(i).shape.is_tuple() && at(i).opcode != opcode::tuple;
+  }
+  // A get-tuple-element of such a part: read from the entry, never inside a body.
+  bool is_part_element(instruction_id i) const {
+    return at(i).opcode == opcode::get_tuple_element && is_tuple_valued(at(i).operands[0]);
+  }
+  // What a body reads instead of computing: a parameter, another part, an element of a part.
+  bool is_input(instruction_id i) const {
+    return is_param(i) || materialize[i] || is_part_element(i);
+  }
+
+  static bool is_simplified_gather(const instruction& g, const hlo::shape& indices) {
+    const gather_dimension_numbers& d = *g.gather;
+    bool identity = true;
+    for (std::size_t k = 0; k < d.start_index_map.size(); ++k)
+      identity = identity && d.start_index_map[k] == std::int64_t(k);
+    bool offsets = d.offset_dims.size() == g.slice_sizes.size();
+    for (std::size_t k = 0; offsets && k < d.offset_dims.size(); ++k)
+      offsets = d.offset_dims[k] == std::int64_t(k) + 1;
+    return indices.rank() == 2 && d.index_vector_dim == 1 && identity &&
+           d.collapsed_slice_dims.empty() && d.operand_batching_dims.empty() && offsets;
+  }
+
+  // Every gather in XLA's simplified form: indices reshaped to [N, k], the gather of whole
+  // slices [N, slice_sizes...], reshaped to the original result. Takes gathers with trailing
+  // offset dims, no batching dims, start_index_map 0..k-1 and the index vector last or implicit
+  // (the form the exporter writes); throws ir_error on others.
+  void simplify_gathers() {
+    bool any = false;
+    for (instruction_id i = 0; i < c.instructions.size(); ++i)
+      any |= at(i).opcode == opcode::gather &&
+             !is_simplified_gather(at(i), at(at(i).operands[1]).shape);
+    if (!any) return;
+    computation_builder b(c.name);
+    std::vector<instruction_id> map(c.instructions.size(), 0);
+    for (instruction_id i = 0; i < c.instructions.size(); ++i) {
+      instruction in = at(i);
+      for (instruction_id& o : in.operands) o = map[o];
+      if (in.opcode != opcode::gather || is_simplified_gather(at(i), at(at(i).operands[1]).shape)) {
+        map[i] = b.add(std::move(in));
+        continue;
+      }
+      const gather_dimension_numbers& d = *in.gather;
+      const hlo::shape& is = b.shape_of(in.operands[1]);
+      const std::int64_t batch = is.rank() - (d.index_vector_dim == is.rank() ? 0 : 1);
+      const std::int64_t k = std::int64_t(d.start_index_map.size());
+      bool ok = d.operand_batching_dims.empty() && d.index_vector_dim >= is.rank() - 1;
+      for (std::int64_t j = 0; ok && j < k; ++j) ok = d.start_index_map[std::size_t(j)] == j;
+      for (std::size_t j = 0; ok && j < d.offset_dims.size(); ++j)
+        ok = d.offset_dims[j] == batch + std::int64_t(j);
+      if (!ok)
+        throw ir_error("split_for_xla_cpu: gather " + in.name + " in " + c.name +
+                       " is not in a form this rewrite takes (trailing offset_dims, no batching "
+                       "dims, start_index_map 0..k-1, the index vector last)");
+      const std::int64_t n = is.element_count() / std::max<std::int64_t>(k, 1);
+      const instruction_id ids = b.add_reshape(in.operands[1], {n, k}, in.name + ".indices");
+      gather_dimension_numbers simple;
+      for (std::size_t j = 0; j < in.slice_sizes.size(); ++j)
+        simple.offset_dims.push_back(std::int64_t(j) + 1);
+      simple.start_index_map = d.start_index_map;
+      simple.index_vector_dim = 1;
+      const instruction_id g = b.add_gather(in.operands[0], ids, std::move(simple), in.slice_sizes,
+                                            in.indices_are_sorted, in.name);
+      map[i] = b.add_reshape(g, in.shape.dims, in.name + ".rows");
+    }
+    c = b.build(map[c.root]);
+  }
 
   bool root_is_tuple() const { return c.root_instruction().opcode == opcode::tuple; }
   std::vector<instruction_id> outputs() const {
@@ -149,15 +236,22 @@ struct xla_cpu_splitter {
     for (instruction_id i = n; i-- > 0;) {
       if (!live[i] || (i == c.root && root_is_tuple())) continue;
       const instruction& in = at(i);
-      if (in.opcode == opcode::parameter) continue;
-      if (output[i]) materialize[i] = true;
+      if (in.opcode == opcode::parameter || is_part_element(i)) continue;
+      if (output[i] || is_tuple_valued(i)) materialize[i] = true;
       if (in.opcode == opcode::transpose) {
         materialize[i] = true;
-        if (!is_param(in.operands[0])) materialize[in.operands[0]] = true;
+        if (!is_input(in.operands[0])) materialize[in.operands[0]] = true;
       }
       if (in.opcode == opcode::dot)
         for (instruction_id op : in.operands)
-          if (!is_param(op)) materialize[op] = true;
+          if (!is_input(op)) materialize[op] = true;
+      // XLA:CPU emits a dynamic-update-slice root in place over its operand and reads the
+      // update's layout (GetWorkDimensions): a part of its own, both read as parameters.
+      if (in.opcode == opcode::dynamic_update_slice) {
+        materialize[i] = true;
+        for (std::size_t k = 0; k < 2; ++k)
+          if (!is_input(in.operands[k])) materialize[in.operands[k]] = true;
+      }
       once[i] = used_once(i, once);
       if ((in.opcode == opcode::dot || in.opcode == opcode::reduce) && !once[i])
         materialize[i] = true;
@@ -182,7 +276,7 @@ struct xla_cpu_splitter {
           if (in.opcode == opcode::reshape || in.opcode == opcode::transpose) {
             // Below the root: a part of its own. As the root: it reads a parameter.
             const instruction_id split = i != m ? i : in.operands[0];
-            if (!is_param(split) && !materialize[split]) materialize[split] = changed = true;
+            if (!is_input(split)) materialize[split] = changed = true;
             continue;
           }
           if (in.opcode == opcode::concatenate) {
@@ -192,13 +286,13 @@ struct xla_cpu_splitter {
               if (!materialize[i]) materialize[i] = changed = true;
             } else {
               for (instruction_id op : in.operands)
-                if (!is_param(op) && !materialize[op]) materialize[op] = changed = true;
+                if (!is_input(op)) materialize[op] = changed = true;
             }
             continue;
           }
           if (!is_elementwise(in.opcode) || in.operands.size() > 3) continue;
           for (instruction_id op : in.operands)
-            if (!is_param(op) && !materialize[op]) stack.push_back(op);
+            if (!is_input(op)) stack.push_back(op);
         }
       }
     }
@@ -216,7 +310,16 @@ struct xla_cpu_splitter {
     return b.add_binary(opcode::divide, one, b.add_binary(opcode::add, one, e));
   }
 
+  // What a body or the group reads at i: a group parameter, a part, or an element of a part.
+  part_value value_at(instruction_id i, const std::vector<long>& part_of) const {
+    if (is_param(i)) return {false, std::size_t(at(i).parameter_number), -1};
+    if (is_part_element(i))
+      return {true, std::size_t(part_of[at(i).operands[0]]), at(i).tuple_index};
+    return {true, std::size_t(part_of[i]), -1};
+  }
+
   fusion_split build() {
+    simplify_gathers();
     fold_transposes();
     find_users();
     choose_parts();
@@ -234,7 +337,7 @@ struct xla_cpu_splitter {
         const instruction_id i = stack.back();
         stack.pop_back();
         if (body[i] || input[i]) continue;
-        if (i != m && (is_param(i) || materialize[i])) {
+        if (i != m && is_input(i)) {
           input[i] = true;
           continue;
         }
@@ -249,8 +352,7 @@ struct xla_cpu_splitter {
       for (instruction_id i = 0; i < n; ++i) {
         if (!input[i]) continue;
         map[i] = b.add_parameter(hlo::shape::array(at(i).shape.type, at(i).shape.dims), at(i).name);
-        p.operands.push_back(is_param(i) ? part_value{false, std::size_t(at(i).parameter_number)}
-                                         : part_value{true, std::size_t(part_of[i])});
+        p.operands.push_back(value_at(i, part_of));
       }
       for (instruction_id i = 0; i < n; ++i) {
         if (!body[i]) continue;
@@ -263,9 +365,7 @@ struct xla_cpu_splitter {
       part_of[m] = long(s.parts.size());
       s.parts.push_back(std::move(p));
     }
-    for (instruction_id o : outputs())
-      s.outputs.push_back(is_param(o) ? part_value{false, std::size_t(at(o).parameter_number)}
-                                      : part_value{true, std::size_t(part_of[o])});
+    for (instruction_id o : outputs()) s.outputs.push_back(value_at(o, part_of));
     return s;
   }
 };

@@ -10,14 +10,16 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <limits>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <vector>
+
+#include "fusedsl/io/read_file.hpp"
 
 namespace fusedsl::io {
 
@@ -312,11 +314,10 @@ inline npy_array parse_npy(std::string_view bytes) {
 }
 
 inline npy_array read_npy(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw npy_error("npy: cannot open " + path);
-  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::optional<std::string> bytes = read_file(path);
+  if (!bytes) throw npy_error("npy: cannot open " + path);
   try {
-    return parse_npy(bytes);
+    return parse_npy(*bytes);
   } catch (const npy_error& e) {
     throw npy_error(std::string(e.what()) + " (in " + path + ")");
   }

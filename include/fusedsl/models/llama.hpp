@@ -48,8 +48,9 @@ constexpr int emit_rmsnorm(builder& b, int x, std::string_view name, double eps,
 }
 
 // x [L, D]; cos, sin [L, dh / 2].
-constexpr int emit_llama_block(builder& b, int x, int cos, int sin, int heads, int kv_heads, std::int64_t hidden,
-                               double eps, std::string_view prefix = "", int wt = -1) {
+constexpr int emit_llama_block(builder& b, int x, int cos, int sin, int heads, int kv_heads,
+                               std::int64_t hidden, double eps, std::string_view prefix = "",
+                               int wt = -1) {
   const auto name = [&](std::string_view n) { return join(prefix, n); };
   const dims xs = b.at(x).shape;
   const std::int64_t len = xs[0], d = xs.back(), dh = d / heads;
@@ -64,7 +65,8 @@ constexpr int emit_llama_block(builder& b, int x, int cos, int sin, int heads, i
   const int kh = b.transpose(kr, to_heads);
   const int vh = b.transpose(b.reshape(v, make_dims(len, kv_heads, dh)), to_heads);
   const int o = nn::emit_attention_core(b, qh, kh, vh, true);
-  const int h = b.binary(op_kind::add, x, nn::emit_linear(b, o, name("attn.o").view(), d, false, wt));
+  const int h =
+      b.binary(op_kind::add, x, nn::emit_linear(b, o, name("attn.o").view(), d, false, wt));
   const int n2 = emit_rmsnorm(b, h, name("ffn_norm").view(), eps, wt);
   const int gate = nn::emit_linear(b, n2, name("ffn.gate").view(), hidden, false, wt);
   const int up = nn::emit_linear(b, n2, name("ffn.up").view(), hidden, false, wt);
@@ -72,7 +74,8 @@ constexpr int emit_llama_block(builder& b, int x, int cos, int sin, int heads, i
   return b.binary(op_kind::add, h, nn::emit_linear(b, act, name("ffn.down").view(), d, false, wt));
 }
 
-template <int Heads, int KvHeads, std::int64_t Hidden, double Eps = 1e-5, class W = nn::same_as_input>
+template <int Heads, int KvHeads, std::int64_t Hidden, double Eps = 1e-5,
+          class W = nn::same_as_input>
 struct llama_block_fn {
   template <class X>
   static constexpr dims result_shape() {
@@ -90,14 +93,15 @@ struct llama_block_fn {
 };
 
 // The block on x [L, D] with the rotary angles' cos and sin [L, dh / 2].
-template <int Heads, int KvHeads, std::int64_t Hidden, double Eps = 1e-5, class W = nn::same_as_input,
-          expression X, expression C, expression S>
+template <int Heads, int KvHeads, std::int64_t Hidden, double Eps = 1e-5,
+          class W = nn::same_as_input, expression X, expression C, expression S>
 constexpr auto llama_block(X, C, S) {
   static_assert(X::shape.rank == 2, "llama_block: x must be [seq, d_model]");
   static_assert(X::shape.back() % Heads == 0 && Heads % KvHeads == 0,
                 "llama_block: heads must divide d_model and kv heads must divide heads");
-  static_assert(C::shape == make_dims(X::shape[0], X::shape.back() / Heads / 2) && S::shape == C::shape,
-                "llama_block: cos and sin must be [seq, head_dim / 2]");
+  static_assert(
+      C::shape == make_dims(X::shape[0], X::shape.back() / Heads / 2) && S::shape == C::shape,
+      "llama_block: cos and sin must be [seq, head_dim / 2]");
   return expr::composite_of_t<llama_block_fn<Heads, KvHeads, Hidden, Eps, W>, X, C, S>{};
 }
 

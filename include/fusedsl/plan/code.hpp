@@ -38,7 +38,7 @@ struct ins {
   op_kind op = op_kind::add;
   dtype type = dtype::f32;            // the value's dtype (a load: the buffer's)
   std::array<std::int16_t, 3> arg{-1, -1, -1};  // op: operand registers; gather: the index
-  std::int16_t ref = -1;              // load, iota, gather: access; constant: constant; input: which
+  std::int16_t ref = -1;  // load, iota, gather: access; constant: constant; input: which
 };
 
 // An affine element offset into node's buffer (or, for an iota, the value itself): at.base +
@@ -47,7 +47,8 @@ struct access {
   int node = -1;  // -1 for an iota
   dtype type = dtype::f32;
   affine_row at{};
-  std::int64_t dyn_stride = 0, dyn_max = 0;  // gather: offset += clamp(index, 0, dyn_max) * dyn_stride
+  std::int64_t dyn_stride = 0,
+               dyn_max = 0;  // gather: offset += clamp(index, 0, dyn_max) * dyn_stride
 };
 
 struct code {
@@ -70,7 +71,8 @@ struct code {
   }
   constexpr int add_constant(double v) {
     for (int i = 0; i < n_const; ++i)
-      if (constant[std::size_t(i)] == v || (v != v && constant[std::size_t(i)] != constant[std::size_t(i)]))
+      if (constant[std::size_t(i)] == v ||
+          (v != v && constant[std::size_t(i)] != constant[std::size_t(i)]))
         return i;
     if (n_const == max_constants) return -1;
     constant[std::size_t(n_const)] = v;
@@ -98,7 +100,8 @@ struct emitter {
   std::array<int, max_code> memo_node{};
   std::array<index_map, max_code> memo_map{};
 
-  constexpr emitter(const Scope& s, code& c_, const iter_space& sp) : sc(s), c(c_), space(sp), first(c_.n_ins) {}
+  constexpr emitter(const Scope& s, code& c_, const iter_space& sp)
+      : sc(s), c(c_), space(sp), first(c_.n_ins) {}
 
   constexpr bool member(int id) const { return sc.group_of[id] == sc.group; }
 
@@ -261,8 +264,8 @@ struct emitter {
       case op_kind::reshape: {
         // A reshape of a buffer reads it at the same linear offset: no digits needed.
         const node& xn = sc.nodes[x];
-        if ((!member(x) || graph::is_leaf(xn.op)) && xn.op != op_kind::constant && xn.op != op_kind::iota &&
-            sc.input_node[0] != x && sc.input_node[1] != x) {
+        if ((!member(x) || graph::is_leaf(xn.op)) && xn.op != op_kind::constant &&
+            xn.op != op_kind::iota && sc.input_node[0] != x && sc.input_node[1] != x) {
           index_map flat;
           flat.rank = 1;
           flat.row[0] = offset_row(m, out);
@@ -284,7 +287,8 @@ struct emitter {
           return -1;
         }
         // The operand that covers [lo, hi) of iteration axis t, if one does.
-        const std::int64_t lo = a.base + space.lo[std::size_t(t)], hi = a.base + space.hi[std::size_t(t)];
+        const std::int64_t lo = a.base + space.lo[std::size_t(t)],
+                           hi = a.base + space.hi[std::size_t(t)];
         std::int64_t start = 0;
         for (int k = 0; k < n.n_in; ++k) {
           const int o = n.in[std::size_t(k)];
@@ -305,7 +309,8 @@ struct emitter {
       }
       default: break;
     }
-    fail("an op a loop kernel does not compute (a matmul, reduction or row op inside a loop group)");
+    fail(
+        "an op a loop kernel does not compute (a matmul, reduction or row op inside a loop group)");
     return -1;
   }
 };

@@ -33,7 +33,8 @@ namespace detail {
 
 constexpr bool is_inlined_leaf(op_kind k) { return k == op_kind::constant || k == op_kind::iota; }
 constexpr bool is_external(op_kind k) {
-  return k == op_kind::input || k == op_kind::param || k == op_kind::placeholder;
+  return k == op_kind::input || k == op_kind::param || k == op_kind::state ||
+         k == op_kind::placeholder;
 }
 constexpr bool is_view_op(op_kind k) {
   return k == op_kind::reshape || k == op_kind::transpose || k == op_kind::broadcast;
@@ -67,7 +68,9 @@ struct fuser {
     p.n_users[std::size_t(id)] += 1;
     sole_user[std::size_t(id)] = -1;
   }
-  constexpr bool single_use(int id) const { return p.n_users[std::size_t(id)] == 1 && sole_user[std::size_t(id)] >= 0; }
+  constexpr bool single_use(int id) const {
+    return p.n_users[std::size_t(id)] == 1 && sole_user[std::size_t(id)] >= 0;
+  }
   constexpr int user(int id) const { return sole_user[std::size_t(id)]; }
   constexpr bool free(int id) const { return p.group_of[std::size_t(id)] < 0; }
 
@@ -87,13 +90,14 @@ struct fuser {
     // A gather or dynamic slice reads its data from a buffer (only the index computation fuses
     // in); a dynamic update slice fuses nothing.
     if (n.op == op_kind::dynamic_update_slice) return;
-    for (int k = (n.op == op_kind::gather || n.op == op_kind::dynamic_slice) ? 1 : 0; k < n.n_in; ++k) {
+    for (int k = (n.op == op_kind::gather || n.op == op_kind::dynamic_slice) ? 1 : 0; k < n.n_in;
+         ++k) {
       const int a = n.in[std::size_t(k)];
       const op_kind ak = g[a].op;
       if (!free(a) || !single_use(a)) continue;
       // A matmul reads through layout ops and widening casts (bf16 weights are widened once).
-      const bool widening = ak == op_kind::cast && g[a].type == dtype::f32 && size_of(g[g[a].in[0]].type) < 4 &&
-                            is_floating(g[g[a].in[0]].type);
+      const bool widening = ak == op_kind::cast && g[a].type == dtype::f32 &&
+                            size_of(g[g[a].in[0]].type) < 4 && is_floating(g[g[a].in[0]].type);
       if (layout_only ? !(is_view_op(ak) || widening) : !is_loop_op(ak)) continue;
       take(a, gi);
       absorb_operands(a, gi, layout_only);
@@ -106,7 +110,9 @@ struct fuser {
       if (!single_use(tail)) return tail;
       const int c = user(tail);
       const node& cn = g[c];
-      if (!free(c) || !graph::is_elementwise(cn.op) || cn.op == op_kind::select || !(cn.shape == g[tail].shape)) return tail;
+      if (!free(c) || !graph::is_elementwise(cn.op) || cn.op == op_kind::select ||
+          !(cn.shape == g[tail].shape))
+        return tail;
       // The epilogue's other operands must be ready before the group runs: none of them may
       // depend, even through other kernels, on a member of this group.
       for (int k = 0; k < cn.n_in; ++k) {
@@ -180,7 +186,8 @@ struct fuser {
   constexpr bool leads_to_scores(int id, int depth) const {
     if (depth > 16 || !single_use(id) || !free(id)) return false;
     const node& n = g[id];
-    if (n.op == op_kind::matmul) return !n.trans_a && n.shape.rank >= 3 && (n.trans_b || transposed_last_two(n.in[1]));
+    if (n.op == op_kind::matmul)
+      return !n.trans_a && n.shape.rank >= 3 && (n.trans_b || transposed_last_two(n.in[1]));
     if (n.op == op_kind::reshape) return leads_to_scores(n.in[0], depth + 1);
     if (!graph::is_elementwise(n.op) || !(n.shape == g[id].shape)) return false;
     int count = 0;
@@ -210,7 +217,9 @@ struct fuser {
     const node& n = g[pv];
     if (n.op != op_kind::matmul || n.trans_a || n.trans_b) return m;
     int s = n.in[0];
-    if (g[s].op != op_kind::softmax || g[s].axis != g[s].shape.rank - 1 || !single_use(s) || !free(s)) return m;
+    if (g[s].op != op_kind::softmax || g[s].axis != g[s].shape.rank - 1 || !single_use(s) ||
+        !free(s))
+      return m;
     if (!leads_to_scores(g[s].in[0], 0)) return m;
     m.softmax = s;
     int cur = g[s].in[0];
@@ -247,13 +256,15 @@ struct fuser {
     take(m.scores, gi);
     for (int c = 0; c < m.n_chain; ++c) {
       take(m.chain[std::size_t(c)], gi);
-      absorb_operands(m.chain[std::size_t(c)], gi, false);  // mask computation (iota, compare) fuses in
+      absorb_operands(m.chain[std::size_t(c)], gi,
+                      false);  // mask computation (iota, compare) fuses in
     }
     absorb_operands(m.scores, gi, true);  // Q and K read through their layout ops
     absorb_operands(i, gi, true);         // V likewise
     int tail = i;
     // The output's merge-heads layout ops become the way the group writes its result.
-    while (single_use(tail) && free(user(tail)) && is_view_op(g[user(tail)].op) && g[user(tail)].op != op_kind::broadcast) {
+    while (single_use(tail) && free(user(tail)) && is_view_op(g[user(tail)].op) &&
+           g[user(tail)].op != op_kind::broadcast) {
       tail = user(tail);
       take(tail, gi);
     }
@@ -272,11 +283,13 @@ struct fuser {
       if (level == 2) absorb_operands(i, gi, true);
       set_root(gi, level >= 1 ? absorb_epilogue(i, gi) : i);
       const node& a = g[i];
-      for (int j = i + 1; level == 2 && j < int(N) && p.groups[std::size_t(gi)].n_roots < max_roots; ++j) {
+      for (int j = i + 1; level == 2 && j < int(N) && p.groups[std::size_t(gi)].n_roots < max_roots;
+           ++j) {
         const node& b = g[j];
         if (b.op != op_kind::matmul || !free(j) || b.region != a.region || b.in[0] != a.in[0] ||
-            b.trans_a != a.trans_a || !detail::is_external(g[b.in[1]].op) || !detail::is_external(g[a.in[1]].op) ||
-            b.shape.rank != a.shape.rank || group_inputs_depend_on(gi, j))
+            b.trans_a != a.trans_a || !detail::is_external(g[b.in[1]].op) ||
+            !detail::is_external(g[a.in[1]].op) || b.shape.rank != a.shape.rank ||
+            group_inputs_depend_on(gi, j))
           continue;
         take(j, gi);
         set_root(gi, absorb_epilogue(j, gi));

@@ -32,10 +32,20 @@
 
 namespace fusedsl::plan {
 
-enum class kernel_kind : std::uint8_t { loop, reduce, row, gemm, attention, update, repeat, refused };
+enum class kernel_kind : std::uint8_t {
+  loop,
+  reduce,
+  row,
+  gemm,
+  attention,
+  update,
+  repeat,
+  refused
+};
 
 constexpr std::string_view name_of(kernel_kind k) {
-  constexpr std::string_view names[] = {"loop", "reduce", "row", "gemm", "attention", "update", "repeat", "refused"};
+  constexpr std::string_view names[] = {"loop",      "reduce", "row",    "gemm",
+                                        "attention", "update", "repeat", "refused"};
   return names[std::size_t(k)];
 }
 
@@ -75,12 +85,19 @@ struct gemm_part {
 };
 
 struct attention_part {
-  strided_view q{}, k{}, v{}, o{};  // [batch..., heads, seq, head_dim] (o: [batch..., heads, seq, d])
+  strided_view q{}, k{}, v{},
+      o{};  // [batch..., heads, seq, head_dim] (o: [batch..., heads, seq, d])
   int batch_rank = 0;
   dims batch{};
   std::int64_t heads = 0, kv_heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
   float scale = 1.0f;
   bool causal = false;       // where(iota_q + (seq_kv - seq_q) >= iota_k, s, -inf) last
+  // Keys at or past a run-time length are masked: where(iota_k < len, s, -inf) (or iota_k <= pos:
+  // len = pos + 1), len an i32 scalar (one for every batch index) or one per batch index; the
+  // kernel reads keys [0, clamp(len, 0, seq_kv)) only, and causal counts from that length.
+  int kv_len = -1;               // the node holding len (a buffer), or -1
+  std::int64_t kv_len_offset = 0;  // len = value + offset
+  bool kv_len_per_batch = false;
   program_range score{};     // the scores' other ops, over (batch..., kv head, group, query, key);
                              // input 0: q . k times `scale`; empty: none
 };
@@ -129,7 +146,8 @@ struct lowerer {
   int gi;
   kernel_desc d{};
 
-  constexpr lowerer(const graph::graph<N>& g_, const fusion_plan<N>& f_, int gi_) : g(g_), f(f_), gi(gi_) {
+  constexpr lowerer(const graph::graph<N>& g_, const fusion_plan<N>& f_, int gi_)
+      : g(g_), f(f_), gi(gi_) {
     d.group = gi;
   }
 
@@ -159,7 +177,8 @@ struct lowerer {
   // The program computing `node` over the iteration space of the refined shape of `root`, cut
   // into segments; refines `ref` as the maps need. Sets d's space and segments. nullptr or why.
   template <class Scope>
-  constexpr const char* program_over(int node, refinement& ref, const Scope& sc, index_map (*root_map)(const refinement&)) {
+  constexpr const char* program_over(int node, refinement& ref, const Scope& sc,
+                                     index_map (*root_map)(const refinement&)) {
     for (int attempt = 0; attempt < 16; ++attempt) {
       d.c = code{};
       d.n_seg = 1;
@@ -176,10 +195,12 @@ struct lowerer {
         emitter<Scope> e(sc, d.c, sp);
         const int r = e.emit(node, root_map(ref));
         if (e.req.kind == refine_request::split_axis) {
-          if (!ref.split(e.req.axis, e.req.at)) return "a reshape needs a finer iteration than the kernel has axes";
+          if (!ref.split(e.req.axis, e.req.at))
+            return "a reshape needs a finer iteration than the kernel has axes";
           restart = true;
         } else if (e.req.kind == refine_request::split_box) {
-          if (d.n_seg == max_segments) return "concats cut the iteration into more than eight parts";
+          if (d.n_seg == max_segments)
+            return "concats cut the iteration into more than eight parts";
           const int t = e.req.axis;
           segment cut = d.seg[std::size_t(s)];
           d.seg[std::size_t(s)].hi[std::size_t(t)] = e.req.at;
@@ -222,8 +243,8 @@ struct lowerer {
       d.start_is_constant = true;
       d.start_constant = std::int64_t(g[n.in[2]].value);
     }
-    if (g[n.in[0]].op == op_kind::constant || g[n.in[0]].op == op_kind::iota || g[n.in[1]].op == op_kind::constant ||
-        g[n.in[1]].op == op_kind::iota)
+    if (g[n.in[0]].op == op_kind::constant || g[n.in[0]].op == op_kind::iota ||
+        g[n.in[1]].op == op_kind::constant || g[n.in[1]].op == op_kind::iota)
       return refuse("a dynamic update slice of a constant or iota");
     return d;
   }
@@ -277,7 +298,9 @@ struct lowerer {
       const int begin = d.c.n_ins;
       emitter<emit_scope> e(sc, d.c, sp);
       const int r = e.emit(root, rm);
-      if (!e.req.ok()) return refuse(e.req.kind == refine_request::fail ? e.req.why : "a reduce epilogue that reshapes");
+      if (!e.req.ok())
+        return refuse(e.req.kind == refine_request::fail ? e.req.why
+                                                         : "a reduce epilogue that reshapes");
       d.epilogue = {std::int16_t(begin), std::int16_t(d.c.n_ins), std::int16_t(r)};
     }
     d.store = store_access(root, rm);
@@ -311,7 +334,8 @@ struct lowerer {
         const index_map im = r.root_map();
         index_map m;
         m.rank = im.rank;
-        for (int o = 0; o < im.rank; ++o) m.row[std::size_t(fr[std::size_t(o)])] = im.row[std::size_t(o)];
+        for (int o = 0; o < im.rank; ++o)
+          m.row[std::size_t(fr[std::size_t(o)])] = im.row[std::size_t(o)];
         return m;
       }
     };
@@ -328,14 +352,17 @@ struct lowerer {
           return refuse("a row prologue that reshapes the row axis");
         continue;
       }
-      if (!e.req.ok()) return refuse(e.req.kind == refine_request::fail ? e.req.why : "a concat in a row prologue");
+      if (!e.req.ok())
+        return refuse(e.req.kind == refine_request::fail ? e.req.why
+                                                         : "a concat in a row prologue");
       d.n_seg = 1;
       d.seg[0].lo = sp.lo;
       d.seg[0].hi = sp.hi;
       d.seg[0].begin = 0;
       d.seg[0].end = std::int16_t(d.c.n_ins);
       d.seg[0].result = std::int16_t(rx);
-      if (ref.count[std::size_t(s.rank - 1)] != 1) return refuse("a row prologue that reshapes the row axis");
+      if (ref.count[std::size_t(s.rank - 1)] != 1)
+        return refuse("a row prologue that reshapes the row axis");
       // gamma, beta: [C] loads along the row axis
       for (int k = 1; k < n.n_in; ++k) {
         const int p = n.in[std::size_t(k)];
@@ -356,7 +383,9 @@ struct lowerer {
         const int begin = d.c.n_ins;
         emitter<emit_scope> e2(sc, d.c, sp);
         const int r = e2.emit(root, m);
-        if (!e2.req.ok()) return refuse(e2.req.kind == refine_request::fail ? e2.req.why : "a row epilogue that reshapes");
+        if (!e2.req.ok())
+          return refuse(e2.req.kind == refine_request::fail ? e2.req.why
+                                                            : "a row epilogue that reshapes");
         d.epilogue = {std::int16_t(begin), std::int16_t(d.c.n_ins), std::int16_t(r)};
       }
       d.rank = ref.rank;
@@ -393,7 +422,8 @@ struct lowerer {
     p.n = n.shape[ro - 1];
     p.trans_a = n.trans_a;
     // A: unit stride along k (or, transposed, along m).
-    const std::int64_t s_last = p.a.stride[std::size_t(ra - 1)], s_prev = p.a.stride[std::size_t(ra - 2)];
+    const std::int64_t s_last = p.a.stride[std::size_t(ra - 1)],
+                       s_prev = p.a.stride[std::size_t(ra - 2)];
     if (!n.trans_a) {
       p.m = p.a.shape[ra - 2];
       p.k = p.a.shape[ra - 1];
@@ -430,11 +460,14 @@ struct lowerer {
     for (int c = 0; c < ro - 2; ++c) {
       p.batch[c] = n.shape[c];
       const int ca = c - (ro - ra), cb = c - (ro - rb);
-      p.a_batch_stride[std::size_t(c)] = ca >= 0 && p.a.shape[ca] != 1 ? p.a.stride[std::size_t(ca)] : 0;
-      p.b_batch_stride[std::size_t(c)] = cb >= 0 && p.b.shape[cb] != 1 ? p.b.stride[std::size_t(cb)] : 0;
+      p.a_batch_stride[std::size_t(c)] =
+          ca >= 0 && p.a.shape[ca] != 1 ? p.a.stride[std::size_t(ca)] : 0;
+      p.b_batch_stride[std::size_t(c)] =
+          cb >= 0 && p.b.shape[cb] != 1 ? p.b.stride[std::size_t(cb)] : 0;
     }
     bool b_batched = false;
-    for (int c = 0; c < p.batch_rank; ++c) b_batched = b_batched || p.b_batch_stride[std::size_t(c)] != 0;
+    for (int c = 0; c < p.batch_rank; ++c)
+      b_batched = b_batched || p.b_batch_stride[std::size_t(c)] != 0;
     p.b_param = g[p.b.base].op == op_kind::param && !b_batched;
     p.rows_per_batch = int(p.m);
     // A's batch axes fold into its rows when laid out as consecutive row blocks and B has none.
@@ -453,7 +486,8 @@ struct lowerer {
     }
     // The epilogue over the output's index space, the accumulator as input 0.
     p.out = epilogue_tail(mm);
-    if (g[p.out].type != dtype::f32 && g[p.out].type != dtype::bf16) return "a matmul group whose result is neither f32 nor bf16";
+    if (g[p.out].type != dtype::f32 && g[p.out].type != dtype::bf16)
+      return "a matmul group whose result is neither f32 nor bf16";
     emit_scope sc = scope();
     sc.input_node[0] = mm;
     const refinement ref = refinement::of(n.shape);
@@ -461,7 +495,8 @@ struct lowerer {
     const int begin = d.c.n_ins;
     emitter<emit_scope> e(sc, d.c, sp);
     const int r = e.emit(p.out, ref.root_map());
-    if (!e.req.ok()) return e.req.kind == refine_request::fail ? e.req.why : "a matmul epilogue that reshapes";
+    if (!e.req.ok())
+      return e.req.kind == refine_request::fail ? e.req.why : "a matmul epilogue that reshapes";
     p.epilogue = {std::int16_t(begin), std::int16_t(d.c.n_ins), std::int16_t(r)};
     p.store = store_access(p.out, ref.root_map());
     if (p.store < 0) return "a fusion group reads more than 32 distinct operand elements";
@@ -491,7 +526,8 @@ struct lowerer {
     if (n.op != op_kind::add) return false;
     for (int k = 0; k < 2; ++k) {
       const node &a = g[n.in[std::size_t(k)]], &c = g[n.in[std::size_t(1 - k)]];
-      if (c.op == op_kind::constant && iota_index(n.in[std::size_t(k)], broadcast_map(m, a.shape, n.shape), out)) {
+      if (c.op == op_kind::constant &&
+          iota_index(n.in[std::size_t(k)], broadcast_map(m, a.shape, n.shape), out)) {
         out.base += std::int64_t(c.value);
         return true;
       }
@@ -500,14 +536,56 @@ struct lowerer {
   }
   // pred is (query index + a) >= (key index + b) with a - b = seq_kv - seq_q: the causal mask, as
   // the kernel aligns it (the last query with the last key).
-  constexpr bool is_causal_pred(int pred, const index_map& m, int tq, int tk, std::int64_t offset) const {
+  constexpr bool is_causal_pred(int pred, const index_map& m, int tq, int tk,
+                                std::int64_t offset) const {
     const node& p = g[pred];
     if (p.op != op_kind::ge) return false;
     affine_row ra, rb;
     if (!iota_index(p.in[0], broadcast_map(m, g[p.in[0]].shape, p.shape), ra) ||
         !iota_index(p.in[1], broadcast_map(m, g[p.in[1]].shape, p.shape), rb))
       return false;
-    return unit_axis(ra, max_iter_rank) == tq && unit_axis(rb, max_iter_rank) == tk && ra.base - rb.base == offset;
+    return unit_axis(ra, max_iter_rank) == tq && unit_axis(rb, max_iter_rank) == tk &&
+           ra.base - rb.base == offset;
+  }
+
+  // pred is (key index) < (a run-time scalar + c) or <= ...: the key-length mask. Sets a's fields.
+  constexpr bool is_kv_len_pred(int pred, const index_map& m, int tk, attention_part& a) const {
+    const node& p = g[pred];
+    int key = -1, len = -1;
+    bool inclusive = false;
+    if (p.op == op_kind::lt || p.op == op_kind::le)
+      key = p.in[0], len = p.in[1], inclusive = p.op == op_kind::le;
+    else if (p.op == op_kind::gt || p.op == op_kind::ge)
+      key = p.in[1], len = p.in[0], inclusive = p.op == op_kind::ge;
+    else return false;
+    affine_row rk;
+    if (!iota_index(key, broadcast_map(m, g[key].shape, p.shape), rk) ||
+        unit_axis(rk, max_iter_rank) != tk || rk.base != 0)
+      return false;
+    std::int64_t offset = inclusive ? 1 : 0;
+    if (g[len].op == op_kind::add && member(len)) {  // len + c
+      const node& ln = g[len];
+      const int k = g[ln.in[1]].op == op_kind::constant   ? 1
+                    : g[ln.in[0]].op == op_kind::constant ? 0
+                                                          : -1;
+      if (k < 0) return false;
+      offset += std::int64_t(g[ln.in[std::size_t(k)]].value);
+      len = ln.in[std::size_t(1 - k)];
+    }
+    const node& ln = g[len];
+    if ((member(len) && !graph::is_leaf(ln.op)) || ln.op == op_kind::constant ||
+        ln.op == op_kind::iota || ln.type != dtype::i32)
+      return false;
+    if (ln.shape.size() == 1) {
+      a.kv_len_per_batch = false;
+    } else if (a.batch_rank > 0 && ln.shape.size() == a.batch.size()) {
+      a.kv_len_per_batch = true;  // one per batch index, in the batch's row-major order
+    } else {
+      return false;
+    }
+    a.kv_len = len;
+    a.kv_len_offset = offset;
+    return true;
   }
 
   constexpr kernel_desc attention() {
@@ -526,7 +604,8 @@ struct lowerer {
     if (s.trans_a) return refuse("an attention whose scores are not Q Kᵀ");
     // Q: [..., H, L, dh], possibly through the grouped-heads reshape [..., Hkv, G*L, dh].
     int qn = s.in[0];
-    if (g[qn].op == op_kind::reshape && member(qn) && g[g[qn].in[0]].shape.rank == g[qn].shape.rank) qn = g[qn].in[0];
+    if (g[qn].op == op_kind::reshape && member(qn) && g[g[qn].in[0]].shape.rank == g[qn].shape.rank)
+      qn = g[qn].in[0];
     a.q = read_view(g, f, gi, qn);
     a.k = read_view(g, f, gi, s.in[1]);
     if (!s.trans_b && a.k.ok) {  // K read through a transpose of its last two axes: undo it
@@ -541,9 +620,11 @@ struct lowerer {
     // O: the value after pv, after the grouped-heads reshape back to [..., H, L, dh], if any.
     int on = pv;
     for (int i = pv + 1; i < int(N); ++i)
-      if (member(i) && g[i].op == op_kind::reshape && g[i].in[0] == on && g[i].shape == g[qn].shape) on = i;
+      if (member(i) && g[i].op == op_kind::reshape && g[i].in[0] == on && g[i].shape == g[qn].shape)
+        on = i;
     a.o = write_view(g, gr.roots[0], on);
-    if (!a.q.ok || !a.k.ok || !a.v.ok || !a.o.ok) return refuse("an attention operand that is not a view");
+    if (!a.q.ok || !a.k.ok || !a.v.ok || !a.o.ok)
+      return refuse("an attention operand that is not a view");
     const int r = a.q.shape.rank;
     if (r < 3 || a.k.shape.rank != r || a.v.shape.rank != r || a.o.shape.rank != r)
       return refuse("an attention whose Q, K, V and O differ in rank");
@@ -554,15 +635,17 @@ struct lowerer {
     a.batch.rank = r - 3;
     for (int c = 0; c < r - 3; ++c) {
       a.batch[c] = a.q.shape[c];
-      if (a.k.shape[c] != a.batch[c] || a.v.shape[c] != a.batch[c]) return refuse("an attention whose batch axes broadcast");
+      if (a.k.shape[c] != a.batch[c] || a.v.shape[c] != a.batch[c])
+        return refuse("an attention whose batch axes broadcast");
     }
     a.heads = a.q.shape[r - 3];
     a.seq_q = a.q.shape[r - 2];
     a.head_dim = a.q.shape[r - 1];
     a.kv_heads = a.k.shape[r - 3];
     a.seq_kv = a.k.shape[r - 2];
-    if (a.kv_heads <= 0 || a.heads % a.kv_heads != 0 || a.v.shape[r - 3] != a.kv_heads || a.v.shape[r - 2] != a.seq_kv ||
-        a.v.shape[r - 1] != a.head_dim || a.o.shape[r - 3] != a.heads)
+    if (a.kv_heads <= 0 || a.heads % a.kv_heads != 0 || a.v.shape[r - 3] != a.kv_heads ||
+        a.v.shape[r - 2] != a.seq_kv || a.v.shape[r - 1] != a.head_dim ||
+        a.o.shape[r - 3] != a.heads)
       return refuse("an attention whose Q, K, V shapes do not agree");
     const std::int64_t group = a.heads / a.kv_heads;
     // The score program's iteration: (batch..., kv head, group, query, key).
@@ -583,7 +666,9 @@ struct lowerer {
     for (int c = 0; c < r - 3; ++c) m.row[std::size_t(c)].coef[std::size_t(c)] = 1;
     if (ss[r - 3] == a.kv_heads && ss[r - 2] == group * a.seq_q) {
       m.row[std::size_t(r - 3)].coef[std::size_t(r - 3)] = 1;
-      if (group > 1) m.row[std::size_t(r - 2)].coef[std::size_t(r - 2)] = a.seq_q;  // the g axis (extent 1: none)
+      if (group > 1)
+        m.row[std::size_t(r - 2)].coef[std::size_t(r - 2)] =
+            a.seq_q;  // the g axis (extent 1: none)
       m.row[std::size_t(r - 2)].coef[std::size_t(r - 1)] = 1;
     } else if (ss[r - 3] == a.heads && ss[r - 2] == a.seq_q) {
       m.row[std::size_t(r - 3)].coef[std::size_t(r - 3)] = group;
@@ -603,16 +688,25 @@ struct lowerer {
       mm = rr.map;
       return rr.req.ok();
     };
-    for (;;) {  // reshapes and a final causal select peel off the top
+    for (;;) {  // reshapes, a causal select and a key-length select peel off the top
       const node& c = g[top];
+      if (a.kv_len < 0 && c.op == op_kind::select && g[c.in[2]].op == op_kind::constant &&
+          g[c.in[2]].value == -std::numeric_limits<double>::infinity() &&
+          is_kv_len_pred(c.in[0], broadcast_map(top_map, g[c.in[0]].shape, c.shape), tk, a)) {
+        top = c.in[1];
+        top_map = broadcast_map(top_map, g[top].shape, c.shape);
+        continue;
+      }
       if (c.op == op_kind::reshape) {
-        if (!through_reshape(top, top_map)) return refuse("an attention whose score reshapes are not affine");
+        if (!through_reshape(top, top_map))
+          return refuse("an attention whose score reshapes are not affine");
         top = c.in[0];
         continue;
       }
       if (!a.causal && c.op == op_kind::select && g[c.in[2]].op == op_kind::constant &&
           g[c.in[2]].value == -std::numeric_limits<double>::infinity() &&
-          is_causal_pred(c.in[0], broadcast_map(top_map, g[c.in[0]].shape, c.shape), tq, tk, a.seq_kv - a.seq_q)) {
+          is_causal_pred(c.in[0], broadcast_map(top_map, g[c.in[0]].shape, c.shape), tq, tk,
+                         a.seq_kv - a.seq_q)) {
         a.causal = true;
         top = c.in[1];
         top_map = broadcast_map(top_map, g[top].shape, c.shape);
@@ -637,7 +731,8 @@ struct lowerer {
         const bool scale = (u.op == op_kind::mul || u.op == op_kind::div) && u.in[0] == cur &&
                            g[u.in[1]].op == op_kind::constant;
         if (!scale) break;
-        a.scale = u.op == op_kind::mul ? a.scale * float(g[u.in[1]].value) : a.scale / float(g[u.in[1]].value);
+        a.scale = u.op == op_kind::mul ? a.scale * float(g[u.in[1]].value)
+                                       : a.scale / float(g[u.in[1]].value);
         bottom = up;
         if (up == top) break;
         cur = up;
@@ -648,10 +743,14 @@ struct lowerer {
       sc.input_node[0] = bottom;
       emitter<emit_scope> e(sc, d.c, sp);
       const int res = e.emit(top, top_map);
-      if (!e.req.ok()) return refuse(e.req.kind == refine_request::fail ? e.req.why : "an attention score program that reshapes");
+      if (!e.req.ok())
+        return refuse(e.req.kind == refine_request::fail
+                          ? e.req.why
+                          : "an attention score program that reshapes");
       // The input must be read at the plain score index: check the map the emitter used for it.
       for (int i = 0; i < d.c.n_ins; ++i)
-        if (d.c.instr[std::size_t(i)].kind == ins_kind::input && !(e.memo_map[std::size_t(i)] == qk_map(bottom, m, sp)))
+        if (d.c.instr[std::size_t(i)].kind == ins_kind::input &&
+            !(e.memo_map[std::size_t(i)] == qk_map(bottom, m, sp)))
           return refuse("an attention whose score program reads the scores at another index");
       a.score = {0, std::int16_t(d.c.n_ins), std::int16_t(res)};
     }
@@ -673,7 +772,9 @@ struct lowerer {
     for (int c = 0; c < r - 3; ++c) m.row[std::size_t(c)].coef[std::size_t(c)] = 1;
     if (s[r - 3] == a.kv_heads && s[r - 2] == group * a.seq_q) {
       m.row[std::size_t(r - 3)].coef[std::size_t(r - 3)] = 1;
-      if (group > 1) m.row[std::size_t(r - 2)].coef[std::size_t(r - 2)] = a.seq_q;  // the g axis (extent 1: none)
+      if (group > 1)
+        m.row[std::size_t(r - 2)].coef[std::size_t(r - 2)] =
+            a.seq_q;  // the g axis (extent 1: none)
       m.row[std::size_t(r - 2)].coef[std::size_t(r - 1)] = 1;
     } else {
       m.row[std::size_t(r - 3)].coef[std::size_t(r - 3)] = group;
@@ -687,8 +788,8 @@ struct lowerer {
   constexpr kernel_desc run() {
     const fusion_group& gr = f.groups[std::size_t(gi)];
     for (int i = 0; i < int(N); ++i)
-      if (member(i) && g[i].type != dtype::f32 && !is_floating(g[i].type) && g[i].type != dtype::i32 &&
-          g[i].type != dtype::boolean)
+      if (member(i) && g[i].type != dtype::f32 && !is_floating(g[i].type) &&
+          g[i].type != dtype::i32 && g[i].type != dtype::boolean)
         return refuse("a value of an unknown dtype");
     switch (gr.kind) {
       case group_kind::loop: return loop();

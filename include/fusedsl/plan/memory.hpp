@@ -18,7 +18,9 @@
 namespace fusedsl::plan {
 
 inline constexpr std::int64_t arena_alignment = 64;
-constexpr std::int64_t align_up(std::int64_t b) { return (b + arena_alignment - 1) / arena_alignment * arena_alignment; }
+constexpr std::int64_t align_up(std::int64_t b) {
+  return (b + arena_alignment - 1) / arena_alignment * arena_alignment;
+}
 
 struct live_range {
   int begin = 0, end = 0;  // schedule positions (inclusive) within the region
@@ -89,7 +91,10 @@ struct planner {
       const affine_row& at = d.c.acc[std::size_t(store)].at;
       for (int i = begin; i < end; ++i) {
         const ins& x = d.c.instr[std::size_t(i)];
-        if (x.kind == ins_kind::load && d.c.acc[std::size_t(x.ref)].node == b && !(d.c.acc[std::size_t(x.ref)].at == at))
+        const bool reads_b = (x.kind == ins_kind::load || x.kind == ins_kind::gather) &&
+                             d.c.acc[std::size_t(x.ref)].node == b;
+        // a gather reads b at a run-time row: never known to be the element written
+        if (reads_b && (x.kind == ins_kind::gather || !(d.c.acc[std::size_t(x.ref)].at == at)))
           return false;
       }
       return true;
@@ -105,10 +110,14 @@ struct planner {
         for (int q = 0; q < d.n_gemm; ++q) {
           const gemm_part& p = d.gemm[std::size_t(q)];
           if (p.a.base == b || p.b.base == b) return false;
-          if (p.out == root && (p.k > 512 || !loads_at(p.epilogue.begin, p.epilogue.end, p.store))) return false;
-          if (p.out != root)  // another matmul of the group may run after this one: it must not read b
+          if (p.out == root && (p.k > 512 || !loads_at(p.epilogue.begin, p.epilogue.end, p.store)))
+            return false;
+          if (p.out !=
+              root)  // another matmul of the group may run after this one: it must not read b
             for (int i = p.epilogue.begin; i < p.epilogue.end; ++i)
-              if (d.c.instr[std::size_t(i)].kind == ins_kind::load && d.c.acc[std::size_t(d.c.instr[std::size_t(i)].ref)].node == b)
+              if ((d.c.instr[std::size_t(i)].kind == ins_kind::load ||
+                   d.c.instr[std::size_t(i)].kind == ins_kind::gather) &&
+                  d.c.acc[std::size_t(d.c.instr[std::size_t(i)].ref)].node == b)
                 return false;
         }
         return true;
@@ -173,9 +182,12 @@ struct planner {
         if (f.group_of[std::size_t(i)] != gi) continue;
         for (int k = 0; k < g[i].n_in; ++k) {
           const int a = g[i].in[std::size_t(k)];
-          if (owner[std::size_t(a)] < 0 || f.group_of[std::size_t(a)] == gi || g[a].op == op_kind::repeat) continue;
+          if (owner[std::size_t(a)] < 0 || f.group_of[std::size_t(a)] == gi ||
+              g[a].op == op_kind::repeat)
+            continue;
           const int rep = owner[std::size_t(a)];
-          if (m.live[std::size_t(a)].end != p || sz[std::size_t(rep)] != sz[std::size_t(b)]) continue;
+          if (m.live[std::size_t(a)].end != p || sz[std::size_t(rep)] != sz[std::size_t(b)])
+            continue;
           if (!reads_elementwise(gi, a, b)) continue;
           // Every member of a's set must die by p (the set's range ends at a's last use).
           if (m.live[std::size_t(rep)].end > p) continue;
@@ -194,7 +206,8 @@ struct planner {
       for (std::size_t j = i; j > 0; --j) {
         const int a = reps[j - 1], c = reps[j];
         const bool before = sz[std::size_t(c)] > sz[std::size_t(a)] ||
-                            (sz[std::size_t(c)] == sz[std::size_t(a)] && m.live[std::size_t(c)].begin < m.live[std::size_t(a)].begin);
+                            (sz[std::size_t(c)] == sz[std::size_t(a)] &&
+                             m.live[std::size_t(c)].begin < m.live[std::size_t(a)].begin);
         if (!before) break;
         reps[j - 1] = c;
         reps[j] = a;

@@ -27,7 +27,8 @@ inline std::string describe(const kernel_desc& d) {
     case kernel_kind::loop:
       os << " over ";
       space();
-      os << ", " << d.n_seg << " segment" << (d.n_seg == 1 ? "" : "s") << ", " << d.c.n_ins << " instructions";
+      os << ", " << d.n_seg << " segment" << (d.n_seg == 1 ? "" : "s") << ", " << d.c.n_ins
+         << " instructions";
       break;
     case kernel_kind::reduce:
       os << ": " << graph::name_of(d.reduce_op) << " over ";
@@ -37,8 +38,8 @@ inline std::string describe(const kernel_desc& d) {
     case kernel_kind::row:
       os << ": " << graph::name_of(d.row_op) << " over ";
       space();
-      os << ", prologue " << (d.seg[0].end - d.seg[0].begin) << " and epilogue " << (d.epilogue.end - d.epilogue.begin)
-         << " instructions";
+      os << ", prologue " << (d.seg[0].end - d.seg[0].begin) << " and epilogue "
+         << (d.epilogue.end - d.epilogue.begin) << " instructions";
       break;
     case kernel_kind::gemm:
       for (int q = 0; q < d.n_gemm; ++q) {
@@ -50,11 +51,12 @@ inline std::string describe(const kernel_desc& d) {
       }
       break;
     case kernel_kind::attention:
-      os << ": " << d.att.heads << " heads (" << d.att.kv_heads << " kv), " << d.att.seq_q << "x" << d.att.seq_kv
-         << ", head_dim " << d.att.head_dim;
+      os << ": " << d.att.heads << " heads (" << d.att.kv_heads << " kv), " << d.att.seq_q << "x"
+         << d.att.seq_kv << ", head_dim " << d.att.head_dim;
       if (d.att.batch.size() > 1) os << ", batch " << d.att.batch.size();
       if (d.att.causal) os << ", causal";
-      if (!d.att.score.empty()) os << ", score program " << (d.att.score.end - d.att.score.begin) << " instructions";
+      if (!d.att.score.empty())
+        os << ", score program " << (d.att.score.end - d.att.score.begin) << " instructions";
       break;
     default:
       break;

@@ -16,6 +16,38 @@ struct verify_result {
   constexpr bool ok() const { return error == nullptr; }
 };
 
+// Updates of states (fd::update): the new value is written into the state's own memory by the
+// group that computes it, so the state must be read before that group runs or by that group
+// itself, and then only at the element it writes (as an in-place buffer, memory.hpp).
+enum class state_problem : std::uint8_t { none, read_after_update, read_at_other_elements };
+
+template <std::size_t N>
+constexpr state_problem check_states(const graph::graph<N>& g, const fusion_plan<N>& f) {
+  std::array<int, N> position{};
+  for (int k = 0; k < f.n_groups; ++k) position[std::size_t(f.order[std::size_t(k)])] = k;
+  for (int o = 0; o < g.n_outputs; ++o) {
+    const int st = g.output_state[std::size_t(o)], v = g.outputs[std::size_t(o)];
+    if (st < 0) continue;
+    const int gv = f.group_of[std::size_t(v)];
+    if (gv < 0) continue;  // a leaf copied in after every group has run
+    for (int i = 0; i < int(N); ++i) {
+      bool reads = false;
+      for (int k = 0; k < g[i].n_in; ++k) reads = reads || g[i].in[std::size_t(k)] == st;
+      const int gi = f.group_of[std::size_t(i)];
+      if (!reads || gi < 0) continue;
+      if (gi != gv && position[std::size_t(gi)] > position[std::size_t(gv)])
+        return state_problem::read_after_update;
+    }
+    bool gv_reads = false;
+    for (int i = 0; i < int(N); ++i)
+      if (f.group_of[std::size_t(i)] == gv)
+        for (int k = 0; k < g[i].n_in; ++k) gv_reads = gv_reads || g[i].in[std::size_t(k)] == st;
+    if (gv_reads && !detail::planner<N>(g, f).reads_elementwise(gv, st, v))
+      return state_problem::read_at_other_elements;
+  }
+  return state_problem::none;
+}
+
 template <std::size_t N>
 constexpr verify_result verify(const graph::graph<N>& g, const fusion_plan<N>& f,
                                const memory_plan<N>& m) {

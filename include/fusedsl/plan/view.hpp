@@ -19,7 +19,9 @@ struct strided_view {
   std::array<std::int64_t, max_rank> stride{};  // in elements; 0 for broadcast axes
   std::int64_t offset = 0;
 
-  constexpr std::int64_t at_last(int from_end) const { return stride[std::size_t(shape.rank - from_end)]; }
+  constexpr std::int64_t at_last(int from_end) const {
+    return stride[std::size_t(shape.rank - from_end)];
+  }
 };
 
 constexpr strided_view contiguous_view(int base, const dims& s) {
@@ -56,9 +58,11 @@ constexpr strided_view reshape_view(const strided_view& v, const dims& to) {
       else op *= od[std::size_t(oj++)];
     }
     for (int ok = oi; ok < oj - 1; ++ok)
-      if (os[std::size_t(ok)] != od[std::size_t(ok + 1)] * os[std::size_t(ok + 1)]) return strided_view{};
+      if (os[std::size_t(ok)] != od[std::size_t(ok + 1)] * os[std::size_t(ok + 1)])
+        return strided_view{};
     r.stride[std::size_t(nj - 1)] = os[std::size_t(oj - 1)];
-    for (int nk = nj - 1; nk > ni; --nk) r.stride[std::size_t(nk - 1)] = r.stride[std::size_t(nk)] * to[nk];
+    for (int nk = nj - 1; nk > ni; --nk)
+      r.stride[std::size_t(nk - 1)] = r.stride[std::size_t(nk)] * to[nk];
     ni = nj++;
     oi = oj++;
   }
@@ -90,9 +94,11 @@ constexpr strided_view broadcast_view(const strided_view& v, const dims& to) {
 
 // How group gi reads node id: through its member layout ops down to a materialised buffer.
 template <std::size_t N>
-constexpr strided_view read_view(const graph::graph<N>& g, const fusion_plan<N>& f, int gi, int id) {
+constexpr strided_view read_view(const graph::graph<N>& g, const fusion_plan<N>& f, int gi,
+                                 int id) {
   const node& n = g[id];
-  if (f.group_of[std::size_t(id)] != gi || graph::is_leaf(n.op)) return contiguous_view(id, n.shape);
+  if (f.group_of[std::size_t(id)] != gi || graph::is_leaf(n.op))
+    return contiguous_view(id, n.shape);
   if (n.op == op_kind::reshape) return reshape_view(read_view(g, f, gi, n.in[0]), n.shape);
   if (n.op == op_kind::transpose) return permute_view(read_view(g, f, gi, n.in[0]), n.perm);
   if (n.op == op_kind::broadcast) return broadcast_view(read_view(g, f, gi, n.in[0]), n.shape);

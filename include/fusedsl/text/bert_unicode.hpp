@@ -12,33 +12,28 @@
 
 #include "fusedsl/text/bert_unicode_table.hpp"
 #include "fusedsl/text/code_point_table.hpp"
+#include "fusedsl/text/unicode.hpp"
 
 namespace fusedsl::text::bert {
-
-inline utf8proc_category_t category(char32_t c) {
-  return utf8proc_category(static_cast<utf8proc_int32_t>(c));
-}
 
 // Cc, Cf or Co, but not \t \n \r (BERT counts those as whitespace): clean_text drops them.
 inline bool is_control(char32_t c) {
   if (c == U'\t' || c == U'\n' || c == U'\r') return false;
-  const utf8proc_category_t k = category(c);
+  const utf8proc_category_t k = general_category(c);
   const bool u =
       k == UTF8PROC_CATEGORY_CC || k == UTF8PROC_CATEGORY_CF || k == UTF8PROC_CATEGORY_CO;
   return u != in_table(bert_table::control_flips, c);
 }
 
-// White_Space (Rust's char::is_whitespace): Zs, Zl, Zp, U+0009..U+000D and U+0085.
+// White_Space (text/unicode.hpp; Rust's char::is_whitespace).
 inline bool is_whitespace(char32_t c) {
-  const utf8proc_category_t k = category(c);
-  const bool u = k == UTF8PROC_CATEGORY_ZS || k == UTF8PROC_CATEGORY_ZL ||
-                 k == UTF8PROC_CATEGORY_ZP || (c >= 0x9 && c <= 0xD) || c == 0x85;
-  return u != in_table(bert_table::white_space_flips, c);
+  return is_white_space(c) != in_table(bert_table::white_space_flips, c);
 }
 
 // Mn: what strip_accents removes after NFD.
 inline bool is_nonspacing_mark(char32_t c) {
-  return (category(c) == UTF8PROC_CATEGORY_MN) != in_table(bert_table::nonspacing_mark_flips, c);
+  return (general_category(c) == UTF8PROC_CATEGORY_MN) !=
+         in_table(bert_table::nonspacing_mark_flips, c);
 }
 
 // Pc, Pd, Ps, Pe, Pi, Pf, Po, and the ASCII symbols BERT splits like punctuation ($ + < = > ^ `
@@ -47,7 +42,7 @@ inline bool is_punctuation(char32_t c) {
   if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) ||
       (c >= 123 && c <= 126))
     return true;
-  const utf8proc_category_t k = category(c);
+  const utf8proc_category_t k = general_category(c);
   const bool u = k >= UTF8PROC_CATEGORY_PC && k <= UTF8PROC_CATEGORY_PO;
   return u != in_table(bert_table::punctuation_flips, c);
 }

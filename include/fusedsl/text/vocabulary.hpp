@@ -4,23 +4,17 @@
 // and only that ending is removed; a token given twice keeps the id of its last line.
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
-#include "fusedsl/core/error.hpp"
+#include "fusedsl/io/read_file.hpp"
+#include "fusedsl/text/error.hpp"
 
 namespace fusedsl::text {
-
-// A tokenizer's files are missing, unreadable or inconsistent.
-struct text_error : error {
-  using error::error;
-};
 
 class vocabulary {
  public:
@@ -44,11 +38,9 @@ class vocabulary {
   }
 
   static vocabulary from_file(const std::filesystem::path& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw text_error("vocabulary: cannot open '" + path.string() + "'");
-    std::ostringstream text;
-    text << f.rdbuf();
-    vocabulary v = from_text(text.str());
+    const std::optional<std::string> text = io::read_file(path);
+    if (!text) throw text_error("vocabulary: cannot open '" + path.string() + "'");
+    vocabulary v = from_text(*text);
     if (v.size() == 0) throw text_error("vocabulary: '" + path.string() + "' has no tokens");
     return v;
   }

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "fusedsl/text/bert_normalizer.hpp"
+#include "fusedsl/text/special_tokens.hpp"
 #include "fusedsl/text/utf8.hpp"
 #include "fusedsl/text/vocabulary.hpp"
 
@@ -87,12 +88,8 @@ class wordpiece_tokenizer {
     pad_ = need(config_.pad_token, "padding");
     for (const std::string& s : config_.special_tokens) {
       if (s.empty()) throw text_error("wordpiece: an empty special token");
-      specials_.push_back({decode_utf8(s), need(s, "special")});
+      specials_.add(utf8::decode(s), need(s, "special"));
     }
-    // Longest first, so that the first match at a position is the longest.
-    std::stable_sort(specials_.begin(), specials_.end(), [](const special& a, const special& b) {
-      return a.text.size() > b.text.size();
-    });
     if (config_.max_length != 0 && config_.max_length < 2)
       throw text_error("wordpiece: max_length " + std::to_string(config_.max_length) +
                        " leaves no room for [CLS] and [SEP]");
@@ -109,7 +106,7 @@ class wordpiece_tokenizer {
   // when a limit is given; *more is set when the text has further tokens).
   std::vector<std::int32_t> token_ids(std::string_view text, std::size_t limit = SIZE_MAX,
                                       bool* more = nullptr) const {
-    std::u32string s = decode_utf8(text);
+    std::u32string s = utf8::decode(text);
     if (!s.empty() && s.front() == U'\uFEFF') s.erase(0, 1);
     std::vector<std::int32_t> ids;
     bool over = false;
@@ -123,12 +120,10 @@ class wordpiece_tokenizer {
     };
     std::size_t at = 0;
     while (at <= s.size() && !over) {
-      std::size_t next = s.size(), len = 0;
-      std::int32_t special_id = -1;
-      find_special(s, at, next, len, special_id);
-      if (!tokenize_span(std::u32string_view(s).substr(at, next - at), push)) break;
-      if (special_id < 0 || !push(special_id)) break;
-      at = next + len;
+      const auto special = specials_.find(s, at);
+      if (!tokenize_span(std::u32string_view(s).substr(at, special.at - at), push)) break;
+      if (!special.id || !push(*special.id)) break;
+      at = special.at + special.length;
     }
     if (more) *more = over;
     return ids;
@@ -179,25 +174,6 @@ class wordpiece_tokenizer {
   }
 
  private:
-  struct special {
-    std::u32string text;
-    std::int32_t id;
-  };
-
-  // The first special token at or after `at`: its position, length and id (next = s.size() and
-  // id = -1 when there is none).
-  void find_special(const std::u32string& s, std::size_t at, std::size_t& next, std::size_t& len,
-                    std::int32_t& id) const {
-    for (std::size_t i = at; i < s.size() && !specials_.empty(); ++i) {
-      for (const special& sp : specials_) {
-        if (s.compare(i, sp.text.size(), sp.text) == 0) {
-          next = i, len = sp.text.size(), id = sp.id;
-          return;
-        }
-      }
-    }
-  }
-
   // Normalises, splits and word-pieces one stretch of text between special tokens; false when
   // `push` refuses an id (the limit is reached).
   template <class Push>
@@ -213,13 +189,13 @@ class wordpiece_tokenizer {
   template <class Push>
   bool word_pieces(std::u32string_view word, Push& push) const {
     if (word.size() > config_.max_input_chars_per_word) return push(unk_);
-    std::string utf8;
+    std::string bytes;
     std::vector<std::size_t> at;  // byte offset of each code point, and the end
     for (char32_t c : word) {
-      at.push_back(utf8.size());
-      append_utf8(utf8, c);
+      at.push_back(bytes.size());
+      utf8::append(bytes, c);
     }
-    at.push_back(utf8.size());
+    at.push_back(bytes.size());
     std::vector<std::int32_t> pieces;
     std::string key;
     for (std::size_t start = 0; start < word.size();) {
@@ -227,7 +203,7 @@ class wordpiece_tokenizer {
       std::optional<std::int32_t> id;
       for (; end > start; --end) {
         key.assign(start > 0 ? config_.continuing_subword_prefix : std::string());
-        key.append(utf8, at[start], at[end] - at[start]);
+        key.append(bytes, at[start], at[end] - at[start]);
         if ((id = vocab_.find(key))) break;
       }
       if (!id) return push(unk_);  // one piece cannot be matched: the whole word is unknown
@@ -266,7 +242,7 @@ class wordpiece_tokenizer {
   vocabulary vocab_;
   wordpiece_config config_;
   std::int32_t unk_ = 0, cls_ = 0, sep_ = 0, pad_ = 0;
-  std::vector<special> specials_;
+  special_tokens<char32_t> specials_;
 };
 
 }  // namespace fusedsl::text

@@ -14,13 +14,12 @@
 //
 // Needs nlohmann-json. A missing or malformed file is a text_error naming it.
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "fusedsl/io/read_file.hpp"
 #include "fusedsl/text/wordpiece.hpp"
 
 namespace fusedsl::text {
@@ -29,12 +28,11 @@ namespace detail {
 
 using json = nlohmann::json;
 
+// The file's JSON object; nullopt when there is no such file.
 inline std::optional<json> read_json(const std::filesystem::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return std::nullopt;
-  std::ostringstream text;
-  text << f.rdbuf();
-  json j = json::parse(text.str(), nullptr, false);
+  const std::optional<std::string> text = io::read_file(path);
+  if (!text) return std::nullopt;
+  json j = json::parse(*text, nullptr, false);
   if (j.is_discarded() || !j.is_object())
     throw text_error("wordpiece: '" + path.string() + "' is not a JSON object");
   return j;

@@ -24,6 +24,7 @@ struct kernel_cost {
   std::int64_t hbm_bytes = 0;
   std::int64_t vmem_bytes = 0;
   std::size_t steps = 0;
+  bool in_place = false;  // a dynamic-update-slice written into its operand's buffer
   matmul_problem mm{};
   matmul_blocks blocks{};
 };
@@ -66,6 +67,7 @@ inline cost_summary summarize(const schedule& s) {
     kc.overhead_s = kt.overhead_s;
     kc.flops = kp.flops;
     kc.hbm_bytes = kp.hbm_bytes, kc.vmem_bytes = kp.vmem_bytes, kc.steps = kp.steps.size();
+    kc.in_place = kp.in_place;
     kc.mm = kp.mm, kc.blocks = kp.blocks;
     if (kp.kind == kernel_kind::layout) {
       kc.bound = "none";

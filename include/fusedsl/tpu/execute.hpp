@@ -2,23 +2,26 @@
 // Computes a module's results by following its schedule: each matmul tile by tile in the
 // schedule's block order (bf16 operands exactly as stored, f32 accumulation, as the MXU does;
 // f32 operands multiplied and accumulated in f32), the fused epilogue applied to each finished
-// output tile, vector kernels chunk by chunk. Values are held as doubles rounded to their HLO
-// element type after every op.
+// output tile, vector and row-copy kernels chunk by chunk (gather, dynamic-slice and
+// dynamic-update-slice by hlo/indexing.hpp's rules: starts clamped). Values are held as doubles
+// rounded to their HLO element type after every op; a reduce whose to_apply is not one binary op
+// (argmax's comparator) runs that computation on scalars for each element.
 // GCC 12 reports false maybe-uninitialized warnings inside Eigen's AVX-512 GEMM kernels.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #include <Eigen/Core>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "fusedsl/hlo/indexing.hpp"
 #include "fusedsl/hlo/ir.hpp"
 #include "fusedsl/hlo/literal.hpp"
 #include "fusedsl/tpu/error.hpp"
@@ -134,8 +137,9 @@ inline double apply_binary(hlo::opcode op, double a, double b, hlo::element_type
                   " is not supported");
 }
 
-// The reducer of a reduce: a computation whose root applies one binary op to its parameters.
-inline hlo::opcode reducer_op(const hlo::module& m, const hlo::instruction& in) {
+// The reducer of a reduce when its computation's root applies one binary op to its two
+// parameters (add, maximum, ...): that op, applied directly. Otherwise none.
+inline std::optional<hlo::opcode> reducer_op(const hlo::module& m, const hlo::instruction& in) {
   const auto& c = m.get(in.called_computation);
   const auto& r = c.root_instruction();
   using hlo::opcode;
@@ -145,10 +149,60 @@ inline hlo::opcode reducer_op(const hlo::module& m, const hlo::instruction& in) 
                   r.operands.size() == 2 &&
                   c.instructions[r.operands[0]].opcode == opcode::parameter &&
                   c.instructions[r.operands[1]].opcode == opcode::parameter;
-  if (!ok)
-    throw tpu_error("execute: " + in.name + ": reduce with to_apply=" + c.name +
-                    " is not supported (add, maximum, minimum, multiply, and, or)");
+  if (!ok) return std::nullopt;
   return r.opcode;
+}
+
+// A scalar computation (a reduce's to_apply, e.g. argmax's comparator) on scalar arguments, op
+// by op, each result rounded to its type; returns the root's value, one per tuple element.
+inline std::vector<double> eval_scalar_computation(const hlo::computation& c,
+                                                   const std::vector<double>& args) {
+  using hlo::opcode;
+  std::vector<std::vector<double>> v(c.instructions.size());
+  for (std::size_t i = 0; i < c.instructions.size(); ++i) {
+    const auto& in = c.instructions[i];
+    auto fail = [&](const std::string& why) -> void {
+      throw tpu_error("execute: reduce computation " + c.name + ", " + in.name + ": " + why);
+    };
+    if (in.opcode == opcode::tuple) {
+      for (auto o : in.operands) v[i].push_back(v[o].at(0));
+      continue;
+    }
+    if (in.shape.is_tuple() || in.shape.rank() != 0) fail("only scalar values are supported");
+    const auto t = in.shape.type;
+    auto arg = [&](std::size_t k) { return v[in.operands.at(k)].at(0); };
+    auto type_of = [&](std::size_t k) { return c.instructions[in.operands.at(k)].shape.type; };
+    double r = 0;
+    if (in.opcode == opcode::parameter) {
+      r = args.at(std::size_t(in.parameter_number));
+    } else if (in.opcode == opcode::constant) {
+      r = in.literal->get(0);
+    } else if (in.opcode == opcode::select) {
+      r = arg(0) != 0 ? arg(1) : arg(2);
+    } else if (in.opcode == opcode::clamp) {
+      r = std::min(std::max(arg(1), arg(0)), arg(2));
+    } else if (hlo::is_elementwise_unary(in.opcode)) {
+      r = apply_unary(in.opcode, arg(0), t, type_of(0));
+    } else if (hlo::is_elementwise_binary(in.opcode)) {
+      r = apply_binary(in.opcode, arg(0), arg(1), type_of(0), in);
+    } else {
+      fail("op " + std::string(to_string(in.opcode)) + " is not supported");
+    }
+    v[i] = {hlo::round_to(t, r)};
+  }
+  return v[c.root];
+}
+
+// An integer index held as a double, kept far from int64's limits (indices are clamped anyway).
+inline std::int64_t to_index(double x) {
+  constexpr double limit = 0x1p62;
+  return std::int64_t(std::clamp(x, -limit, limit));
+}
+inline std::int64_t linear(const std::vector<std::int64_t>& idx,
+                           const std::vector<std::int64_t>& st) {
+  std::int64_t j = 0;
+  for (std::size_t d = 0; d < idx.size(); ++d) j += idx[d] * st[d];
+  return j;
 }
 
 }  // namespace detail
@@ -207,6 +261,19 @@ class executor {
     }
     if (in.opcode == hlo::opcode::parameter)
       throw tpu_error("execute: input " + g_.nodes[id].name + " was not bound");
+    if (in.opcode == hlo::opcode::get_tuple_element) {  // of a variadic reduce
+      env_[id] = get(g_.nodes[id].operands.at(0)).elements.at(std::size_t(in.tuple_index));
+      done_[id] = true;
+      return;
+    }
+    if (in.shape.is_tuple()) {
+      if (in.opcode != hlo::opcode::reduce)
+        throw tpu_error("execute: " + g_.nodes[id].name + ": a tuple-shaped " +
+                        std::string(to_string(in.opcode)) + " is not supported");
+      env_[id] = reduce_tuple(id);
+      done_[id] = true;
+      return;
+    }
     env_[id] = value::zeros(in.shape);
     eval_range(id, 0, in.shape.element_count());
     done_[id] = true;
@@ -315,30 +382,56 @@ class executor {
       }
       case opcode::reduce: {
         const auto rop = detail::reducer_op(*g_.module, in);
+        const auto& f = g_.module->get(in.called_computation);
         const auto& is = ops[0]->shape;
-        const auto st = detail::strides_of(is.dims);
-        std::vector<bool> reduced(is.dims.size(), false);
-        for (auto d : in.dimensions) reduced[std::size_t(d)] = true;
-        std::vector<std::int64_t> rdims, rstr, kdims;
-        for (std::size_t d = 0; d < is.dims.size(); ++d)
-          if (reduced[d]) rdims.push_back(is.dims[d]), rstr.push_back(st[d]);
-        std::int64_t rcount = 1;
-        for (auto d : rdims) rcount *= d;
         const double init = ops[1]->data.at(0);
-        std::vector<std::int64_t> ridx;
+        for (auto i = lo; i < hi; ++i) {
+          double acc = init;
+          for_each_reduced(in, is, i, [&](std::int64_t j) {
+            const double x = ops[0]->data[std::size_t(j)];
+            acc = rop ? detail::apply_binary(*rop, acc, x, is.type, in)
+                      : detail::eval_scalar_computation(f, {acc, x}).at(0);
+          });
+          put(i, acc);
+        }
+        return;
+      }
+      case opcode::gather: {
+        const value& x = *ops[0];
+        const value& ix = *ops[1];
+        const auto xs = detail::strides_of(x.shape.dims), is = detail::strides_of(ix.shape.dims);
         for (auto i = lo; i < hi; ++i) {
           detail::unravel(i, sh.dims, idx);
-          std::int64_t base = 0;
-          for (std::size_t d = 0, k = 0; d < is.dims.size(); ++d)
-            if (!reduced[d]) base += idx[k++] * st[d];
-          double acc = init;
-          for (std::int64_t r = 0; r < rcount; ++r) {
-            detail::unravel(r, rdims, ridx);
-            std::int64_t j = base;
-            for (std::size_t d = 0; d < ridx.size(); ++d) j += ridx[d] * rstr[d];
-            acc = detail::apply_binary(rop, acc, ops[0]->data[std::size_t(j)], is.type, in);
+          src = hlo::gather_source(
+              in, x.shape, ix.shape, idx, [&](const std::vector<std::int64_t>& j) {
+                return detail::to_index(ix.data[std::size_t(detail::linear(j, is))]);
+              });
+          put(i, x.data[std::size_t(detail::linear(src, xs))]);
+        }
+        return;
+      }
+      case opcode::dynamic_slice:
+      case opcode::dynamic_update_slice: {
+        const bool update = in.opcode == opcode::dynamic_update_slice;
+        const value& x = *ops[0];
+        std::vector<std::int64_t> starts;
+        for (std::size_t k = update ? 2 : 1; k < ops.size(); ++k)
+          starts.push_back(detail::to_index(ops[k]->data.at(0)));
+        const auto& window = update ? ops[1]->shape.dims : sh.dims;
+        starts = hlo::clamp_starts(std::move(starts), x.shape.dims, window);
+        const auto xs = detail::strides_of(x.shape.dims), ws = detail::strides_of(window);
+        for (auto i = lo; i < hi; ++i) {
+          detail::unravel(i, sh.dims, idx);
+          bool inside = true;
+          for (std::size_t d = 0; d < idx.size(); ++d) {
+            idx[d] += update ? -starts[d] : starts[d];
+            inside = inside && idx[d] >= 0 && idx[d] < window[d];
           }
-          put(i, acc);
+          if (!update)
+            put(i, x.data[std::size_t(detail::linear(idx, xs))]);
+          else
+            put(i, inside ? ops[1]->data[std::size_t(detail::linear(idx, ws))]
+                          : x.data[std::size_t(i)]);
         }
         return;
       }
@@ -346,6 +439,58 @@ class executor {
     }
     throw tpu_error("execute: " + node.name + ": op " + std::string(to_string(in.opcode)) +
                     " is not supported");
+  }
+
+  // Calls f(j) for the input elements that output element i of reduce `in` combines, in index
+  // order (input shape is).
+  template <class F>
+  static void for_each_reduced(const hlo::instruction& in, const hlo::shape& is, std::int64_t i,
+                               F&& f) {
+    const auto st = detail::strides_of(is.dims);
+    std::vector<bool> reduced(is.dims.size(), false);
+    for (auto d : in.dimensions) reduced[std::size_t(d)] = true;
+    std::vector<std::int64_t> rdims, rstr, kept, idx, ridx;
+    for (std::size_t d = 0; d < is.dims.size(); ++d)
+      if (reduced[d])
+        rdims.push_back(is.dims[d]), rstr.push_back(st[d]);
+      else
+        kept.push_back(is.dims[d]);
+    std::int64_t rcount = 1;
+    for (auto d : rdims) rcount *= d;
+    detail::unravel(i, kept, idx);
+    std::int64_t base = 0;
+    for (std::size_t d = 0, k = 0; d < is.dims.size(); ++d)
+      if (!reduced[d]) base += idx[k++] * st[d];
+    for (std::int64_t r = 0; r < rcount; ++r) {
+      detail::unravel(r, rdims, ridx);
+      f(base + detail::linear(ridx, rstr));
+    }
+  }
+
+  // A variadic reduce (argmax: value and index): the accumulators combined with each element
+  // through its to_apply, in index order; one result array per input.
+  value reduce_tuple(std::size_t id) {
+    const auto& in = *g_.nodes[id].inst;
+    const auto& f = g_.module->get(in.called_computation);
+    std::vector<const value*> ops;
+    for (auto o : g_.nodes[id].operands) ops.push_back(&get(o));
+    const std::size_t n = ops.size() / 2;
+    value out;
+    out.shape = in.shape;
+    for (const auto& e : in.shape.elements) out.elements.push_back(value::zeros(e));
+    const auto& is = ops[0]->shape;
+    std::vector<double> args(2 * n);
+    const std::int64_t count = in.shape.elements.at(0).element_count();
+    for (std::int64_t i = 0; i < count; ++i) {
+      for (std::size_t k = 0; k < n; ++k) args[k] = ops[n + k]->data.at(0);
+      for_each_reduced(in, is, i, [&](std::int64_t j) {
+        for (std::size_t k = 0; k < n; ++k) args[n + k] = ops[k]->data[std::size_t(j)];
+        const auto r = detail::eval_scalar_computation(f, args);
+        for (std::size_t k = 0; k < n; ++k) args[k] = r.at(k);
+      });
+      for (std::size_t k = 0; k < n; ++k) out.elements[k].data[std::size_t(i)] = args[k];
+    }
+    return out;
   }
 
   void run_kernel(std::size_t k) {

@@ -1,7 +1,8 @@
 #pragma once
 // A flat view of an HLO module's entry computation for scheduling: `call`s inlined, the bodies
 // of `fusion`s inlined with the fusion they came from recorded (its boundary is kept as one
-// kernel), tuple/get-tuple-element pairs resolved. Nodes point into the module's own IR.
+// kernel), tuple/get-tuple-element pairs resolved (a get-tuple-element of a variadic reduce
+// stays a node). Nodes point into the module's own IR.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -81,9 +82,11 @@ inline std::size_t flatten_into(flat_graph& g, const hlo::module& m, const hlo::
       }
       case hlo::opcode::get_tuple_element: {
         const flat_node& t = g.nodes.at(ops.at(0));
+        // A result of a variadic reduce stays a node (it picks one of the reduce's buffers).
+        if (t.inst->opcode == hlo::opcode::reduce) break;
         if (t.inst->opcode != hlo::opcode::tuple)
           throw tpu_error(prefix + in.name + ": get-tuple-element of " + t.name +
-                          ", which is not a tuple instruction, is not supported");
+                          ", which is not a tuple instruction or a reduce, is not supported");
         id[i] = t.operands.at(std::size_t(in.tuple_index));
         continue;
       }

@@ -32,20 +32,23 @@ struct step_work {
   std::array<std::int64_t, 4> tile{};  // matmul: (batch, i, j, k); vector kernels: (chunk, 0, 0, 0)
 };
 
-enum class kernel_kind : std::uint8_t { matmul, vector, layout, fused };
+enum class kernel_kind : std::uint8_t { matmul, vector, layout, fused, dma };
 inline const char* to_string(kernel_kind k) {
   switch (k) {
     case kernel_kind::matmul: return "matmul";
     case kernel_kind::vector: return "vector";
     case kernel_kind::layout: return "layout";
     case kernel_kind::fused: return "fused";
+    case kernel_kind::dma:
+      return "dma";
   }
   return "?";
 }
 
 // One kernel of the schedule: a matmul with its fused epilogue, a vector (VPU) kernel, a
-// layout-only op (reshape, broadcast, tuple, ...) that moves no data and costs nothing, or an HLO
-// fusion holding several dots (e.g. attention), whose intermediates stay in VMEM.
+// layout-only op (reshape, broadcast, tuple, ...) that moves no data and costs nothing, an HLO
+// fusion holding several dots (e.g. attention), whose intermediates stay in VMEM, or a row copy
+// (gather, dynamic-slice, dynamic-update-slice): DMAs of the rows it moves, no vector work.
 struct kernel_plan {
   std::string name;                // the HLO instruction whose result the kernel produces
   kernel_kind kind = kernel_kind::vector;
@@ -56,6 +59,9 @@ struct kernel_plan {
   std::int64_t vmem_bytes = 0;     // VMEM the kernel holds while it runs
   double flops = 0;                // useful floating-point work (2 per MAC; 1 per VPU op result)
   std::int64_t hbm_bytes = 0;      // sum of in_bytes + out_bytes over steps
+  // A dynamic-update-slice (alone or as an HLO fusion's root) written into its operand's buffer:
+  // only the update moves. Otherwise the operand is copied to a new buffer first.
+  bool in_place = false;
   // Fused kernels only: each dot's flat node id, problem and MXU blocks.
   std::vector<std::size_t> dot_nodes;
   std::vector<matmul_problem> dot_problems;

@@ -57,6 +57,8 @@ inline std::string text_summary(const schedule& s, const cost_summary& c) {
               std::to_string(k.blocks.bn);
     if (k.ops.size() > 1)
       extra += (extra.empty() ? "" : ", ") + std::to_string(k.ops.size()) + " ops fused";
+    if (k.kind == kernel_kind::dma || k.in_place)
+      extra += (extra.empty() ? "" : ", ") + std::string(k.in_place ? "in place" : "row copy");
     std::snprintf(line, sizeof line, "%-36.36s %-7s %-8s %12s %7.1f%% %12s %10s  %s\n",
                   k.name.c_str(), to_string(k.kind), k.bound.c_str(),
                   detail::human_time(k.time_s).c_str(), 100 * k.mxu_utilization,
@@ -104,6 +106,8 @@ inline std::string json_report(const schedule& s, const cost_summary& c) {
          ", \"hbm_bytes\": " + std::to_string(k.hbm_bytes) +
          ", \"vmem_bytes\": " + std::to_string(k.vmem_bytes) +
          ", \"steps\": " + std::to_string(k.steps);
+    if (k.kind == kernel_kind::dma || k.in_place)
+      o += std::string(", \"in_place\": ") + (k.in_place ? "true" : "false");
     if (k.kind == kernel_kind::matmul)
       o += ", \"matmul\": {\"batch\": " + std::to_string(k.mm.batch) + ", \"m\": " +
            std::to_string(k.mm.m) + ", \"k\": " + std::to_string(k.mm.k) + ", \"n\": " +
@@ -129,6 +133,7 @@ inline std::string json_report(const schedule& s, const cost_summary& c) {
            ", \"kernel\": " + std::to_string(gi) + ", \"unit\": " +
            json_string(k.kind == kernel_kind::layout        ? "none"
                        : n.inst->opcode == hlo::opcode::dot ? "MXU"
+                       : is_row_copy(n.inst->opcode)        ? "DMA"
                                                             : "VPU") +
            ", \"fused\": " + (k.ops.size() > 1 ? "true" : "false") +
            ", \"kernel_time_s\": " + json_number(k.time_s) +

@@ -1,7 +1,8 @@
 #pragma once
 // From an HLO module to a schedule on a chip model: ops grouped into kernels (a dot with its
-// elementwise epilogue, chains of elementwise ops, single reductions/transposes/copies, HLO
-// fusions kept whole), each kernel planned in grid steps, and the whole run simulated.
+// elementwise epilogue, chains of elementwise ops, single reductions/transposes/copies, row
+// copies (gather, dynamic-slice, dynamic-update-slice), HLO fusions kept whole), each kernel
+// planned in grid steps, and the whole run simulated.
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -24,12 +25,20 @@ struct schedule_options {
   std::optional<matmul_blocks> blocks; // force these blocks on every dot that accepts them
 };
 
-// Layout-only ops: no data moves (reshape is a bitcast in row-major) or the value is made inside
-// its consumers (broadcast, iota, constant), as XLA does.
+// Layout-only ops: no data moves (reshape is a bitcast in row-major, a get-tuple-element picks
+// one of a variadic reduce's buffers) or the value is made inside its consumers (broadcast,
+// iota, constant), as XLA does.
 inline bool is_layout_op(hlo::opcode op) {
   using hlo::opcode;
   return op == opcode::parameter || op == opcode::constant || op == opcode::broadcast ||
-         op == opcode::reshape || op == opcode::iota || op == opcode::tuple;
+         op == opcode::reshape || op == opcode::iota || op == opcode::tuple ||
+         op == opcode::get_tuple_element;
+}
+
+// Ops that move rows at run-time positions: DMAs of the rows they read or write, no VPU work.
+inline bool is_row_copy(hlo::opcode op) {
+  using hlo::opcode;
+  return op == opcode::gather || op == opcode::dynamic_slice || op == opcode::dynamic_update_slice;
 }
 
 // VPU cycles per vreg of results: 1 for ALU ops; transcendentals go through the EUP, which
@@ -99,16 +108,71 @@ inline std::int64_t source_bytes(const flat_graph& g, std::size_t id) {
   return g.shape(s).byte_count();
 }
 
+// VPU cycles per vreg of a reduce's inputs: the weights of the ops of its to_apply (1 for a sum
+// or max; an argmax comparator's compares, selects and logical ops each count).
+inline double reducer_weight(const hlo::module& m, const hlo::instruction& r) {
+  double w = 0;
+  for (const auto& x : m.get(r.called_computation).instructions)
+    if (x.opcode != hlo::opcode::parameter && x.opcode != hlo::opcode::constant &&
+        x.opcode != hlo::opcode::tuple)
+      w += vpu_op_weight(x.opcode);
+  return std::max(w, 1.0);
+}
+
 inline double node_vpu_cycles(const flat_graph& g, std::size_t id, const chip_spec& chip) {
   const auto& in = *g.nodes[id].inst;
-  if (is_layout_op(in.opcode) || in.opcode == hlo::opcode::dot) return 0;
+  if (is_layout_op(in.opcode) || in.opcode == hlo::opcode::dot || is_row_copy(in.opcode)) return 0;
   // Reductions and transposes touch every input element; others every output element.
   const hlo::shape& s = (in.opcode == hlo::opcode::reduce || in.opcode == hlo::opcode::transpose)
                             ? g.shape(g.nodes[id].operands.at(0))
                             : in.shape;
   if (s.is_tuple()) return 0;
   auto [r, c] = rows_cols(s);
-  return vpu_tile_cycles(r, c, int(byte_size(s.type)), chip) * vpu_op_weight(in.opcode);
+  const double weight =
+      in.opcode == hlo::opcode::reduce ? reducer_weight(*g.module, in) : vpu_op_weight(in.opcode);
+  return vpu_tile_cycles(r, c, int(byte_size(s.type)), chip) * weight;
+}
+
+// Bytes a kernel reads of its input `input`: the rows its gathers and dynamic slices copy when
+// those are its only readers of it (operand 0), else the whole array.
+inline std::int64_t input_bytes(const flat_graph& g, const kernel_group& grp, std::size_t input) {
+  const std::int64_t whole = source_bytes(g, input);
+  std::int64_t rows = 0;
+  bool only_rows = true;
+  for (auto id : grp.nodes) {
+    if (is_layout_op(g.op(id))) continue;  // a reshape or broadcast passes its readers through
+    const auto& ops = g.nodes[id].operands;
+    for (std::size_t k = 0; k < ops.size(); ++k) {
+      if (materialized_source(g, ops[k]) != input) continue;
+      const auto op = g.op(id);
+      if (k == 0 && (op == hlo::opcode::gather || op == hlo::opcode::dynamic_slice))
+        rows += g.shape(id).byte_count();
+      else
+        only_rows = false;
+    }
+  }
+  return only_rows && rows > 0 ? std::min(rows, whole) : whole;
+}
+
+// Can dynamic-update-slice `dus` write its update into its operand's buffer? When that buffer
+// has no other reader and is an intermediate, or an entry parameter the module donates to an
+// output (input_output_alias, as jax's donate_argnums). A broadcast or constant has no buffer.
+inline bool updates_in_place(const flat_graph& g, std::size_t dus,
+                             const std::vector<std::size_t>& users) {
+  std::size_t o = g.nodes[dus].operands.at(0);
+  while (g.op(o) == hlo::opcode::reshape && users[o] == 1) o = g.nodes[o].operands.at(0);
+  if (users[o] != 1) return false;
+  if (g.op(o) == hlo::opcode::parameter) {
+    for (const auto& a : g.module->input_output_alias)
+      if (a.parameter_number == g.nodes[o].input_number && a.parameter_index.empty()) return true;
+    return false;
+  }
+  return !is_layout_op(g.op(o));
+}
+
+// The buffer a dynamic-update-slice updates (through reshapes).
+inline std::size_t updated_buffer(const flat_graph& g, std::size_t dus) {
+  return materialized_source(g, g.nodes[dus].operands.at(0));
 }
 
 inline std::vector<std::size_t> user_counts(const flat_graph& g) {
@@ -267,6 +331,7 @@ inline schedule make_schedule(const hlo::module& m, const chip_spec& chip,
       options.vmem_budget > 0 ? std::min(options.vmem_budget, chip.vmem_bytes_per_core)
                               : chip.vmem_bytes_per_core;
   s.groups = detail::group_nodes(g);
+  const auto users = detail::user_counts(g);
   for (const auto& grp : s.groups) {
     const std::string name = grp.hlo_fusion >= 0 ? g.fusions[std::size_t(grp.hlo_fusion)].name
                                                  : g.nodes[grp.output].name;
@@ -275,6 +340,31 @@ inline schedule make_schedule(const hlo::module& m, const chip_spec& chip,
       kp.name = name;
       kp.kind = kernel_kind::layout;
       kp.steps.push_back({});
+    } else if (grp.nodes.size() == 1 && is_row_copy(g.op(grp.nodes[0]))) {
+      // Rows copied by DMA from HBM: a gather or dynamic-slice reads only the rows it picks (and
+      // its indices); a dynamic-update-slice writes its update in place, or copies its operand
+      // to a new buffer first.
+      const std::size_t id = grp.nodes[0];
+      const auto op = g.op(id);
+      const auto& ops = g.nodes[id].operands;
+      const std::size_t first_index = op == hlo::opcode::dynamic_update_slice ? 2 : 1;
+      std::int64_t in_bytes = 0, out_bytes = g.shape(id).byte_count();
+      for (std::size_t k = first_index; k < ops.size(); ++k)
+        in_bytes += detail::source_bytes(g, ops[k]);
+      if (op == hlo::opcode::dynamic_update_slice) {
+        in_bytes += detail::source_bytes(g, ops[1]);
+        kp.in_place = detail::updates_in_place(g, id, users);
+        if (kp.in_place)
+          out_bytes = g.shape(ops[1]).byte_count();
+        else
+          in_bytes += detail::source_bytes(g, ops[0]);
+      } else {
+        in_bytes += out_bytes;
+      }
+      const bool in_place = kp.in_place;
+      kp = plan_vector(name, in_bytes, out_bytes, 0, 0, chip, budget);
+      kp.kind = kernel_kind::dma;
+      kp.in_place = in_place;
     } else if (grp.dots.size() > 1) {
       // Several dots in one HLO fusion: HBM sees only the fusion's inputs and output; each dot
       // runs on the MXU in its own blocks, sized to half the budget (the rest streams the data).
@@ -362,15 +452,24 @@ inline schedule make_schedule(const hlo::module& m, const chip_spec& chip,
       b = forced ? *options.blocks : choose_blocks(p, chip, budget, epi);
       kp = plan_matmul(name, p, b, chip, epi);
     } else {
+      // An HLO fusion whose root is a dynamic-update-slice writes only the update when the
+      // buffer it updates may be reused; its gathers and dynamic slices read only their rows.
+      const bool dus_root = g.op(grp.output) == hlo::opcode::dynamic_update_slice;
+      const bool in_place = dus_root && detail::updates_in_place(g, grp.output, users);
       std::int64_t in_bytes = 0;
-      for (auto in : grp.inputs) in_bytes += detail::source_bytes(g, in);
-      const auto out_bytes = g.shape(grp.output).byte_count();
+      for (auto in : grp.inputs)
+        if (!(in_place && in == detail::updated_buffer(g, grp.output)))
+          in_bytes += detail::input_bytes(g, grp, in);
+      const auto out_bytes = in_place ? g.shape(g.nodes[grp.output].operands[1]).byte_count()
+                                      : g.shape(grp.output).byte_count();
       double cycles = 0, flops = 0;
       for (auto id : grp.nodes) {
         cycles += detail::node_vpu_cycles(g, id, chip);
-        if (!is_layout_op(g.op(id))) flops += double(detail::elems(g.shape(id)));
+        if (!is_layout_op(g.op(id)) && !is_row_copy(g.op(id)))
+          flops += double(detail::elems(g.shape(id)));
       }
       kp = plan_vector(name, in_bytes, out_bytes, cycles, flops, chip, budget);
+      kp.in_place = in_place;
     }
     for (auto id : grp.nodes) kp.ops.push_back(g.nodes[id].name);
     s.kernels.push_back(std::move(kp));

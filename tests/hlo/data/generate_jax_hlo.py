@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Writes the jax-emitted HLO test data in this folder (run once with the venv's python:
    .venv/bin/python tests/hlo/data/generate_jax_hlo.py). jax==0.10.2, CPU.
-Each file is jax.jit(f).lower(*args).as_text(dialect="hlo") for a transformer-layer piece."""
+Each file is jax.jit(f).lower(*args).as_text(dialect="hlo") for a transformer-layer piece:
+a block, a bf16 MLP, a softmax with a tuple result, a sharded MLP, an embedding lookup
+(jnp.take and indexing: gather), a decode step's KV-cache update (lax.dynamic_update_slice with
+the cache donated, then lax.dynamic_slice) and argmax (a variadic reduce)."""
 import os
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 import jax
@@ -56,8 +59,30 @@ def sharded_mlp(a, w):
     return h.sum(axis=1)
 
 
+def embedding_layernorm(table, ids, pos_table, g, b):
+    """Token embedding by jnp.take (2-d ids, clipped) plus a position row by indexing, then layernorm."""
+    tok = jnp.take(table, ids, axis=0, mode="clip")
+    pos = pos_table[jnp.arange(ids.shape[1])]
+    return layer_norm(tok + pos[None], g, b)
+
+
+def decode_cache(k_cache, k_new, pos):
+    """One decode step: the new key row written at pos, then the last 4 rows up to pos read back."""
+    k_cache = jax.lax.dynamic_update_slice_in_dim(k_cache, k_new, pos, axis=0)
+    window = jax.lax.dynamic_slice_in_dim(k_cache, pos - 3, 4, axis=0)
+    return k_cache, window
+
+
+def argmax_logits(logits):
+    return jnp.argmax(logits, axis=-1), jnp.argmax(logits, axis=0, keepdims=True)
+
+
 def f32(*shape):
     return jax.ShapeDtypeStruct(shape, jnp.float32)
+
+
+def i32(*shape):
+    return jax.ShapeDtypeStruct(shape, jnp.int32)
 
 
 L, D, F = 16, 32, 64
@@ -67,10 +92,14 @@ cases = {
                                f32(D), f32(D), f32(D), f32(D), f32(D))),
     "jax_mlp_bf16": (mlp_tanh_gelu_bf16, (f32(8, 16), f32(16, 32), f32(32, 16))),
     "jax_softmax_tuple": (softmax_logistic, (f32(4, 8),)),
+    "jax_embedding_take": (embedding_layernorm, (f32(50, D), i32(2, 8), f32(8, D), f32(D), f32(D))),
+    "jax_argmax": (argmax_logits, (f32(4, 16),)),
 }
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 MESH = Mesh(jax.devices()[:8], ("x",))
 jitted = {name: jax.jit(fn) for name, (fn, _) in cases.items()}
+cases["jax_decode_cache"] = (decode_cache, (f32(16, D), f32(1, D), i32()))
+jitted["jax_decode_cache"] = jax.jit(decode_cache, donate_argnums=0)
 cases["jax_sharded_mlp"] = (sharded_mlp, (f32(8, 16), f32(16, 32)))
 jitted["jax_sharded_mlp"] = jax.jit(sharded_mlp, in_shardings=(NamedSharding(MESH, P()), NamedSharding(MESH, P(None, "x"))),
                                     out_shardings=NamedSharding(MESH, P()))

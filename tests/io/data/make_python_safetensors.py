@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes python_tiny.safetensors with Python's `safetensors` package (safetensors.torch), the
-file tests/io/test_safetensors_python.cpp reads. Run in the model venv made by
+file tests/io/safetensors_python_test.cpp reads. Run in the model venv made by
 `scripts/setup-model-venv --reference` (torch for BF16, which numpy lacks):
 
     .venv-models/bin/python tests/io/data/make_python_safetensors.py tests/io/data

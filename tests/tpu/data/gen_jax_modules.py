@@ -1,12 +1,14 @@
 """Generates the jax-exported test modules for tests/tpu (run once; outputs are committed).
 
-Usage: python gen_jax_modules.py [outdir]   (needs jax==0.10.2, numpy)
+Usage: python gen_jax_modules.py [outdir [case ...]]   (needs jax==0.10.2, numpy; with case
+       names, only those cases are written)
        python gen_jax_modules.py --worked-example DIR   (docs/tpu.md's layer: writes
        DIR/module.hlo plus inputs and XLA's outputs, too large to commit)
 Each case writes <case>/module.hlo (jax.jit(f).lower(...).as_text(dialect="hlo")),
 <case>/module_opt.hlo (XLA CPU's optimised module, with fusion computations; the
 FileNames/FunctionNames/FileLocations/StackFrames debug sections are dropped),
-<case>/param<N>.npy (inputs, float32) and <case>/out<N>.npy (what XLA CPU computed).
+<case>/param<N>.npy (inputs: float32, or int32 for integer parameters) and <case>/out<N>.npy
+(what XLA CPU computed: float32, or int32 for integer outputs).
 """
 import os
 import sys
@@ -77,6 +79,42 @@ def ops_zoo(x, y):
     return unary + binary + logic + red + shaped
 
 
+def embedding_layernorm(table, ids, pos_table, g, b):
+    """Token rows by jnp.take (2-d ids, clipped), position rows by indexing, layernorm; also the
+    default jnp.take (NaN rows for out-of-range ids)."""
+    tok = jnp.take(table, ids, axis=0, mode="clip")
+    pos = pos_table[jnp.arange(ids.shape[1])]
+    return layer_norm(tok + pos[None], g, b), jnp.take(table, ids[0], axis=0)
+
+
+def decode_step(k_cache, k_new, q, pos):
+    """One decode step: the new key row written at pos into the (donated) cache, the last 8 rows
+    up to pos read back, softmax(q k^T) over them."""
+    k_cache = jax.lax.dynamic_update_slice_in_dim(k_cache, k_new, pos, axis=0)
+    window = jax.lax.dynamic_slice_in_dim(k_cache, pos - 7, 8, axis=0)
+    return k_cache, jax.nn.softmax(q @ window.T, axis=-1)
+
+
+def argmax_logits(logits):
+    return (jnp.argmax(logits, axis=-1), jnp.argmax(logits, axis=0),
+            jnp.argmax(logits.astype(jnp.bfloat16), axis=-1))
+
+
+def rope(x, pos, inv_freq):
+    """Rotary embedding: the two halves of each row rotated by cos/sin of position * frequency."""
+    ang = pos.astype(jnp.float32)[:, None] * inv_freq[None, :]
+    x1, x2 = jnp.split(x, 2, axis=-1)
+    c, s = jnp.cos(ang), jnp.sin(ang)
+    return jnp.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=-1)
+
+
+def gathers(x, rows, cols, idx, cube, start):
+    """Other gathers jax emits: take_along_axis (batching dims), a point gather x[rows, cols]
+    (index vectors of two), a column gather, and a 2-d dynamic slice."""
+    return (jnp.take_along_axis(x, idx, axis=1, mode="clip"), x[rows, cols], x[:, cols],
+            jax.lax.dynamic_slice(cube, (start, 1, start), (2, 3, 4)))
+
+
 def strip_debug_sections(text):
     keep, skipping = [], False
     for line in text.splitlines():
@@ -91,22 +129,27 @@ def strip_debug_sections(text):
     return "\n".join(keep) + "\n"
 
 
-def export(outdir, name, fn, args):
+def as_saved(a):
+    a = np.asarray(a)
+    return a.astype(np.int32 if np.issubdtype(a.dtype, np.integer) else np.float32)
+
+
+def export(outdir, name, fn, args, donate=()):
     path = os.path.join(outdir, name)
     os.makedirs(path, exist_ok=True)
-    jitted = jax.jit(fn)
+    jitted = jax.jit(fn, donate_argnums=donate)
     lowered = jitted.lower(*args)
     with open(os.path.join(path, "module.hlo"), "w") as f:
         f.write(lowered.as_text(dialect="hlo"))
     with open(os.path.join(path, "module_opt.hlo"), "w") as f:
         f.write(strip_debug_sections(lowered.compile().as_text()))
     for i, a in enumerate(args):
-        np.save(os.path.join(path, f"param{i}.npy"), np.asarray(a, dtype=np.float32))
-    outs = jitted(*args)
+        np.save(os.path.join(path, f"param{i}.npy"), as_saved(a))
+    outs = jitted(*[jnp.array(a) for a in args])  # copies: donated buffers are consumed
     if not isinstance(outs, (tuple, list)):
         outs = (outs,)
     for i, o in enumerate(outs):
-        np.save(os.path.join(path, f"out{i}.npy"), np.asarray(o, dtype=np.float32))
+        np.save(os.path.join(path, f"out{i}.npy"), as_saved(o))
 
 
 def layer_args(key, seq, d, ff):
@@ -129,23 +172,56 @@ def worked_example(outdir):
            lambda *a: transformer_layer(*a, heads=8, dot_dtype=jnp.bfloat16), args)
 
 
+def indexing_cases():
+    """The cases of gather, dynamic-slice, dynamic-update-slice, argmax and sin/cos."""
+    k = jax.random.split(jax.random.PRNGKey(5), 12)
+    n = lambda key, shape: jax.random.normal(key, shape, jnp.float32)
+    ids = np.array([[3, 0, 49, 7, 60, -2, 12, 3], [1, 1, 2, 48, 5, 6, 70, 9]], np.int32)
+    inf, nan = np.inf, np.nan
+    logits = np.array([[1, 3, 3, 0, 3, -1, 2, 3, 0, 0, 1, 2, 3, 0, 1, 2],
+                       [0, 5, nan, 7, nan, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 0],
+                       [-inf] * 16,
+                       [-inf, -0.0, inf, 4, inf, 0.0, -2, nan, 1, 2, 3, 4, 5, 6, 7, 8]], np.float32)
+    return {
+        "embedding_layernorm": (embedding_layernorm,
+                                (n(k[0], (50, 32)), ids, n(k[1], (8, 32)), 1.0 + 0.1 * n(k[2], (32,)),
+                                 0.1 * n(k[3], (32,))), ()),
+        "decode_step": (decode_step, (n(k[4], (32, 16)), n(k[5], (1, 16)), n(k[6], (1, 16)), np.int32(11)), (0,)),
+        "argmax_logits": (argmax_logits, (logits,), ()),
+        "rope": (rope, (n(k[7], (16, 32)), np.arange(16, dtype=np.int32) * 3,
+                        (1.0 / 10000 ** (np.arange(16) / 16)).astype(np.float32)), ()),
+        "gathers": (gathers, (n(k[8], (6, 10)), np.array([0, 5, 9, 2], np.int32), np.array([1, 12, -3, 4], np.int32),
+                              np.array([[0, 9], [3, 3], [11, -1], [5, 2], [8, 8], [1, 0]], np.int32),
+                              n(k[9], (4, 5, 6)), np.int32(3)), ()),
+    }
+
+
 def main():
     if len(sys.argv) > 2 and sys.argv[1] == "--worked-example":
         worked_example(sys.argv[2])
         return
     outdir = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+    only = set(sys.argv[2:])
+    want = lambda name: not only or name in only
     key = jax.random.PRNGKey(0)
     k1, k2, k3 = jax.random.split(key, 3)
     x = jax.random.normal(k1, (64, 96), jnp.float32)
     w = (jax.random.normal(k2, (96, 160), jnp.float32) * 96 ** -0.5).astype(jnp.float32)
     b = (0.1 * jax.random.normal(k3, (160,), jnp.float32)).astype(jnp.float32)
-    export(outdir, "matmul_bias_gelu", matmul_bias_gelu, (x, w, b))
+    if want("matmul_bias_gelu"):
+        export(outdir, "matmul_bias_gelu", matmul_bias_gelu, (x, w, b))
     kx, ky = jax.random.split(jax.random.PRNGKey(3))
-    export(outdir, "ops_zoo", ops_zoo, (jax.random.normal(kx, (8, 24), jnp.float32),
-                                       jax.random.normal(ky, (8, 24), jnp.float32)))
+    if want("ops_zoo"):
+        export(outdir, "ops_zoo", ops_zoo, (jax.random.normal(kx, (8, 24), jnp.float32),
+                                           jax.random.normal(ky, (8, 24), jnp.float32)))
     args = layer_args(jax.random.PRNGKey(1), 16, 64, 128)
-    export(outdir, "layer_f32", lambda *a: transformer_layer(*a, heads=2, dot_dtype=jnp.float32), args)
-    export(outdir, "layer_bf16", lambda *a: transformer_layer(*a, heads=2, dot_dtype=jnp.bfloat16), args)
+    if want("layer_f32"):
+        export(outdir, "layer_f32", lambda *a: transformer_layer(*a, heads=2, dot_dtype=jnp.float32), args)
+    if want("layer_bf16"):
+        export(outdir, "layer_bf16", lambda *a: transformer_layer(*a, heads=2, dot_dtype=jnp.bfloat16), args)
+    for name, (fn, case_args, donate) in indexing_cases().items():
+        if want(name):
+            export(outdir, name, fn, case_args, donate)
 
 
 if __name__ == "__main__":

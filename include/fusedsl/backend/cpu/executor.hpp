@@ -101,7 +101,7 @@ struct group_profile {
 struct executor_stats {
   int fast_groups = 0;         // groups run by their generated kernel (per layer)
   int interpreted_groups = 0;  // groups run by the interpreter (per layer)
-  int amx_matmuls = 0;         // matmuls with bf16 weights bound and packed for AMX tiles (all layers)
+  int amx_matmuls = 0;  // matmuls with bf16 weights bound and packed for AMX tiles (all layers)
   int amx_attention = 0;       // attention groups run on AMX tiles (per layer)
   int parallel_groups = 0;     // groups whose kernels were split across the pool (per layer)
 };
@@ -112,7 +112,8 @@ struct memory_footprint {
   std::size_t workspace = 0;       // the kernels' per-thread tiles and packing buffers
   std::size_t packed_weights = 0;  // GEMM weights packed at bind (f32 panels, bf16 for AMX)
   std::size_t interpreter = 0;     // the interpreter's buffers (interpreter_only, refused groups)
-  std::size_t total() const { return arena + workspace + packed_weights + interpreter; }
+  std::size_t states = 0;          // the program's states (fd::state), kept across calls
+  std::size_t total() const { return arena + workspace + packed_weights + interpreter + states; }
 };
 
 template <class Program>
@@ -136,7 +137,8 @@ class executor {
  public:
   static constexpr const plan::lowered_plan<N, G>& kernels_plan() { return lowered::value; }
 
-  explicit executor(Program = {}, threads t = threads{1}, interpreter_only io = {false}, amx_bf16 amx = {false})
+  explicit executor(Program = {}, threads t = threads{1}, interpreter_only io = {false},
+                    amx_bf16 amx = {false})
       : pool_(t.count, t.spin),
         interpreter_only_(io.value),
         amx_(amx.value && kernels::amx_available()),
@@ -148,7 +150,11 @@ class executor {
     packed_ = aligned_buffer(packed_floats_ * sizeof(float) + 64);
     packed_bf16_ = aligned_buffer(packed_bf16_elements_ * sizeof(kernels::bf16_bits) + 64);
     if (interpreter_only_ || lowered::value.n_refused > 0) make_interpreter_buffers();
-    for (int o = 0; o < g.n_outputs; ++o) outputs_[std::size_t(o)] = nullptr;
+    make_states();
+    for (int o = 0; o < g.n_outputs; ++o) {
+      const int st = g.output_state[std::size_t(o)];
+      outputs_[std::size_t(o)] = st >= 0 ? state_ptr_[std::size_t(st)] : nullptr;
+    }
     counted_.reserve(std::size_t(G) + 1);
   }
   executor(Program p, threads t, amx_bf16 amx) : executor(p, t, interpreter_only{false}, amx) {}
@@ -160,16 +166,25 @@ class executor {
     for (const slot& s : slots_) r.push_back(binding_info::of(g, s.node, s.name));
     return r;
   }
+  // The same without an executor (nothing allocated): what to load before building one.
+  static std::vector<binding_info> binding_list() {
+    std::vector<binding_info> r;
+    for (const slot& s : make_slots()) r.push_back(binding_info::of(g, s.node, s.name));
+    return r;
+  }
 
   // Bind an input or a parameter by name; parameters are packed for the GEMM here, once.
   void bind(std::string_view name, tensor_ref t) {
     auto it = by_name_.find(std::string(name));
-    if (it == by_name_.end()) throw binding_error("binding \"" + std::string(name) + "\": the program has no input or param of that name");
+    if (it == by_name_.end())
+      throw binding_error("binding \"" + std::string(name) +
+                          "\": the program has no input or param of that name");
     slot& s = slots_[it->second];
     const graph::node& n = g[s.node];
     if (t.type != n.type || !(t.shape == n.shape))
-      throw binding_error("binding \"" + s.name + "\": expected " + std::string(name_of(n.type)) + to_string(n.shape) +
-                          ", got " + std::string(name_of(t.type)) + to_string(t.shape));
+      throw binding_error("binding \"" + s.name + "\": expected " + std::string(name_of(n.type)) +
+                          to_string(n.shape) + ", got " + std::string(name_of(t.type)) +
+                          to_string(t.shape));
     if (t.data == nullptr) throw binding_error("binding \"" + s.name + "\": null data");
     s.data = t.data;
     if (n.op == op_kind::param) pack_weights_of(s);
@@ -177,11 +192,18 @@ class executor {
 
   // Where output k is written (user memory, row-major, the output's dtype and shape).
   void bind_output(int k, tensor_ref t) {
-    if (k < 0 || k >= g.n_outputs) throw binding_error("output " + std::to_string(k) + ": the program has " + std::to_string(g.n_outputs) + " outputs");
+    if (k < 0 || k >= g.n_outputs)
+      throw binding_error("output " + std::to_string(k) + ": the program has " +
+                          std::to_string(g.n_outputs) + " outputs");
     const graph::node& n = g[g.outputs[std::size_t(k)]];
+    if (const int st = g.output_state[std::size_t(k)]; st >= 0)
+      throw binding_error("output " + std::to_string(k) + ": it is the new value of state \"" +
+                          std::string(g[st].name.view()) +
+                          "\", written into the state (read it with state())");
     if (t.type != n.type || !(t.shape == n.shape))
-      throw binding_error("output " + std::to_string(k) + ": expected " + std::string(name_of(n.type)) + to_string(n.shape) +
-                          ", got " + std::string(name_of(t.type)) + to_string(t.shape));
+      throw binding_error("output " + std::to_string(k) + ": expected " +
+                          std::string(name_of(n.type)) + to_string(n.shape) + ", got " +
+                          std::string(name_of(t.type)) + to_string(t.shape));
     if (t.data == nullptr) throw binding_error("output " + std::to_string(k) + ": null data");
     outputs_[std::size_t(k)] = t.data;
   }
@@ -191,7 +213,8 @@ class executor {
     for (const slot& s : slots_)
       if (s.data == nullptr) throw binding_error("binding \"" + s.name + "\": not bound");
     for (int o = 0; o < g.n_outputs; ++o)
-      if (outputs_[std::size_t(o)] == nullptr) throw binding_error("output " + std::to_string(o) + ": not bound");
+      if (outputs_[std::size_t(o)] == nullptr)
+        throw binding_error("output " + std::to_string(o) + ": not bound");
     check_outputs_alias_nothing();
     if (interpreter_only_) {
       run_interpreted();
@@ -224,6 +247,19 @@ class executor {
     run();
   }
 
+  // A state's memory (fd::state): its value between calls, to read, fill or clear.
+  tensor_ref state(std::string_view name) {
+    for (int i = 0; i < int(N); ++i)
+      if (g[i].op == op_kind::state && g[i].name.view() == name)
+        return tensor_ref{state_ptr_[std::size_t(i)], g[i].type, g[i].shape};
+    throw binding_error("state \"" + std::string(name) +
+                        "\": the program has no state of that name");
+  }
+  // Every state back to zeros, as after construction.
+  void reset_states() {
+    if (states_.size()) std::memset(states_.data(), 0, states_.size());
+  }
+
   executor_stats stats() const {
     executor_stats s = stats_;
     for (const packed_ref& p : packs_) s.amx_matmuls += p.amx && p.ready;
@@ -237,6 +273,7 @@ class executor {
     f.workspace = scratch_.size();
     f.packed_weights = packed_.size() + packed_bf16_.size();
     f.interpreter = interp_.size() + interp_scratch_.size();
+    f.states = states_.size();
     return f;
   }
 
@@ -250,7 +287,9 @@ class executor {
       profile_[std::size_t(gi)].region = fp.groups[std::size_t(gi)].region;
     }
   }
-  std::span<const group_profile> profile_results() const { return {profile_.data(), std::size_t(G)}; }
+  std::span<const group_profile> profile_results() const {
+    return {profile_.data(), std::size_t(G)};
+  }
   std::int64_t arena_bytes() const { return mp.arena_bytes; }
 
  private:
@@ -270,12 +309,15 @@ class executor {
       const std::size_t n_out = size_in_bytes(g[g.outputs[std::size_t(o)]]);
       for (const slot& s : slots_)
         if (overlap(out, n_out, s.data, size_in_bytes(g[s.node])))
-          throw binding_error("output " + std::to_string(o) + ": its memory overlaps the memory bound to \"" + s.name +
-                              "\" (inputs and parameters are read while outputs are written; bind a separate buffer)");
+          throw binding_error("output " + std::to_string(o) +
+                              ": its memory overlaps the memory bound to \"" + s.name +
+                              "\" (inputs and parameters are read while outputs are written; bind "
+                              "a separate buffer)");
       for (int p = 0; p < o; ++p)
-        if (overlap(out, n_out, outputs_[std::size_t(p)], size_in_bytes(g[g.outputs[std::size_t(p)]])))
-          throw binding_error("output " + std::to_string(o) + ": its memory overlaps output " + std::to_string(p) +
-                              "'s (bind a separate buffer to each)");
+        if (overlap(out, n_out, outputs_[std::size_t(p)],
+                    size_in_bytes(g[g.outputs[std::size_t(p)]])))
+          throw binding_error("output " + std::to_string(o) + ": its memory overlaps output " +
+                              std::to_string(p) + "'s (bind a separate buffer to each)");
     }
   }
 
@@ -312,20 +354,29 @@ class executor {
     throw binding_error("the program has no input");
   }
 
-  void build_bindings() {
+  static std::vector<slot> make_slots() {
+    std::vector<slot> slots;
     for (int i = 0; i < int(N); ++i) {
       const graph::node& n = g[i];
       if (n.op != op_kind::input && n.op != op_kind::param) continue;
       const int iters = iterations_of_region(n.region);
       for (int it = 0; it < iters; ++it) {
         slot s;
-        s.name = (n.region ? prefix_of_region(n.region, it) : std::string()) + std::string(n.name.view());
+        s.name = (n.region ? prefix_of_region(n.region, it) : std::string()) +
+                 std::string(n.name.view());
         s.node = i;
         s.iter = it;
-        if (by_name_.count(s.name)) throw binding_error("binding \"" + s.name + "\": declared twice");
-        by_name_[s.name] = slots_.size();
-        slots_.push_back(s);
+        slots.push_back(s);
       }
+    }
+    return slots;
+  }
+  void build_bindings() {
+    slots_ = make_slots();
+    for (std::size_t k = 0; k < slots_.size(); ++k) {
+      if (by_name_.count(slots_[k].name))
+        throw binding_error("binding \"" + slots_[k].name + "\": declared twice");
+      by_name_[slots_[k].name] = k;
     }
   }
 
@@ -352,7 +403,8 @@ class executor {
           const plan::gemm_part& p = d.gemm[std::size_t(q)];
           std::size_t w = kernels::gemm_workspace_floats<arch>(p.k, int(threads)) + 64;
           if (!p.b_param) w += kernels::packed_b_floats<arch>(p.k, p.n) + 16;
-          if (g[p.a.base].type != dtype::f32) w += std::size_t(p.a.shape.size()) + 16;  // A widened per call
+          if (g[p.a.base].type != dtype::f32)
+            w += std::size_t(p.a.shape.size()) + 16;  // A widened per call
           const bool amx = amx_ && uses_amx_tiles(p);
           if (amx) w = std::max(w, kernels::gemm_amx_workspace_elements(p.m, p.k) / 2 + 64);
           need = std::max(need, w);
@@ -368,11 +420,16 @@ class executor {
             }
         }
       } else if (d.kind == plan::kernel_kind::attention) {
-        std::size_t w = kernels::attention_workspace_floats<arch>(d.att.head_dim, int(threads)) + 64;
-        for (const plan::strided_view* v : {&d.att.q, &d.att.k, &d.att.v, &d.att.o})  // widened per call
+        std::size_t w =
+            kernels::attention_workspace_floats<arch>(d.att.head_dim, int(threads)) + 64;
+        for (const plan::strided_view* v :
+             {&d.att.q, &d.att.k, &d.att.v, &d.att.o})  // widened per call
           if (g[v->base].type != dtype::f32) w += std::size_t(v->shape.size()) + 16;
         if (amx_attention_ && d.att.score.empty())
-          w = std::max(w, kernels::attention_amx_workspace_elements(d.att.head_dim, d.att.seq_kv, int(threads)) / 2 + 64);
+          w = std::max(w, kernels::attention_amx_workspace_elements(d.att.head_dim, d.att.seq_kv,
+                                                                    int(threads)) /
+                                  2 +
+                              64);
         need = std::max(need, w);
       } else if (d.kind == plan::kernel_kind::row) {
         const std::int64_t cols = d.extent[std::size_t(d.rank - 1)];
@@ -386,19 +443,23 @@ class executor {
   void pack_weights_of(const slot& s) {
     for (packed_ref& p : packs_) {
       if (p.iter != s.iter) continue;
-      const plan::gemm_part& part = lowered::value.desc[std::size_t(p.group)].gemm[std::size_t(p.part)];
+      const plan::gemm_part& part =
+          lowered::value.desc[std::size_t(p.group)].gemm[std::size_t(p.part)];
       if (part.b.base != s.node) continue;
       const graph::node& w = g[s.node];
       if (p.amx) {
-        p.amx_data = pack_bf16_into(part, s.data, reinterpret_cast<kernels::bf16_bits*>(packed_bf16_.data()) + p.offset);
+        p.amx_data = pack_bf16_into(
+            part, s.data, reinterpret_cast<kernels::bf16_bits*>(packed_bf16_.data()) + p.offset);
       } else {
         float* dst = reinterpret_cast<float*>(packed_.data()) + p.offset;
         if (w.type == dtype::bf16)
-          kernels::pack_b_strided<arch>(part.k, part.n, static_cast<const kernels::bf16_bits*>(s.data) + part.b.offset,
-                                        part.b_ks, part.b_ns, dst);
+          kernels::pack_b_strided<arch>(
+              part.k, part.n, static_cast<const kernels::bf16_bits*>(s.data) + part.b.offset,
+              part.b_ks, part.b_ns, dst);
         else if (w.type == dtype::f32)
-          kernels::pack_b_strided<arch>(part.k, part.n, static_cast<const float*>(s.data) + part.b.offset, part.b_ks,
-                                        part.b_ns, dst);
+          kernels::pack_b_strided<arch>(part.k, part.n,
+                                        static_cast<const float*>(s.data) + part.b.offset,
+                                        part.b_ks, part.b_ns, dst);
         else
           throw binding_error("binding \"" + s.name + "\": a matmul weight must be f32 or bf16");
       }
@@ -406,11 +467,14 @@ class executor {
     }
   }
 
-  static const kernels::bf16_bits* pack_bf16_into(const plan::gemm_part& part, const void* data, kernels::bf16_bits* dst) {
+  static const kernels::bf16_bits* pack_bf16_into(const plan::gemm_part& part, const void* data,
+                                                  kernels::bf16_bits* dst) {
     const bool unit_n = part.b_ns == 1;
     const std::int64_t ld = unit_n ? part.b_ks : part.b_ns;
-    if (!unit_n && part.b_ks != 1) throw binding_error("amx_bf16: a bf16 weight read with no unit stride");
-    return kernels::pack_b_bf16(part.k, part.n, static_cast<const kernels::bf16_bits*>(data) + part.b.offset, ld,
+    if (!unit_n && part.b_ks != 1)
+      throw binding_error("amx_bf16: a bf16 weight read with no unit stride");
+    return kernels::pack_b_bf16(part.k, part.n,
+                                static_cast<const kernels::bf16_bits*>(data) + part.b.offset, ld,
                                 !unit_n, dst)
         .data;
   }
@@ -424,6 +488,8 @@ class executor {
       if (n.region != r) continue;
       if (n.op == op_kind::input || n.op == op_kind::param)
         val_[std::size_t(i)] = const_cast<void*>(slot_data(i, it));
+      else if (n.op == op_kind::state)
+        val_[std::size_t(i)] = state_ptr_[std::size_t(i)];
       else if (mp.in_arena(i))
         val_[std::size_t(i)] = base + mp.offset[std::size_t(i)];
     }
@@ -446,7 +512,8 @@ class executor {
   static constexpr std::array<kernel_fn, sizeof...(I)> kernel_table(std::index_sequence<I...>) {
     return {&executor::run_kernel<int(I)>...};
   }
-  static constexpr std::array<kernel_fn, std::size_t(G)> kernels_ = kernel_table(std::make_index_sequence<std::size_t(G)>{});
+  static constexpr std::array<kernel_fn, std::size_t(G)> kernels_ =
+      kernel_table(std::make_index_sequence<std::size_t(G)>{});
 
   void run_group(int gi, int it) {
     const plan::fusion_group& gr = fp.groups[std::size_t(gi)];
@@ -454,7 +521,8 @@ class executor {
       run_repeat(gr.anchor);
       return;
     }
-    const auto t0 = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    const auto t0 =
+        profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     const double c0 = profiling_ ? thread_cpu_seconds() : 0.0;
     split_ = false;
     const bool generated = !lowered::value.desc[std::size_t(gi)].refused();
@@ -478,8 +546,8 @@ class executor {
     counted_.push_back(gi);
     (generated ? stats_.fast_groups : stats_.interpreted_groups) += 1;
     stats_.parallel_groups += split_;
-    if (generated && fp.groups[std::size_t(gi)].kind == plan::group_kind::attention && amx_attention_ &&
-        lowered::value.desc[std::size_t(gi)].att.score.empty())
+    if (generated && fp.groups[std::size_t(gi)].kind == plan::group_kind::attention &&
+        amx_attention_ && lowered::value.desc[std::size_t(gi)].att.score.empty())
       stats_.amx_attention += 1;
   }
 
@@ -539,10 +607,12 @@ class executor {
     if constexpr (p.b_param) {
       for (const packed_ref& pk : packs_)
         if (pk.group == GI && pk.part == P && pk.iter == it && pk.ready) pre = &pk;
-      if (pre == nullptr) throw binding_error("matmul weight not packed (bind its parameter again)");
+      if (pre == nullptr)
+        throw binding_error("matmul weight not packed (bind its parameter again)");
     }
     float* ws = scratch();
-    const auto pool = pool_for(double(p.m) * double(p.n) * double(p.k) * double(p.folded ? 1 : p.batch.size()));
+    const auto pool =
+        pool_for(double(p.m) * double(p.n) * double(p.k) * double(p.folded ? 1 : p.batch.size()));
     const std::int64_t batches = p.folded ? 1 : p.batch.size();
     // A of another dtype: widened into the workspace, in its logical row-major order.
     constexpr bool widen_a = g[p.a.base].type != dtype::f32;
@@ -565,23 +635,27 @@ class executor {
       OutT* c = static_cast<OutT*>(val_[std::size_t(p.out)]) + (p.folded ? 0 : b * p.m * p.n);
       const kernels::gen::gemm_epilogue<D, P> ep{val_.data(), b};
       if (pre && pre->amx) {
-        kernels::gemm_amx_with(p.m, p.n, p.k, a, q.lda, q.trans_a, kernels::packed_b_bf16{pre->amx_data, p.k, p.n}, c,
-                               p.n, ep, reinterpret_cast<kernels::bf16_bits*>(ws), pool);
+        kernels::gemm_amx_with(p.m, p.n, p.k, a, q.lda, q.trans_a,
+                               kernels::packed_b_bf16{pre->amx_data, p.k, p.n}, c, p.n, ep,
+                               reinterpret_cast<kernels::bf16_bits*>(ws), pool);
         continue;
       }
       kernels::packed_b<arch> bp;
       float* work = ws;
       if (pre) {
-        bp = kernels::packed_b<arch>{reinterpret_cast<const float*>(packed_.data()) + pre->offset, p.k, p.n};
+        bp = kernels::packed_b<arch>{reinterpret_cast<const float*>(packed_.data()) + pre->offset,
+                                     p.k, p.n};
       } else {
         static_assert(g[p.b.base].type == dtype::f32 || g[p.b.base].type == dtype::bf16,
                       "cpu::executor: a matmul's B must be f32 or bf16 (cast it)");
         if constexpr (g[p.b.base].type == dtype::bf16)
-          bp = kernels::pack_b_strided<arch>(p.k, p.n, static_cast<const kernels::bf16_bits*>(val_[std::size_t(p.b.base)]) + b_off,
-                                             p.b_ks, p.b_ns, ws);
+          bp = kernels::pack_b_strided<arch>(
+              p.k, p.n, static_cast<const kernels::bf16_bits*>(val_[std::size_t(p.b.base)]) + b_off,
+              p.b_ks, p.b_ns, ws);
         else
-          bp = kernels::pack_b_strided<arch>(p.k, p.n, static_cast<const float*>(val_[std::size_t(p.b.base)]) + b_off, p.b_ks,
-                                             p.b_ns, ws);
+          bp = kernels::pack_b_strided<arch>(
+              p.k, p.n, static_cast<const float*>(val_[std::size_t(p.b.base)]) + b_off, p.b_ks,
+              p.b_ns, ws);
         work = ws + kernels::packed_b_floats<arch>(p.k, p.n) + 16;
       }
       kernels::gemm_with<arch>(p.m, p.n, p.k, a, q.lda, q.trans_a, bp, c, p.n, ep, work, pool);
@@ -620,12 +694,16 @@ class executor {
   void view_to_f32(const plan::strided_view& v, float* dst) const {
     const dtype t = g[v.base].type;
     const char* src = static_cast<const char*>(val_[std::size_t(v.base)]);
-    for_each_in_view(v, [&](std::int64_t flat, std::int64_t off) { load_to_f32(t, src + off * size_of(t), dst + flat, 1); });
+    for_each_in_view(v, [&](std::int64_t flat, std::int64_t off) {
+      load_to_f32(t, src + off * size_of(t), dst + flat, 1);
+    });
   }
   void f32_to_view(const float* src, const plan::strided_view& v) {
     const dtype t = g[v.base].type;
     char* dst = static_cast<char*>(val_[std::size_t(v.base)]);
-    for_each_in_view(v, [&](std::int64_t flat, std::int64_t off) { store_from_f32(t, src + flat, dst + off * size_of(t), 1); });
+    for_each_in_view(v, [&](std::int64_t flat, std::int64_t off) {
+      store_from_f32(t, src + flat, dst + off * size_of(t), 1);
+    });
   }
 
   // ---- attention ----
@@ -640,8 +718,8 @@ class executor {
     sh.head_dim = a.head_dim;
     sh.num_kv_heads = a.kv_heads;
     sh.seq_kv = a.seq_kv;
-    kernels::thread_pool* pool = pool_for(double(a.heads) * double(a.seq_q) * double(a.seq_kv) * double(a.head_dim) * 2 *
-                                          double(a.batch.size()));
+    kernels::thread_pool* pool = pool_for(double(a.heads) * double(a.seq_q) * double(a.seq_kv) *
+                                          double(a.head_dim) * 2 * double(a.batch.size()));
     // Q, K, V or O of another dtype go through contiguous f32 copies in the workspace.
     float* ws = scratch();
     auto operand = [&](const plan::strided_view& v, bool in, plan::strided_view& used) -> float* {
@@ -668,23 +746,34 @@ class executor {
         vo += ix * vv.stride[std::size_t(c)];
         oo += ix * ov.stride[std::size_t(c)];
       }
+      if constexpr (a.kv_len >= 0) {  // keys past a run-time length are never read
+        const std::int32_t* len = static_cast<const std::int32_t*>(val_[std::size_t(a.kv_len)]);
+        const std::int64_t l = std::int64_t(len[a.kv_len_per_batch ? b : 0]) + a.kv_len_offset;
+        sh.seq_kv = l < 0 ? 0 : l > a.seq_kv ? a.seq_kv : l;
+      }
       kernels::attention_args args;
       args.q = qp + qo;
-      args.q_head_stride = qv.stride[std::size_t(r - 3)], args.q_row_stride = qv.stride[std::size_t(r - 2)];
+      args.q_head_stride = qv.stride[std::size_t(r - 3)],
+      args.q_row_stride = qv.stride[std::size_t(r - 2)];
       args.k = kp + ko;
-      args.k_head_stride = kv.stride[std::size_t(r - 3)], args.k_row_stride = kv.stride[std::size_t(r - 2)];
+      args.k_head_stride = kv.stride[std::size_t(r - 3)],
+      args.k_row_stride = kv.stride[std::size_t(r - 2)];
       args.v = vp + vo;
-      args.v_head_stride = vv.stride[std::size_t(r - 3)], args.v_row_stride = vv.stride[std::size_t(r - 2)];
+      args.v_head_stride = vv.stride[std::size_t(r - 3)],
+      args.v_row_stride = vv.stride[std::size_t(r - 2)];
       args.o = op + oo;
-      args.o_head_stride = ov.stride[std::size_t(r - 3)], args.o_row_stride = ov.stride[std::size_t(r - 2)];
+      args.o_head_stride = ov.stride[std::size_t(r - 3)],
+      args.o_row_stride = ov.stride[std::size_t(r - 2)];
       args.scale = a.scale;
       args.causal = a.causal;
       using mod_t = kernels::gen::score_mod<D, arch>;
       if constexpr (mod_t::active) {
-        kernels::flash_attention<arch>(sh, args, ws, pool, kernels::attention_path::automatic, mod_t{val_.data(), b});
+        kernels::flash_attention<arch>(sh, args, ws, pool, kernels::attention_path::automatic,
+                                       mod_t{val_.data(), b});
       } else {
         if (amx_attention_)
-          kernels::flash_attention_amx<arch>(sh, args, reinterpret_cast<kernels::bf16_bits*>(ws), pool);
+          kernels::flash_attention_amx<arch>(sh, args, reinterpret_cast<kernels::bf16_bits*>(ws),
+                                             pool);
         else
           kernels::flash_attention<arch>(sh, args, ws, pool);
       }
@@ -727,10 +816,19 @@ class executor {
     for (std::int64_t i = 0; i < n; ++i) {
       switch (t) {
         case dtype::f32: static_cast<float*>(dst)[i] = src[i]; break;
-        case dtype::bf16: kernels::gen::element_from_f32<dtype::bf16>(static_cast<std::uint16_t*>(dst) + i, src[i]); break;
-        case dtype::f16: kernels::gen::element_from_f32<dtype::f16>(static_cast<std::uint16_t*>(dst) + i, src[i]); break;
-        case dtype::i32: kernels::gen::element_from_f32<dtype::i32>(static_cast<std::int32_t*>(dst) + i, src[i]); break;
-        case dtype::boolean: kernels::gen::element_from_f32<dtype::boolean>(static_cast<unsigned char*>(dst) + i, src[i]); break;
+        case dtype::bf16:
+          kernels::gen::element_from_f32<dtype::bf16>(static_cast<std::uint16_t*>(dst) + i, src[i]);
+          break;
+        case dtype::f16:
+          kernels::gen::element_from_f32<dtype::f16>(static_cast<std::uint16_t*>(dst) + i, src[i]);
+          break;
+        case dtype::i32:
+          kernels::gen::element_from_f32<dtype::i32>(static_cast<std::int32_t*>(dst) + i, src[i]);
+          break;
+        case dtype::boolean:
+          kernels::gen::element_from_f32<dtype::boolean>(static_cast<unsigned char*>(dst) + i,
+                                                         src[i]);
+          break;
       }
     }
   }
@@ -738,12 +836,39 @@ class executor {
     for (std::int64_t i = 0; i < n; ++i) {
       switch (t) {
         case dtype::f32: dst[i] = static_cast<const float*>(src)[i]; break;
-        case dtype::bf16: dst[i] = kernels::gen::element_to_f32<dtype::bf16>(static_cast<const std::uint16_t*>(src) + i); break;
-        case dtype::f16: dst[i] = kernels::gen::element_to_f32<dtype::f16>(static_cast<const std::uint16_t*>(src) + i); break;
-        case dtype::i32: dst[i] = kernels::gen::element_to_f32<dtype::i32>(static_cast<const std::int32_t*>(src) + i); break;
-        case dtype::boolean: dst[i] = kernels::gen::element_to_f32<dtype::boolean>(static_cast<const unsigned char*>(src) + i); break;
+        case dtype::bf16:
+          dst[i] =
+              kernels::gen::element_to_f32<dtype::bf16>(static_cast<const std::uint16_t*>(src) + i);
+          break;
+        case dtype::f16:
+          dst[i] =
+              kernels::gen::element_to_f32<dtype::f16>(static_cast<const std::uint16_t*>(src) + i);
+          break;
+        case dtype::i32:
+          dst[i] =
+              kernels::gen::element_to_f32<dtype::i32>(static_cast<const std::int32_t*>(src) + i);
+          break;
+        case dtype::boolean:
+          dst[i] = kernels::gen::element_to_f32<dtype::boolean>(
+              static_cast<const unsigned char*>(src) + i);
+          break;
       }
     }
+  }
+
+  // ---- states ----
+  void make_states() {
+    std::size_t bytes = 0;
+    std::array<std::size_t, N> at{};
+    for (int i = 0; i < int(N); ++i)
+      if (g[i].op == op_kind::state) {
+        at[std::size_t(i)] = bytes;
+        bytes += std::size_t(plan::align_up(g[i].bytes()));
+      }
+    states_ = aligned_buffer(bytes);
+    for (int i = 0; i < int(N); ++i)
+      if (g[i].op == op_kind::state)
+        state_ptr_[std::size_t(i)] = states_.data() + at[std::size_t(i)];
   }
 
   // ---- the interpreter (refused groups; every group with interpreter_only) ----
@@ -770,13 +895,18 @@ class executor {
     interp_ = aligned_buffer(floats * sizeof(float) + 64);
     interp_scratch_ = aligned_buffer(scratch * sizeof(float) + 64);
   }
-  float* f32_of(int id) { return reinterpret_cast<float*>(interp_.data()) + f32_offset_[std::size_t(id)]; }
+  float* f32_of(int id) {
+    return reinterpret_cast<float*>(interp_.data()) + f32_offset_[std::size_t(id)];
+  }
 
   // Every group through the interpreter, values in f32 copies.
   void run_interpreted() {
-    for (int i = 0; i < int(N); ++i)
+    for (int i = 0; i < int(N); ++i) {
       if (g[i].region == 0 && (g[i].op == op_kind::input || g[i].op == op_kind::param))
         load_to_f32(g[i].type, slot_data(i, 0), f32_of(i), g[i].shape.size());
+      if (g[i].op == op_kind::state)
+        load_to_f32(g[i].type, state_ptr_[std::size_t(i)], f32_of(i), g[i].shape.size());
+    }
     interpret_region(0, 0);
     for (int o = 0; o < g.n_outputs; ++o) {
       const int id = g.outputs[std::size_t(o)];
@@ -795,7 +925,8 @@ class executor {
       if (gr.region != r) continue;
       if (gr.kind == plan::group_kind::repeat) {
         const graph::node& n = g[gr.anchor];
-        const int body = n.body, ph = g.regions[std::size_t(body)].placeholder, res = g.regions[std::size_t(body)].result;
+        const int body = n.body, ph = g.regions[std::size_t(body)].placeholder,
+                  res = g.regions[std::size_t(body)].result;
         std::memcpy(f32_of(ph), f32_of(n.in[0]), std::size_t(n.shape.size()) * sizeof(float));
         for (int layer = 0; layer < n.count; ++layer) {
           for (int i = 0; i < int(N); ++i)
@@ -820,7 +951,8 @@ class executor {
       for (int k = 0; k < n.n_in; ++k) {
         const int o = n.in[std::size_t(k)];
         const graph::node& on = g[o];
-        if ((on.op == op_kind::constant || on.op == op_kind::iota) && fp.group_of[std::size_t(o)] != gi) {
+        if ((on.op == op_kind::constant || on.op == op_kind::iota) &&
+            fp.group_of[std::size_t(o)] != gi) {
           interpret(g.data(), on, nullptr, cursor);
           ops[k] = cursor;
           cursor += on.shape.size() + 16;
@@ -868,8 +1000,9 @@ class executor {
   std::map<std::string, std::size_t> by_name_;
   std::vector<packed_ref> packs_;
   std::size_t scratch_floats_ = 0, packed_floats_ = 0, packed_bf16_elements_ = 0;
-  aligned_buffer arena_, scratch_, packed_, packed_bf16_, interp_, interp_scratch_;
+  aligned_buffer arena_, scratch_, packed_, packed_bf16_, interp_, interp_scratch_, states_;
   std::array<void*, N> val_{};
+  std::array<void*, N> state_ptr_{};  // each state's memory (inside states_)
   std::array<std::size_t, N> f32_offset_{};
   std::array<void*, graph::max_outputs> outputs_{};
   executor_stats stats_{};

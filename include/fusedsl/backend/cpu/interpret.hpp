@@ -49,7 +49,8 @@ inline float apply_binary(op_kind k, float a, float b) { return graph::scalar::b
 }  // namespace detail
 
 // Evaluate node n of the table into y; in[k] points at the value of operand k (f32, contiguous).
-inline void interpret(const graph::node* nodes, const graph::node& n, const float* const* in, float* y) {
+inline void interpret(const graph::node* nodes, const graph::node& n, const float* const* in,
+                      float* y) {
   using namespace detail;
   const dims& s = n.shape;
   const auto shape_of = [&](int k) -> const dims& { return nodes[n.in[std::size_t(k)]].shape; };
@@ -62,7 +63,8 @@ inline void interpret(const graph::node* nodes, const graph::node& n, const floa
   } else if (graph::is_binary(n.op) || graph::is_compare(n.op)) {
     const dims &a = shape_of(0), &b = shape_of(1);
     for_each_index(s, [&](std::int64_t f, const std::int64_t* idx) {
-      y[f] = apply_binary(n.op, in[0][broadcast_offset(a, s, idx)], in[1][broadcast_offset(b, s, idx)]);
+      y[f] = apply_binary(n.op, in[0][broadcast_offset(a, s, idx)],
+                          in[1][broadcast_offset(b, s, idx)]);
     });
   } else if (n.op == op_kind::select) {
     const dims &p = shape_of(0), &a = shape_of(1), &b = shape_of(2);
@@ -97,7 +99,8 @@ inline void interpret(const graph::node* nodes, const graph::node& n, const floa
     const bool update = n.op == op_kind::dynamic_update_slice;
     const dims& part = update ? shape_of(1) : s;
     const std::int64_t len = part[n.axis];
-    const std::int64_t start = std::clamp<std::int64_t>(std::int64_t(in[update ? 2 : 1][0]), 0, a[n.axis] - len);
+    const std::int64_t start =
+        std::clamp<std::int64_t>(std::int64_t(in[update ? 2 : 1][0]), 0, a[n.axis] - len);
     if (update) std::copy_n(in[0], a.size(), y);
     for_each_index(part, [&](std::int64_t f, const std::int64_t* idx) {
       std::int64_t off = 0;
@@ -138,7 +141,8 @@ inline void interpret(const graph::node* nodes, const graph::node& n, const floa
         for (std::int64_t j = 0; j < nn; ++j) {
           float acc = 0.0f;
           for (std::int64_t p = 0; p < k; ++p)
-            acc += (n.trans_a ? pa[p * m + i] : pa[i * k + p]) * (n.trans_b ? pb[j * k + p] : pb[p * nn + j]);
+            acc += (n.trans_a ? pa[p * m + i] : pa[i * k + p]) *
+                   (n.trans_b ? pb[j * k + p] : pb[p * nn + j]);
           py[i * nn + j] = acc;
         }
     });
@@ -153,7 +157,9 @@ inline void interpret(const graph::node* nodes, const graph::node& n, const floa
     std::copy_n(in[0], s.size(), y);
   } else if (n.op == op_kind::broadcast) {
     const dims& a = shape_of(0);
-    for_each_index(s, [&](std::int64_t f, const std::int64_t* idx) { y[f] = in[0][broadcast_offset(a, s, idx)]; });
+    for_each_index(s, [&](std::int64_t f, const std::int64_t* idx) {
+      y[f] = in[0][broadcast_offset(a, s, idx)];
+    });
   } else if (n.op == op_kind::slice) {
     const dims& a = shape_of(0);
     for_each_index(s, [&](std::int64_t f, const std::int64_t* idx) {
@@ -177,14 +183,19 @@ inline void interpret(const graph::node* nodes, const graph::node& n, const floa
     if (n.axis == s.rank - 1) {
       switch (n.op) {
         case op_kind::softmax: kernels::softmax_rows(rows, cols, in[0], cols, y, cols); break;
-        case op_kind::log_softmax: kernels::log_softmax_rows(rows, cols, in[0], cols, y, cols); break;
+        case op_kind::log_softmax:
+          kernels::log_softmax_rows(rows, cols, in[0], cols, y, cols);
+          break;
         case op_kind::layernorm:
           kernels::layernorm_rows(rows, cols, in[0], cols, in[1], in[2], float(n.value), y, cols);
           break;
-        default: kernels::rmsnorm_rows(rows, cols, in[0], cols, in[1], float(n.value), y, cols); break;
+        default:
+          kernels::rmsnorm_rows(rows, cols, in[0], cols, in[1], float(n.value), y, cols);
+          break;
       }
     } else {
-      const std::int64_t len = s[n.axis], inner = s.stride(n.axis), outer = s.size() / (len * inner);
+      const std::int64_t len = s[n.axis], inner = s.stride(n.axis),
+                         outer = s.size() / (len * inner);
       for (std::int64_t o = 0; o < outer; ++o)
         for (std::int64_t i = 0; i < inner; ++i) {
           const float* x = in[0] + o * len * inner + i;

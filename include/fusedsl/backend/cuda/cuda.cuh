@@ -1,7 +1,6 @@
 #pragma once
 // The CUDA backend in one include: kernels, device arena and graph runner.
 
-#include <fusedsl/backend/cuda/activation.cuh>
 #include <fusedsl/backend/cuda/attention.cuh>
 #include <fusedsl/backend/cuda/device_arena.hpp>
 #include <fusedsl/backend/cuda/elementwise.cuh>

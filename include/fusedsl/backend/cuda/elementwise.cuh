@@ -5,7 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
-#include <fusedsl/backend/cuda/activation.cuh>
+#include <fusedsl/backend/cuda/epilogue.cuh>
 #include <fusedsl/backend/cuda/error.hpp>
 #include <fusedsl/backend/cuda/numeric.cuh>
 
@@ -110,9 +110,10 @@ struct scale {
   float factor;
   __host__ __device__ float operator()(float a) const { return factor * a; }
 };
-template <activation A>
-struct act {
-  __host__ __device__ float operator()(float a) const { return activate<A>(a); }
+// An elementwise unary op of the op table (graph/ops.hpp).
+template <graph::op_kind K>
+struct unary {
+  __host__ __device__ float operator()(float a) const { return apply_op<K>(a); }
 };
 // outer(inner(x...)): chains a unary step after any group.
 template <class Outer, class Inner>

@@ -1,17 +1,31 @@
 #pragma once
-// The GEMM's fused epilogue: out[r, c] = cast<Out>(act(scale * acc + bias[c]) + residual[r, c]).
+// The GEMM's fused epilogue: out[r, c] = cast<Out>(act(scale * acc + bias[c]) + residual[r, c]),
+// act an elementwise unary op of the op table (graph/ops.hpp) on the device math policy, or none.
+// (The executor's GEMMs take generated epilogues instead: codegen.cuh's gemm_epilogue.)
 
-#include <fusedsl/backend/cuda/activation.cuh>
+#include <fusedsl/backend/cuda/device_math.cuh>
 #include <fusedsl/backend/cuda/numeric.cuh>
+#include <type_traits>
 
 namespace fusedsl::cuda {
 
+// An activation named by the op table: `op<op_kind::gelu_erf>`; `void` for none.
+template <graph::op_kind K>
+using op = std::integral_constant<graph::op_kind, K>;
+
+// y = Act(x), or x when Act is void.
+template <class Act>
+__host__ __device__ inline float activate(float x) {
+  if constexpr (std::is_void_v<Act>)
+    return x;
+  else
+    return apply_op<Act::value>(x);
+}
+
 // Compile-time choice of the fused steps; the pointers and the scale arrive at run time.
-template <storage_type Out, activation Act = activation::none, bool Bias = false,
-          bool Residual = false>
+template <storage_type Out, class Act = void, bool Bias = false, bool Residual = false>
 struct epilogue {
   using out_type = Out;
-  static constexpr activation act = Act;
   static constexpr bool has_bias = Bias;
   static constexpr bool has_residual = Residual;
 

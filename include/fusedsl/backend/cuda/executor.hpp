@@ -7,13 +7,14 @@
 //   run.run();                                 // one cudaGraphLaunch (the first call captures it)
 //   run.read_output(0, y); run.synchronize();  // asynchronous download
 //
-// Each fusion group becomes the launches executor_plan.hpp lists for it, instantiated here with
-// every shape a template argument: GEMMs with the fused epilogue, flash attention, warp row
-// kernels, and a loop-program kernel for general elementwise groups. A stacked block's launches
-// are added once per layer with that layer's weights. The device memory never changes after
-// construction, so the launch list is captured once into a CUDA graph and replayed. A group no
-// kernel expresses (f32 attention, reduce groups, transposed GEMM operands, ...) makes the
-// constructor throw unsupported_program naming the group and the reason; nothing is approximated.
+// Each fusion group runs as the launch executor_plan.hpp chooses for its kernel descriptor
+// (plan/lower.hpp), every shape a template argument: the generated loop, reduce and row kernels
+// (plan_kernels.cuh), GEMMs with the generated epilogue (gemm.cuh, gemm_strided.cuh), flash or
+// general attention with the generated score program (attention.cuh, attention_general.cuh). A
+// stacked block's launches are added once per layer with that layer's weights. The device memory
+// never changes after construction, so the launch list is captured once into a CUDA graph and
+// replayed. A program with a group no launch computes does not compile: the error names the
+// group, its kind, the reason and the anchor's shape (group_has_no_cuda_kernel below).
 #include <cuda_runtime_api.h>
 
 #include <array>
@@ -25,45 +26,76 @@
 #include <vector>
 
 #include "fusedsl/backend/cuda/attention.cuh"
+#include "fusedsl/backend/cuda/attention_general.cuh"
+#include "fusedsl/backend/cuda/codegen.cuh"
 #include "fusedsl/backend/cuda/device_arena.hpp"
 #include "fusedsl/backend/cuda/executor_plan.hpp"
 #include "fusedsl/backend/cuda/executor_schedule.hpp"
 #include "fusedsl/backend/cuda/gemm.cuh"
+#include "fusedsl/backend/cuda/gemm_strided.cuh"
 #include "fusedsl/backend/cuda/graph_runner.hpp"
 #include "fusedsl/backend/cuda/plan_kernels.cuh"
-#include "fusedsl/backend/cuda/row_kernels.cuh"
 #include "fusedsl/core/error.hpp"
 #include "fusedsl/core/tensor.hpp"
 #include "fusedsl/plan/memory.hpp"
 
 namespace fusedsl::cuda {
 
-// A program that has a group no CUDA kernel expresses.
-struct unsupported_program : fusedsl::error {
-  using error::error;
+// The generated epilogue of part P in the form gemm.cuh's kernels take (`out_type`, `apply`).
+template <class Desc, int P>
+struct device_epilogue : gen::gemm_epilogue<Desc, P> {
+  using out_type = storage_t<gen::gemm_epilogue<Desc, P>::out_dtype>;
 };
 
-template <dtype T>
-struct storage_of {
-  using type = float;
-};
-template <>
-struct storage_of<dtype::bf16> {
-  using type = bf16;
-};
-template <>
-struct storage_of<dtype::f16> {
-  using type = f16;
-};
-template <dtype T>
-using storage_t = typename storage_of<T>::type;
+// The epilogues of parts P0 .. P0 + Count - 1, one launch's siblings whose epilogue codes differ:
+// `member` picks one (a block computes one member, so the choice is uniform in a block). Siblings
+// with the same code (gemm_launch::shared_epilogue) take device_epilogue<Desc, P0> instead.
+template <class Desc, int P0, int Count>
+struct epilogue_set {
+  using out_type = storage_t<gen::gemm_epilogue<Desc, P0>::out_dtype>;
+  gen::access_ptrs ptr;
+  int member = 0;
 
-constexpr row_op row_op_of(op_kind k) {
-  return k == op_kind::softmax       ? row_op::softmax
-         : k == op_kind::log_softmax ? row_op::log_softmax
-         : k == op_kind::layernorm   ? row_op::layernorm
-                                     : row_op::rmsnorm;
+  template <int I = 0>
+  __host__ __device__ float apply(float acc, int row, int col, int ld) const {
+    if constexpr (I + 1 == Count) {
+      return gen::gemm_epilogue<Desc, P0 + I>::value(ptr, 0, acc, row, col);
+    } else {
+      if (member == I) return gen::gemm_epilogue<Desc, P0 + I>::value(ptr, 0, acc, row, col);
+      return apply<I + 1>(acc, row, col, ld);
+    }
+  }
+};
+
+// Instantiated for a group that no CUDA launch computes: compiling it fails with the reason, and
+// the template arguments in the compiler's note name the group, its kind and its anchor's shape.
+template <int Group, plan::group_kind Kind, refusal Why, std::int64_t... Shape>
+struct group_has_no_cuda_kernel {
+  static_assert(Why != refusal::lowering_refused,
+                "cuda::executor: the lowering refused this fusion group (plan::describe or "
+                "cuda::refusal_message say why), and the CUDA backend has no interpreter");
+  static_assert(Why != refusal::attention_head_dim_above_256,
+                "cuda::executor: attention with head_dim above 256 has no CUDA kernel");
+  static constexpr bool value = false;
+};
+
+namespace detail {
+// Instantiates group_has_no_cuda_kernel for group GI if it is refused (its static_assert is then
+// the one error the program gets); true otherwise.
+template <class Plan, class Fusion, int GI, std::size_t... R>
+constexpr bool check_group(std::index_sequence<R...>) {
+  if constexpr (Plan::get()[GI].refused())
+    (void)group_has_no_cuda_kernel<GI, Fusion::get().groups[std::size_t(GI)].kind,
+                                   Plan::get()[GI].why, Plan::get()[GI].shape[int(R)]...>::value;
+  return true;
 }
+template <class Plan, class Fusion, std::size_t... GI>
+constexpr bool check_groups(std::index_sequence<GI...>) {
+  return (true && ... &&
+          check_group<Plan, Fusion, int(GI)>(
+              std::make_index_sequence<std::size_t(Plan::get()[int(GI)].shape.rank)>{}));
+}
+}  // namespace detail
 
 template <class Program>
 class executor {
@@ -71,14 +103,33 @@ class executor {
   static constexpr std::size_t N = Program::node_count;
   static constexpr auto& fp = Program::fusion;
   static constexpr auto& mp = Program::memory;
+  static constexpr int G = fp.n_groups;
 
  public:
-  // The launches of every group (host data; tests read it).
-  static constexpr launch_plan<N> plan = plan_launches(g, fp);
+  using program_plan = device_program<Program>;
+  // Group GI's descriptor (host code reads its node ids); kernels are instantiated on the same
+  // descriptor packed (codegen.cuh's packed_desc).
+  template <int GI>
+  using full_desc = typename program_plan::template desc<GI>;
 
-  // Throws unsupported_program before touching the device when a group has no kernel.
+  // How every group runs (host data; tests read it).
+  static constexpr const launch_plan<G>& launches() { return program_plan::launches; }
+  static constexpr const plan::lowered_plan<N, G>& kernels_plan() {
+    return program_plan::lowered::value;
+  }
+
+ private:
+  struct plan_ref {
+    static constexpr const launch_plan<G>& get() { return program_plan::launches; }
+  };
+  struct fusion_ref {
+    static constexpr const plan::fusion_plan<N>& get() { return fp; }
+  };
+  static_assert(
+      detail::check_groups<plan_ref, fusion_ref>(std::make_index_sequence<std::size_t(G)>{}));
+
+ public:
   executor(Program, cudaStream_t stream) : runner_(stream), stream_(stream) {
-    if (!plan.ok()) throw unsupported_program(failure());
     layout_ = layout_device_memory(g, mp, device_arena::alignment);
     for (std::size_t i = 0; i < layout_.slots.size(); ++i) {
       if (by_name_.count(layout_.slots[i].name))
@@ -88,19 +139,6 @@ class executor {
     bound_.assign(layout_.slots.size(), false);
     arena_.emplace(layout_.bytes);
     build_launches();
-  }
-
-  // Why a program cannot run here, or an empty string: usable without a device.
-  static std::string failure() {
-    if (plan.ok()) return {};
-    std::string where = "cuda::executor: ";
-    if (plan.failed_group >= 0) {
-      const plan::fusion_group& gr = fp.groups[std::size_t(plan.failed_group)];
-      where += "group " + std::to_string(plan.failed_group) + " (" +
-               std::string(plan::name_of(gr.kind)) + ", anchor %" + std::to_string(gr.anchor) +
-               " " + std::string(graph::name_of(g[gr.anchor].op)) + "): ";
-    }
-    return where + plan.error;
   }
 
   using binding_info = graph::binding_info;
@@ -184,146 +222,230 @@ class executor {
     return k;
   }
 
-  // Every launch of one call, layer by layer, with that step's device pointers.
+  // Every group's launches of one call, layer by layer, with that step's device pointers.
   void build_launches() {
-    static constexpr auto table = make_table(std::make_index_sequence<std::size_t(n_launches)>{});
-    call_schedule<N> schedule(g, fp, mp, plan, layout_);
-    schedule.for_each([&](int l, int it, const typename call_schedule<N>::addresses& addr) {
+    static constexpr auto table = make_table(std::make_index_sequence<std::size_t(G)>{});
+    call_schedule<N> schedule(g, fp, mp, layout_);
+    schedule.for_each([&](int gi, int it, const typename call_schedule<N>::addresses& addr) {
       for (std::size_t i = 0; i < N; ++i)
         val_[i] = addr[i] >= 0 ? at(std::size_t(addr[i])) : nullptr;
-      (this->*table[std::size_t(l)])(it);
+      (this->*table[std::size_t(gi)])(it);
     });
   }
 
-  template <class T>
+  template <class T = void>
   T* ptr(int node, std::int64_t offset = 0) const {
-    return reinterpret_cast<T*>(val_[std::size_t(node)]) + offset;
+    if constexpr (std::is_void_v<T>)
+      return val_[std::size_t(node)];
+    else
+      return reinterpret_cast<T*>(val_[std::size_t(node)]) + offset;
   }
-  template <class T>
-  T* ptr(const operand& o) const {
-    return ptr<T>(o.node, o.offset);
-  }
-  static std::string step_name(int l, int it) {
-    const launch& d = plan.launches[std::size_t(l)];
-    const plan::fusion_group& gr = fp.groups[std::size_t(d.group)];
-    std::string s = binding_prefix(g, gr.region, it);
-    return s + std::string(name_of(d.kind)) + " (group " + std::to_string(d.group) + ", anchor %" +
-           std::to_string(gr.anchor) + ")";
+  static std::string step_name(int gi, int it) {
+    const plan::fusion_group& gr = fp.groups[std::size_t(gi)];
+    return binding_prefix(g, gr.region, it) + std::string(plan::name_of(gr.kind)) + " (group " +
+           std::to_string(gi) + ", anchor %" + std::to_string(gr.anchor) + ")";
   }
 
-  // One launch: its kernel instantiated with the plan's shapes, its pointers bound now.
-  // Launch I as a static object, so the step lambdas read its shapes without capturing anything.
-  template <int I>
-  static constexpr launch launch_at = plan.launches[std::size_t(I)];
-
-  // The epilogue of GEMM launch I with this layer's pointers.
-  template <int I, class Epi>
-  Epi epilogue_of() const {
-    using Out = typename Epi::out_type;
-    Epi epi;
-    epi.scale = launch_at<I>.gemm.scale;
-    if constexpr (launch_at<I>.gemm.bias >= 0) epi.bias = ptr<const Out>(launch_at<I>.gemm.bias);
-    if constexpr (launch_at<I>.gemm.residual >= 0)
-      epi.residual = ptr<const Out>(launch_at<I>.gemm.residual);
-    return epi;
+  // The device address of every access of group GI's code, this layer.
+  template <int GI>
+  gen::access_ptrs access_ptrs_of() const {
+    constexpr const plan::kernel_desc& d = full_desc<GI>::get();
+    gen::access_ptrs p{};
+    for (int a = 0; a < d.c.n_access; ++a) {
+      const int node = d.c.acc[std::size_t(a)].node;
+      p.at[a] = node >= 0 ? val_[std::size_t(node)] : nullptr;
+    }
+    return p;
   }
 
-  template <int I, class In, class Epi, std::size_t... J>
-  void add_siblings(int it, std::index_sequence<J...>) {
-    constexpr int G = int(sizeof...(J));
-    using Out = typename Epi::out_type;
-    gemm_siblings<In, Epi, G> sib{{ptr<const In>(launch_at<I + int(J)>.gemm.b)...},
-                                  {ptr<Out>(launch_at<I + int(J)>.gemm.out)...},
-                                  {epilogue_of<I + int(J), Epi>()...}};
-    const In* a = ptr<const In>(launch_at<I>.gemm.a);
-    runner_.add(step_name(I, it), [a, sib](cudaStream_t s) {
-      constexpr const gemm_launch& e = launch_at<I>.gemm;
-      gemm_siblings_launch<e.m, e.n, e.k, In, Epi, G>(s, a, sib);
-    });
-  }
-
-  template <int I>
-  void add_launch(int it) {
-    constexpr const launch& d = launch_at<I>;
-    if constexpr (plan.absorbed[std::size_t(I)]) {
-      (void)it;  // launched by the GEMM before it (siblings or gemm_layernorm)
-    } else if constexpr (d.kind == launch_kind::gemm) {
-      using In = storage_t<g[launch_at<I>.gemm.a.node].type>;
-      using Out = storage_t<g[launch_at<I>.gemm.out].type>;
-      using Epi = plan_epilogue<Out, launch_at<I>.gemm.has_act, launch_at<I>.gemm.act,
-                                (launch_at<I>.gemm.bias >= 0), (launch_at<I>.gemm.residual >= 0)>;
-      constexpr int sib = plan.siblings[std::size_t(I)], ln = plan.layernorm[std::size_t(I)];
-      if constexpr (sib > 0) {
-        add_siblings<I, In, Epi>(it, std::make_index_sequence<std::size_t(sib + 1)>{});
-        return;
-      }
-      const Epi epi = epilogue_of<I, Epi>();
-      const In* a = ptr<const In>(launch_at<I>.gemm.a);
-      const In* b = ptr<const In>(launch_at<I>.gemm.b);
-      if constexpr (ln >= 0) {
-        // The layernorm launch after this GEMM, finished in its epilogue: the GEMM's own output
-        // (read by nothing else) is never written.
-        constexpr const row_launch& r = launch_at<ln>.row;
-        Out* c = ptr<Out>(r.out);
-        const Out* gamma = ptr<const Out>(r.gamma);
-        const Out* beta = ptr<const Out>(r.beta);
-        runner_.add(step_name(I, it) + " + layernorm", [a, b, c, epi, gamma, beta](cudaStream_t s) {
-          constexpr const gemm_launch& e = launch_at<I>.gemm;
-          gemm_layernorm<e.m, e.n, e.k, In, Epi>(s, a, b, c, epi, gamma, beta,
-                                                 launch_at<ln>.row.eps);
-        });
-      } else {
-        Out* c = ptr<Out>(launch_at<I>.gemm.out);
-        runner_.add(step_name(I, it), [a, b, c, epi](cudaStream_t s) {
-          gemm<launch_at<I>.gemm.m, launch_at<I>.gemm.n, launch_at<I>.gemm.k, In, Epi>(s, a, b, c,
-                                                                                       epi);
-        });
-      }
-    } else if constexpr (d.kind == launch_kind::attention) {
-      using T = storage_t<g[launch_at<I>.attention.q.node].type>;
-      attention_args<T> a;
-      a.q = ptr<const T>(launch_at<I>.attention.q), a.k = ptr<const T>(launch_at<I>.attention.k),
-      a.v = ptr<const T>(launch_at<I>.attention.v), a.o = ptr<T>(launch_at<I>.attention.o);
-      a.q_row_stride = long(launch_at<I>.attention.q_row_stride),
-      a.k_row_stride = long(launch_at<I>.attention.k_row_stride);
-      a.v_row_stride = long(launch_at<I>.attention.v_row_stride),
-      a.o_row_stride = long(launch_at<I>.attention.o_row_stride);
-      a.scale = launch_at<I>.attention.scale;
-      runner_.add(step_name(I, it), [a](cudaStream_t s) {
-        constexpr const attention_launch& at = launch_at<I>.attention;
-        flash_attention<T, at.head_dim, 1, at.heads, at.kv_heads, at.seq_q, at.seq_k, at.causal>(s,
-                                                                                                 a);
-      });
-    } else if constexpr (d.kind == launch_kind::row) {
-      using In = storage_t<g[launch_at<I>.row.in].type>;
-      using Out = storage_t<g[launch_at<I>.row.out].type>;
-      row_params p;
-      p.eps = launch_at<I>.row.eps;
-      if constexpr (launch_at<I>.row.gamma >= 0) p.gamma = ptr<const Out>(launch_at<I>.row.gamma);
-      if constexpr (launch_at<I>.row.beta >= 0) p.beta = ptr<const Out>(launch_at<I>.row.beta);
-      const In* in = ptr<const In>(launch_at<I>.row.in);
-      Out* out = ptr<Out>(launch_at<I>.row.out);
-      runner_.add(step_name(I, it), [in, out, p](cudaStream_t s) {
-        constexpr const row_launch& r = launch_at<I>.row;
-        launch_row<row_op_of(r.op), r.rows, r.cols, In, Out>(s, in, out, p);
-      });
+  template <int GI>
+  void add_group(int it) {
+    using D = decltype(gen::packed_desc_of<full_desc<GI>>::make());
+    constexpr group_launch L = launches()[GI];
+    if constexpr (L.kind == launch_kind::loop) {
+      const gen::access_ptrs p = access_ptrs_of<GI>();
+      runner_.add(step_name(GI, it), [p](cudaStream_t s) { launch_loop_group<D>(s, p); });
+    } else if constexpr (L.kind == launch_kind::reduce) {
+      constexpr int lanes = L.reduce_lanes;
+      const gen::access_ptrs p = access_ptrs_of<GI>();
+      runner_.add(step_name(GI, it), [p](cudaStream_t s) { launch_reduce_group<D, lanes>(s, p); });
+    } else if constexpr (L.kind == launch_kind::row) {
+      constexpr int threads = L.row_threads;
+      constexpr bool cached = L.row_cached;
+      const gen::access_ptrs p = access_ptrs_of<GI>();
+      runner_.add(step_name(GI, it),
+                  [p](cudaStream_t s) { launch_row_group<D, threads, cached>(s, p); });
+    } else if constexpr (L.kind == launch_kind::gemm) {
+      add_gemms<GI>(it, std::make_integer_sequence<int, L.n_gemm>{});
+    } else if constexpr (L.kind == launch_kind::attention) {
+      add_attention<GI>(it);
     } else {
-      loop_pointers p;
-      for (int l = 0; l < d.loop.n_loads; ++l)
-        p.in[l] = val_[std::size_t(d.loop.loads[std::size_t(l)].node)];
-      for (int o = 0; o < d.loop.n_outputs; ++o)
-        p.out[o] = val_[std::size_t(d.loop.out_node[std::size_t(o)])];
-      runner_.add(step_name(I, it),
-                  [p](cudaStream_t s) { launch_loop_program(s, launch_at<I>.loop, p); });
+      (void)it;  // a repeat (its body's groups are added per layer), or a row group run by the
+                 // GEMM before it
     }
   }
 
-  static constexpr int n_launches =
-      plan.ok() ? plan.n_launches : 0;  // nothing instantiated for a failed plan
+  // ---- gemm ----
+  template <int GI, int... P>
+  void add_gemms(int it, std::integer_sequence<int, P...>) {
+    (add_gemm<GI, P>(it), ...);
+  }
+  template <int GI, int P, class In, class Epi, int S, int... J>
+  void set_siblings(gemm_siblings<In, Epi, S>& sib, const gen::access_ptrs& p,
+                    std::integer_sequence<int, J...>) const {
+    using F = full_desc<GI>;
+    using Out = typename Epi::out_type;
+    ((sib.b[J] = ptr<const In>(F::get().gemm[std::size_t(P + J)].b.base,
+                               F::get().gemm[std::size_t(P + J)].b.offset),
+      sib.c[J] = ptr<Out>(F::get().gemm[std::size_t(P + J)].out),
+      sib.epi[J] = epilogue_of<Epi>(p, J)),
+     ...);
+  }
+  template <class Epi>
+  static Epi epilogue_of(const gen::access_ptrs& p, int member) {
+    if constexpr (requires { Epi::member; })
+      return Epi{p, member};
+    else
+      return Epi{{p, 0}};
+  }
+  // Part P's access pointers with part Q's buffers in the slots of P's epilogue loads (parts whose
+  // epilogues are the same code: executor_plan.hpp's same_epilogue).
+  template <int GI, int P, int Q>
+  gen::access_ptrs remapped_ptrs() const {
+    constexpr auto nodes = sibling_load_nodes(full_desc<GI>::get(), P, Q);
+    gen::access_ptrs p = access_ptrs_of<GI>();
+    for (int a = 0; a < plan::max_accesses; ++a)
+      if (nodes[std::size_t(a)] >= 0) p.at[a] = val_[std::size_t(nodes[std::size_t(a)])];
+    return p;
+  }
+  template <int GI, int P, class In, class Epi, int S, int... J>
+  void set_shared_siblings(gemm_siblings<In, Epi, S>& sib, std::integer_sequence<int, J...>) const {
+    using F = full_desc<GI>;
+    using Out = typename Epi::out_type;
+    ((sib.b[J] = ptr<const In>(F::get().gemm[std::size_t(P + J)].b.base,
+                               F::get().gemm[std::size_t(P + J)].b.offset),
+      sib.c[J] = ptr<Out>(F::get().gemm[std::size_t(P + J)].out),
+      sib.epi[J] = epilogue_of<Epi>(remapped_ptrs<GI, P, P + J>(), J)),
+     ...);
+  }
+  template <int GI, int P>
+  void add_gemm(int it) {
+    using D = decltype(gen::packed_desc_of<full_desc<GI>>::make());
+    constexpr gemm_launch e = launches()[GI].gemm[std::size_t(P)];
+    constexpr plan::gemm_part pt = full_desc<GI>::get().gemm[std::size_t(P)];
+    if constexpr (e.absorbed) {
+      (void)it;  // computed by an earlier part's launch
+    } else if constexpr (e.route == gemm_route::tensor_core) {
+      constexpr dtype ta = e.a_type;
+      using In = storage_t<ta>;
+      constexpr int M = int(e.m), Nn = int(e.n), K = int(e.k);
+      const gen::access_ptrs p = access_ptrs_of<GI>();
+      const In* a = ptr<const In>(pt.a.base, pt.a.offset);
+      constexpr int ln = launches()[GI].layernorm;
+      if constexpr (e.siblings > 0 && e.shared_epilogue) {
+        constexpr int S = e.siblings + 1;
+        using Epi = device_epilogue<D, P>;
+        gemm_siblings<In, Epi, S> sib{};
+        set_shared_siblings<GI, P>(sib, std::make_integer_sequence<int, S>{});
+        runner_.add(step_name(GI, it), [a, sib](cudaStream_t s) {
+          gemm_siblings_launch<M, Nn, K, In, Epi, S>(s, a, sib);
+        });
+      } else if constexpr (e.siblings > 0) {
+        constexpr int S = e.siblings + 1;
+        using Epi = epilogue_set<D, P, S>;
+        gemm_siblings<In, Epi, S> sib{};
+        set_siblings<GI, P>(sib, p, std::make_integer_sequence<int, S>{});
+        runner_.add(step_name(GI, it), [a, sib](cudaStream_t s) {
+          gemm_siblings_launch<M, Nn, K, In, Epi, S>(s, a, sib);
+        });
+      } else if constexpr (ln >= 0) {
+        // The layernorm group after this GEMM, finished in its epilogue: the GEMM's own output
+        // (read by nothing else) is never written.
+        using Epi = device_epilogue<D, P>;
+        using Out = typename Epi::out_type;
+        using R = full_desc<ln>;
+        constexpr plan::access ga = R::get().c.acc[std::size_t(R::get().gamma)];
+        constexpr plan::access ba = R::get().c.acc[std::size_t(R::get().beta)];
+        constexpr int out_node = R::get().c.acc[std::size_t(R::get().store)].node;
+        constexpr float eps = R::get().eps;
+        const In* b = ptr<const In>(pt.b.base, pt.b.offset);
+        Out* c = ptr<Out>(out_node);
+        const Out* gamma = ptr<const Out>(ga.node, ga.at.base);
+        const Out* beta = ptr<const Out>(ba.node, ba.at.base);
+        Epi epi{};
+        epi.ptr = p;
+        runner_.add(step_name(GI, it) + " + layernorm",
+                    [a, b, c, epi, gamma, beta](cudaStream_t s) {
+                      gemm_layernorm<M, Nn, K, In, Epi>(s, a, b, c, epi, gamma, beta, eps);
+                    });
+      } else {
+        using Epi = device_epilogue<D, P>;
+        using Out = typename Epi::out_type;
+        const In* b = ptr<const In>(pt.b.base, pt.b.offset);
+        Out* c = ptr<Out>(pt.out);
+        Epi epi{};
+        epi.ptr = p;
+        runner_.add(step_name(GI, it),
+                    [a, b, c, epi](cudaStream_t s) { gemm<M, Nn, K, In, Epi>(s, a, b, c, epi); });
+      }
+    } else {
+      using Epi = gen::gemm_epilogue<D, P>;
+      constexpr dtype ta = e.a_type, tb = e.b_type;
+      Epi epi{};
+      epi.ptr = access_ptrs_of<GI>();
+      const void* a = ptr(pt.a.base);
+      const void* b = ptr(pt.b.base);
+      void* c = ptr(pt.out);
+      runner_.add(step_name(GI, it), [a, b, c, epi](cudaStream_t s) {
+        gemm_strided<gen::gemm_operands<D, P>, ta, tb, Epi>(s, a, b, c, epi);
+      });
+    }
+  }
+
+  // ---- attention ----
+  template <int GI>
+  void add_attention(int it) {
+    using D = decltype(gen::packed_desc_of<full_desc<GI>>::make());
+    constexpr attention_launch e = launches()[GI].att;
+    constexpr plan::attention_part a = full_desc<GI>::get().att;
+    if constexpr (e.route == attention_route::flash) {
+      constexpr dtype tq = e.q_type;
+      using T = storage_t<tq>;
+      attention_args<T> args;
+      args.q = ptr<const T>(a.q.base, a.q.offset);
+      args.k = ptr<const T>(a.k.base, a.k.offset);
+      args.v = ptr<const T>(a.v.base, a.v.offset);
+      args.o = ptr<T>(a.o.base, a.o.offset);
+      args.q_row_stride = e.q_row, args.k_row_stride = e.k_row;
+      args.v_row_stride = e.v_row, args.o_row_stride = e.o_row;
+      args.q_batch_stride = e.q_batch, args.k_batch_stride = e.k_batch;
+      args.v_batch_stride = e.v_batch, args.o_batch_stride = e.o_batch;
+      args.scale = a.scale;
+      constexpr int dh = int(a.head_dim), batch = int(e.batches), heads = int(a.heads);
+      constexpr int kv_heads = int(a.kv_heads), seq_q = int(a.seq_q), seq_kv = int(a.seq_kv);
+      constexpr bool causal = a.causal;
+      runner_.add(step_name(GI, it), [args](cudaStream_t s) {
+        flash_attention<T, dh, batch, heads, kv_heads, seq_q, seq_kv, causal>(s, args);
+      });
+    } else {
+      using Score = gen::score_program<D>;
+      Score score{};
+      score.ptr = access_ptrs_of<GI>();
+      const void* q = ptr(a.q.base);
+      const void* k = ptr(a.k.base);
+      const void* v = ptr(a.v.base);
+      void* o = ptr(a.o.base);
+      constexpr dtype tq = e.q_type, tk = e.k_type, tv = e.v_type, to = e.o_type;
+      runner_.add(step_name(GI, it), [q, k, v, o, score](cudaStream_t s) {
+        attention_general<gen::attention_operands<D>, tq, tk, tv, to, Score>(s, q, k, v, o, score);
+      });
+    }
+  }
+
   template <std::size_t... I>
   static constexpr auto make_table(std::index_sequence<I...>) {
     return std::array<void (executor::*)(int), sizeof...(I)>{
-        &executor::template add_launch<int(I)>...};
+        &executor::template add_group<int(I)>...};
   }
 
   std::optional<device_arena> arena_;

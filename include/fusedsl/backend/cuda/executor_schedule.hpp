@@ -1,10 +1,10 @@
 #pragma once
-// Where everything lives in the device executor's one allocation, and the sequence of launches of
-// one call: plain host C++ (no CUDA header), shared by the executor, which turns the byte offsets
-// into device pointers, and by tests, which replay the same schedule on the CPU.
+// Where everything lives in the device executor's one allocation, and the sequence of group
+// launches of one call: plain host C++ (no CUDA header), shared by the executor, which turns the
+// byte offsets into device pointers, and by tests, which replay the same schedule on the CPU.
 //
 // Layout: [plan arena][one buffer per binding, per layer for stacked params][one per output],
-// each aligned to `alignment`. A stacked block runs its body's launches once per layer; the body's
+// each aligned to `alignment`. A stacked block runs its body's groups once per layer; the body's
 // values sit in the repeat's scratch area, its result ping-pongs between the repeat's output and a
 // carry buffer unless the plan runs it in place (memory.hpp), exactly as the CPU executor does.
 #include <array>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "fusedsl/backend/cuda/executor_plan.hpp"
+#include "fusedsl/plan/memory.hpp"
 
 namespace fusedsl::cuda {
 
@@ -35,7 +35,7 @@ namespace detail {
 template <std::size_t N>
 int iterations_of_region(const graph::graph<N>& g, int r) {
   for (int i = 0; i < int(N); ++i)
-    if (r != 0 && g[i].op == op_kind::repeat && g[i].body == r) return g[i].count;
+    if (r != 0 && g[i].op == graph::op_kind::repeat && g[i].body == r) return g[i].count;
   return 1;
 }
 }  // namespace detail
@@ -43,7 +43,7 @@ int iterations_of_region(const graph::graph<N>& g, int r) {
 template <std::size_t N>
 std::string binding_prefix(const graph::graph<N>& g, int region, int iter) {
   for (int i = 0; i < int(N); ++i)
-    if (region != 0 && g[i].op == op_kind::repeat && g[i].body == region)
+    if (region != 0 && g[i].op == graph::op_kind::repeat && g[i].body == region)
       return std::string(g[i].name.view()) + "." + std::to_string(iter) + ".";
   return {};
 }
@@ -58,7 +58,7 @@ device_layout<N> layout_device_memory(const graph::graph<N>& g, const plan::memo
   std::size_t bytes = round_up(std::size_t(m.arena_bytes));
   for (int i = 0; i < int(N); ++i) {
     const graph::node& n = g[i];
-    if (n.op != op_kind::input && n.op != op_kind::param) continue;
+    if (n.op != graph::op_kind::input && n.op != graph::op_kind::param) continue;
     for (int it = 0; it < detail::iterations_of_region(g, n.region); ++it) {
       d.slots.push_back(
           {binding_prefix(g, n.region, it) + std::string(n.name.view()), i, it, bytes});
@@ -73,16 +73,17 @@ device_layout<N> layout_device_memory(const graph::graph<N>& g, const plan::memo
   return d;
 }
 
-// Calls step(launch_index, layer, addr) for every launch of one call, in order; addr[node] is the
-// byte offset of that node's buffer in the allocation (-1 for values that have none).
+// Calls step(group, layer, addr) for every group of one call, in execution order (a block body's
+// groups once per layer); addr[node] is the byte offset of that node's buffer in the allocation
+// (-1 for values that have none).
 template <std::size_t N>
 class call_schedule {
  public:
   using addresses = std::array<std::int64_t, N>;
 
   call_schedule(const graph::graph<N>& g, const plan::fusion_plan<N>& f,
-                const plan::memory_plan<N>& m, const launch_plan<N>& p, const device_layout<N>& d)
-      : g_(g), f_(f), m_(m), p_(p), d_(d) {
+                const plan::memory_plan<N>& m, const device_layout<N>& d)
+      : g_(g), f_(f), m_(m), d_(d) {
     addr_.fill(-1);
   }
 
@@ -114,8 +115,7 @@ class call_schedule {
   void group(int gi, int it, Step& step) {
     const plan::fusion_group& gr = f_.groups[std::size_t(gi)];
     if (gr.kind == plan::group_kind::repeat) return repeat(gr.anchor, step);
-    const int first = p_.first[std::size_t(gi)];
-    for (int l = first; l < first + p_.count[std::size_t(gi)]; ++l) step(l, it, addr_);
+    step(gi, it, addr_);
   }
 
   template <class Step>
@@ -145,7 +145,6 @@ class call_schedule {
   const graph::graph<N>& g_;
   const plan::fusion_plan<N>& f_;
   const plan::memory_plan<N>& m_;
-  const launch_plan<N>& p_;
   const device_layout<N>& d_;
   addresses addr_{};
 };

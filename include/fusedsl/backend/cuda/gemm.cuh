@@ -12,6 +12,7 @@
 #include <fusedsl/backend/cuda/epilogue.cuh>
 #include <fusedsl/backend/cuda/error.hpp>
 #include <fusedsl/backend/cuda/gemm_sm90.cuh>
+#include <fusedsl/backend/cuda/gemm_strided.cuh>
 #include <fusedsl/backend/cuda/numeric.cuh>
 #include <fusedsl/backend/cuda/ptx.cuh>
 
@@ -377,53 +378,20 @@ __global__ void __launch_bounds__(Tile::threads)
     }
 }
 
-// Exact f32 on CUDA cores: 64x64 block tile, 4x4 outputs per thread, bounds-checked for any shape.
-template <class Epi, int M, int N, int K>
-__global__ void __launch_bounds__(256)
-    gemm_f32_kernel(const float* __restrict__ a, const float* __restrict__ b,
-                    typename Epi::out_type* __restrict__ c, Epi epi) {
-  constexpr int BM = 64, BN = 64, BK = 16;
-  __shared__ float as[BK][BM + 1];
-  __shared__ float bs[BK][BN];
-  const int tid = static_cast<int>(threadIdx.x), tx = tid % 16, ty = tid / 16;
-  const int row0 = static_cast<int>(blockIdx.y) * BM, col0 = static_cast<int>(blockIdx.x) * BN;
-  float acc[4][4] = {};
-  for (int k0 = 0; k0 < K; k0 += BK) {
-    for (int e = tid; e < BM * BK; e += 256) {
-      const int rr = e / BK, kk = e % BK;
-      as[kk][rr] =
-          (row0 + rr < M && k0 + kk < K) ? a[static_cast<long>(row0 + rr) * K + k0 + kk] : 0.0f;
-    }
-    for (int e = tid; e < BK * BN; e += 256) {
-      const int kk = e / BN, cc = e % BN;
-      bs[kk][cc] =
-          (k0 + kk < K && col0 + cc < N) ? b[static_cast<long>(k0 + kk) * N + col0 + cc] : 0.0f;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int kk = 0; kk < BK; ++kk) {
-      float av[4], bv[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) av[i] = as[kk][ty + 16 * i];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) bv[j] = bs[kk][tx + 16 * j];
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
-    }
-    __syncthreads();
-  }
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int row = row0 + ty + 16 * i, col = col0 + tx + 16 * j;
-      if (row < M && col < N)
-        c[static_cast<long>(row) * N + col] =
-            from_f32<typename Epi::out_type>(epi.apply(acc[i][j], row, col, N));
-    }
-}
+// The contiguous row-major operands of gemm<M, N, K> in gemm_strided's form, and an epilogue of
+// epilogue.cuh's form in gemm_strided's: the exact f32 path is gemm_strided's CUDA-core kernel.
+template <int M, int N, int K>
+struct contiguous_operands {
+  static constexpr long m = M, n = N, k = K, a_rs = K, a_ks = 1, b_ks = N, b_ns = 1;
+  static constexpr long a_offset = 0, b_offset = 0, batches = 1;
+  __host__ __device__ static long a_batch(long) { return 0; }
+  __host__ __device__ static long b_batch(long) { return 0; }
+};
+template <class Epi>
+struct strided_epilogue : Epi {
+  static constexpr dtype out_dtype = dtype_of_storage<typename Epi::out_type>;
+  long batch = 0;
+};
 
 }  // namespace detail
 
@@ -459,9 +427,11 @@ void gemm(cudaStream_t stream, const In* a, const In* b, typename Epi::out_type*
   static_assert(M > 0 && N > 0 && K > 0, "gemm: sizes must be positive");
   if constexpr (Math == gemm_math::cuda_core) {
     static_assert(std::same_as<In, float>, "gemm: the CUDA-core path takes f32 operands");
-    const dim3 grid((N + 63) / 64, (M + 63) / 64);
-    detail::gemm_f32_kernel<Epi, M, N, K><<<grid, 256, 0, stream>>>(a, b, c, epi);
-    check_launch("gemm_f32_kernel");
+    using E = detail::strided_epilogue<Epi>;
+    detail::gemm_strided_f32_kernel<detail::contiguous_operands<M, N, K>, dtype::f32, dtype::f32, E>
+        <<<detail::strided_grid(M, N, 1), detail::strided_f32_threads, 0, stream>>>(a, b, c,
+                                                                                    E{epi});
+    check_launch("gemm_strided_f32_kernel");
   } else if constexpr (Math == gemm_math::wgmma) {
     static_assert(!std::same_as<In, float>, "gemm: the wgmma path takes bf16/f16 operands");
     if constexpr (requires { Tile::consumers; })  // an sm90::wgmma_tile

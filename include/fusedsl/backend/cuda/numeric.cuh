@@ -7,6 +7,8 @@
 #include <concepts>
 #include <cstdint>
 
+#include "fusedsl/core/dtype.hpp"
+
 namespace fusedsl::cuda {
 
 using bf16 = __nv_bfloat16;
@@ -17,6 +19,26 @@ concept storage_type = std::same_as<T, float> || std::same_as<T, bf16> || std::s
 
 template <class T>
 concept half_type = std::same_as<T, bf16> || std::same_as<T, f16>;
+
+// The storage type of a floating dtype, and back.
+template <dtype T>
+struct storage_of {
+  using type = float;
+};
+template <>
+struct storage_of<dtype::bf16> {
+  using type = bf16;
+};
+template <>
+struct storage_of<dtype::f16> {
+  using type = f16;
+};
+template <dtype T>
+using storage_t = typename storage_of<T>::type;
+template <storage_type T>
+inline constexpr dtype dtype_of_storage = std::same_as<T, float>  ? dtype::f32
+                                          : std::same_as<T, bf16> ? dtype::bf16
+                                                                  : dtype::f16;
 
 template <storage_type T>
 __host__ __device__ inline float to_f32(T x) {

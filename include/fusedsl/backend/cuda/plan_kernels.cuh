@@ -1,186 +1,185 @@
 #pragma once
-// Device pieces the executor needs beyond the kernel library: the graph's elementwise ops on f32
-// (the reference backend's formulas), a GEMM epilogue whose activation is any graph activation,
-// and the loop-program kernel that runs a general fused elementwise group (executor_plan.hpp).
-
+// Kernels for the loop, reduce and row groups of a program, generated from their descriptors
+// (codegen.cuh): each thread evaluates the group's code at its points, straight-line, in
+// registers. The split of a reduction or a row over threads is a template argument that the
+// executor's plan chooses (executor_plan.hpp), and the order in which partial results combine is
+// fixed (per thread in index order, a butterfly within each warp, then warps in order), so a
+// result does not depend on timing and the host emulation reproduces it.
 #include <cuda_runtime_api.h>
 
+#include <fusedsl/backend/cuda/codegen.cuh>
 #include <fusedsl/backend/cuda/error.hpp>
-#include <fusedsl/backend/cuda/executor_plan.hpp>
-#include <fusedsl/backend/cuda/numeric.cuh>
 
 namespace fusedsl::cuda {
 
-// f32 value rounded to the storage of `t` and back (the reference rounds every node to its dtype).
-__device__ inline float round_to(dtype t, float x) {
-  if (t == dtype::bf16) return to_f32(from_f32<bf16>(x));
-  if (t == dtype::f16) return to_f32(from_f32<f16>(x));
-  return x;
+namespace detail {
+
+inline constexpr int group_block = 256;  // threads per block of the loop and reduce kernels
+
+inline unsigned grid_for(long items, long per_block) {
+  const long blocks = (items + per_block - 1) / per_block;
+  return static_cast<unsigned>(blocks < 8 * 65535 ? (blocks > 0 ? blocks : 1) : 8 * 65535);
 }
 
-__device__ inline float nan_max(float x, float y) {
-  return (x != x || y != y) ? x + y : (x > y ? x : y);
-}
-__device__ inline float nan_min(float x, float y) {
-  return (x != x || y != y) ? x + y : (x < y ? x : y);
+// Every lane of the warp gets combine over the warp's 32 values (xor butterfly: lanes l and
+// l ^ o combine their values, o = 16, 8, 4, 2, 1).
+template <class Combine>
+__device__ inline float warp_allreduce(float v, Combine combine) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = combine(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
 }
 
-// One elementwise op of the graph on f32 values (comparisons give 1 or 0, select reads a as the
-// predicate). Formulas as in backend/reference/kernels.hpp.
-__device__ inline float apply_op(op_kind k, float a, float b, float c) {
-  switch (k) {
-    case op_kind::neg:
-      return -a;
-    case op_kind::abs:
-      return fabsf(a);
-    case op_kind::exp:
-      return expf(a);
-    case op_kind::log:
-      return logf(a);
-    case op_kind::sqrt:
-      return sqrtf(a);
-    case op_kind::rsqrt:
-      return 1.0f / sqrtf(a);
-    case op_kind::tanh:
-      return tanhf(a);
-    case op_kind::erf:
-      return erff(a);
-    case op_kind::sigmoid:
-      return 1.0f / (1.0f + expf(-a));
-    case op_kind::relu:
-      return a < 0.0f ? 0.0f : a;
-    // The GELUs in graph/scalar.hpp's forms, which do not cancel for negative a.
-    case op_kind::gelu_erf:
-      return 0.5f * a * erfcf(a * -0.70710678118654752f);
-    case op_kind::gelu_tanh:
-      return a / (1.0f + expf(-2.0f * 0.79788456080286536f * (a + 0.044715f * a * a * a)));
-    case op_kind::silu:
-      return a / (1.0f + expf(-a));
-    case op_kind::add:
-      return a + b;
-    case op_kind::sub:
-      return a - b;
-    case op_kind::mul:
-      return a * b;
-    case op_kind::div:
-      return a / b;
-    case op_kind::max:
-      return nan_max(a, b);
-    case op_kind::min:
-      return nan_min(a, b);
-    case op_kind::pow:
-      return powf(a, b);
-    case op_kind::eq:
-      return a == b ? 1.0f : 0.0f;
-    case op_kind::ne:
-      return a != b ? 1.0f : 0.0f;
-    case op_kind::lt:
-      return a < b ? 1.0f : 0.0f;
-    case op_kind::le:
-      return a <= b ? 1.0f : 0.0f;
-    case op_kind::gt:
-      return a > b ? 1.0f : 0.0f;
-    case op_kind::ge:
-      return a >= b ? 1.0f : 0.0f;
-    case op_kind::select:
-      return a != 0.0f ? b : c;
-    case op_kind::cast:
-      return a;  // the rounding to the target dtype follows in the caller
-    default:
-      return __int_as_float(0x7fc00000);  // unreachable: executor_plan maps only these
+// Every thread of the block gets combine over the block's values: the warps' butterflies, then
+// the warps' results in warp order. `scratch` holds one float per warp.
+template <int Threads, class Combine>
+__device__ inline float block_allreduce(float v, Combine combine, float* scratch) {
+  v = warp_allreduce(v, combine);
+  if constexpr (Threads > 32) {
+    const int warp = static_cast<int>(threadIdx.x) / 32;
+    __syncthreads();  // earlier readers of scratch are done
+    if (threadIdx.x % 32 == 0) scratch[warp] = v;
+    __syncthreads();
+    v = scratch[0];
+#pragma unroll
+    for (int w = 1; w < Threads / 32; ++w) v = combine(v, scratch[w]);
+  }
+  return v;
+}
+
+}  // namespace detail
+
+// ---- loop groups: one element per thread (grid-stride) ----
+
+template <class Desc>
+__global__ void __launch_bounds__(detail::group_block) loop_group_kernel(gen::access_ptrs ptr) {
+  using G = gen::loop_group<Desc>;
+  for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < G::size;
+       i += static_cast<long>(gridDim.x) * blockDim.x)
+    G::element(ptr, i);
+}
+
+template <class Desc>
+void launch_loop_group(cudaStream_t stream, const gen::access_ptrs& ptr) {
+  constexpr long n = gen::loop_group<Desc>::size;
+  loop_group_kernel<Desc>
+      <<<detail::grid_for(n, detail::group_block), detail::group_block, 0, stream>>>(ptr);
+  check_launch("loop_group_kernel");
+}
+
+// ---- reduce groups: Lanes threads per output (1, 32 or 256) ----
+
+template <class Desc, int Lanes>
+__global__ void __launch_bounds__(detail::group_block) reduce_group_kernel(gen::access_ptrs ptr) {
+  using G = gen::reduce_group<Desc>;
+  __shared__ float scratch[detail::group_block / 32];
+  const auto combine = [](float a, float b) { return G::combine(a, b); };
+  constexpr int per_block = detail::group_block / Lanes;  // outputs per block
+  const long lane = static_cast<long>(threadIdx.x) % Lanes;
+  // Every thread of a block runs the same number of rounds (block_allreduce synchronises).
+  for (long base = static_cast<long>(blockIdx.x) * per_block; base < G::outputs;
+       base += static_cast<long>(gridDim.x) * per_block) {
+    const long o = base + static_cast<long>(threadIdx.x) / Lanes;
+    float acc = o < G::outputs ? G::partial(ptr, o, lane, Lanes) : G::identity();
+    if constexpr (Lanes == 32)
+      acc = detail::warp_allreduce(acc, combine);
+    else if constexpr (Lanes > 32)
+      acc = detail::block_allreduce<Lanes>(acc, combine, scratch);
+    if (lane == 0 && o < G::outputs) G::store(ptr, o, acc);
   }
 }
 
-// GEMM epilogue out = cast<Out>(act(scale * acc + bias[col]) + residual[row, col]), where act is
-// any graph activation (gelu_tanh and sigmoid included), as the fusion plan wrote it.
-template <storage_type Out, bool HasAct, op_kind Act, bool Bias, bool Residual>
-struct plan_epilogue {
-  using out_type = Out;
-  float scale = 1.0f;
-  const Out* bias = nullptr;
-  const Out* residual = nullptr;
-
-  __device__ float apply(float acc, int row, int col, int ld) const {
-    float v = scale * acc;
-    if constexpr (Bias) v += to_f32(bias[col]);
-    if constexpr (HasAct) v = apply_op(Act, v, 0.0f, 0.0f);
-    if constexpr (Residual) v += to_f32(residual[static_cast<long>(row) * ld + col]);
-    return v;
-  }
-};
-
-// Device addresses of a loop program's loads and outputs.
-struct loop_pointers {
-  const void* in[max_loop_loads] = {};
-  void* out[plan::max_roots] = {};
-};
-
-__device__ inline float load_as_f32(dtype t, const void* p, long i) {
-  if (t == dtype::bf16) return to_f32(static_cast<const bf16*>(p)[i]);
-  if (t == dtype::f16) return to_f32(static_cast<const f16*>(p)[i]);
-  return static_cast<const float*>(p)[i];
-}
-__device__ inline void store_from_f32(dtype t, void* p, long i, float v) {
-  if (t == dtype::bf16)
-    static_cast<bf16*>(p)[i] = from_f32<bf16>(v);
-  else if (t == dtype::f16)
-    static_cast<f16*>(p)[i] = from_f32<f16>(v);
-  else
-    static_cast<float*>(p)[i] = v;
+template <class Desc, int Lanes>
+void launch_reduce_group(cudaStream_t stream, const gen::access_ptrs& ptr) {
+  static_assert(Lanes == 1 || Lanes == 32 || Lanes == detail::group_block,
+                "launch_reduce_group: 1, 32 or 256 threads per output");
+  constexpr long outputs = gen::reduce_group<Desc>::outputs;
+  reduce_group_kernel<Desc, Lanes>
+      <<<detail::grid_for(outputs, detail::group_block / Lanes), detail::group_block, 0, stream>>>(
+          ptr);
+  check_launch("reduce_group_kernel");
 }
 
-// Element i of the iteration space: every instruction in order, registers in local memory.
-// The program stays in parameter memory (__grid_constant__: no per-thread copy).
-// One instantiation serves every loop group (the program is data), so it costs nvcc nothing per
-// group; the price is an interpreted inner loop, acceptable for the groups no fused kernel takes.
-// (A template only so that the header can be included by several translation units.)
-template <int = 0>
-__global__ void __launch_bounds__(256) loop_program_kernel(const __grid_constant__ loop_launch lp,
-                                                           const loop_pointers ptr, long count) {
-  for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<long>(gridDim.x) * blockDim.x) {
-    long idx[max_rank] = {};
-    long rest = i;
-    for (int d = lp.shape.rank - 1; d >= 0; --d) {
-      idx[d] = rest % lp.shape.d[d];
-      rest /= lp.shape.d[d];
-    }
-    float r[max_loop_instructions];
-    for (int s = 0; s < lp.n_instructions; ++s) {
-      const loop_instruction& in = lp.code[s];
-      switch (in.code) {
-        case loop_code::load: {
-          const loop_load& ld = lp.loads[in.load];
-          long off = ld.offset;
-          for (int d = 0; d < lp.shape.rank; ++d) off += idx[d] * ld.stride[d];
-          r[s] = load_as_f32(ld.type, ptr.in[in.load], off);
-          break;
+// ---- row groups: Threads threads per row (a warp, or a block of 256 or 512) ----
+// Cached: each thread keeps its columns' inputs in registers between the passes; otherwise every
+// pass evaluates the prologue again (rows too long for registers, e.g. a vocabulary softmax).
+
+template <class Desc, int Threads, bool Cached>
+__global__ void __launch_bounds__(Threads < 128 ? 128 : Threads)
+    row_group_kernel(gen::access_ptrs ptr) {
+  using G = gen::row_group<Desc>;
+  constexpr int block = Threads < 128 ? 128 : Threads;
+  constexpr int rows_per_block = block / Threads;
+  constexpr long cols = G::cols;
+  constexpr int per_thread = int((cols + Threads - 1) / Threads);
+  constexpr int last = G::last;
+  __shared__ float scratch[block / 32];
+  const int t = static_cast<int>(threadIdx.x) % Threads;
+  const auto comb_a = [](float x, float y) { return G::combine_a(x, y); };
+  const auto comb_b = [](float x, float y) { return G::combine_b(x, y); };
+  for (long base = static_cast<long>(blockIdx.x) * rows_per_block; base < G::rows;
+       base += static_cast<long>(gridDim.x) * rows_per_block) {
+    const long r = base + static_cast<long>(threadIdx.x) / Threads;
+    if (Threads == 32 && r >= G::rows) break;        // a warp alone owns its row
+    const long row = r < G::rows ? r : G::rows - 1;  // idle rows of a block repeat the last one
+    gen::point p = G::row_point(row);
+    // f(k, j) for this thread's columns j = t + k * Threads: unrolled when the inputs stay in
+    // registers (v[k] then names a register), a plain loop when every pass evaluates them again.
+    const auto each = [&](auto&& f) {
+      if constexpr (Cached) {
+#pragma unroll
+        for (int k = 0; k < per_thread; ++k) {
+          const long j = t + static_cast<long>(k) * Threads;
+          if (j < cols) f(k, j);
         }
-        case loop_code::constant:
-          r[s] = in.value;
-          break;
-        case loop_code::iota:
-          r[s] = static_cast<float>(idx[in.axis]);
-          break;
-        case loop_code::apply:
-          r[s] = round_to(in.type, apply_op(in.op, r[in.a], in.b >= 0 ? r[in.b] : 0.0f,
-                                            in.c >= 0 ? r[in.c] : 0.0f));
-          break;
+      } else {
+#pragma unroll 1
+        for (long j = t; j < cols; j += Threads) f(0, j);
       }
+    };
+    float v[Cached ? per_thread : 1] = {};
+    const auto x_at = [&](int k, long j) {
+      if constexpr (Cached) {
+        return v[k];
+      } else {
+        p.i[last] = j;
+        return G::input(ptr, p);
+      }
+    };
+    if constexpr (Cached) {
+      each([&](int k, long j) {
+        p.i[last] = j;
+        v[k] = G::input(ptr, p);
+      });
     }
-    for (int o = 0; o < lp.n_outputs; ++o)
-      store_from_f32(lp.out_type[o], ptr.out[o], i, r[lp.out_register[o]]);
+    float a = G::identity_a();
+    each([&](int k, long j) { a = G::add_a(a, x_at(k, j)); });
+    a = detail::block_allreduce<Threads>(a, comb_a, scratch);
+    float b = 0.0f;
+    if constexpr (G::has_b) {
+      const float c = G::centre(a);
+      each([&](int k, long j) { b = G::add_b(b, x_at(k, j), c); });
+      b = detail::block_allreduce<Threads>(b, comb_b, scratch);
+    }
+    const typename G::scalars s = G::finish(a, b);
+    if (r < G::rows) {
+      each([&](int k, long j) {
+        const float x = x_at(k, j);
+        p.i[last] = j;
+        G::store(ptr, p, x, s);
+      });
+    }
   }
 }
 
-inline void launch_loop_program(cudaStream_t stream, const loop_launch& lp,
-                                const loop_pointers& ptr) {
-  const long count = lp.shape.size();
-  const long blocks = (count + 255) / 256;
-  loop_program_kernel<>
-      <<<static_cast<unsigned>(blocks < 4 * 65535 ? blocks : 4 * 65535), 256, 0, stream>>>(lp, ptr,
-                                                                                           count);
-  check_launch("loop_program_kernel");
+template <class Desc, int Threads, bool Cached>
+void launch_row_group(cudaStream_t stream, const gen::access_ptrs& ptr) {
+  static_assert(Threads == 32 || Threads == 256 || Threads == 512,
+                "launch_row_group: a warp, or a block of 256 or 512 threads, per row");
+  constexpr int block = Threads < 128 ? 128 : Threads;
+  row_group_kernel<Desc, Threads, Cached>
+      <<<detail::grid_for(gen::row_group<Desc>::rows, block / Threads), block, 0, stream>>>(ptr);
+  check_launch("row_group_kernel");
 }
 
 }  // namespace fusedsl::cuda

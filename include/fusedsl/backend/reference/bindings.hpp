@@ -64,7 +64,8 @@ inline void collect(const graph::graph_view& g, int region, const std::string& p
   for (int i = 0; i < g.size; ++i) {
     const graph::node& n = g[i];
     if (n.region != region) continue;
-    if (n.op == graph::op_kind::input)
+    if (n.op == graph::op_kind::input ||
+        n.op == graph::op_kind::state)  // a state: its current value
       add_spec(out, {std::string(n.name.view()), n.type, n.shape, n.op});
     else if (n.op == graph::op_kind::param)
       add_spec(out, {param_prefix + std::string(n.name.view()), n.type, n.shape, n.op});

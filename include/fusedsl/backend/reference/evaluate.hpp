@@ -173,6 +173,7 @@ class evaluator {
       slot& out = vals[std::size_t(i)];
       switch (n.op) {
         case graph::op_kind::input:
+        case graph::op_kind::state:  // bound by name to the state's current value
           out.ref = bound_.find(n.name.view())->second;
           break;
         case graph::op_kind::param:

@@ -253,12 +253,16 @@ inline float apply_unary(op_kind k, float xf) {
     case op_kind::erf: return float(std::erf(x));
     case op_kind::sigmoid: return float(1.0 / (1.0 + std::exp(-x)));
     case op_kind::relu: return xf < 0.0f ? 0.0f : xf;  // NaN stays NaN
-    case op_kind::gelu_erf: return float(0.5 * x * std::erfc(-x / std::sqrt(2.0)));
+    // The GELUs and SiLU at +-inf: their limits (+inf, 0).
+    case op_kind::gelu_erf:
+      return std::isinf(x) ? (x > 0 ? xf : 0.0f) : float(0.5 * x * std::erfc(-x / std::sqrt(2.0)));
     case op_kind::gelu_tanh: {
+      if (std::isinf(x)) return x > 0 ? xf : 0.0f;
       const double u = std::sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x);
       return float(x / (1.0 + std::exp(-2.0 * u)));
     }
-    case op_kind::silu: return float(x / (1.0 + std::exp(-x)));
+    case op_kind::silu:
+      return std::isinf(x) ? (x > 0 ? xf : 0.0f) : float(x / (1.0 + std::exp(-x)));
     case op_kind::sin: return float(std::sin(x));
     case op_kind::cos: return float(std::cos(x));
     default: break;
@@ -655,11 +659,13 @@ inline dynamic_tensor concat(std::span<const tensor_ref> xs, int axis, const dim
 inline std::int64_t index_of(const tensor_ref& t) { return int_data(t).at(0); }
 
 // table[ids] along axis 0, ids clamped to the table (as XLA's gather).
-inline dynamic_tensor gather_rows(const tensor_ref& table, const tensor_ref& ids, const dims& out_shape) {
+inline dynamic_tensor gather_rows(const tensor_ref& table, const tensor_ref& ids,
+                                  const dims& out_shape) {
   dynamic_tensor out(table.type, out_shape);
   const std::vector<std::int64_t> id = int_data(ids);
   const std::int64_t rows = table.shape[0];
-  const std::size_t row_bytes = std::size_t(table.shape.size() / rows) * std::size_t(size_of(table.type));
+  const std::size_t row_bytes =
+      std::size_t(table.shape.size() / rows) * std::size_t(size_of(table.type));
   auto* dst = static_cast<unsigned char*>(out.raw());
   const auto* src = static_cast<const unsigned char*>(table.data);
   for (std::size_t k = 0; k < id.size(); ++k) {
@@ -670,26 +676,30 @@ inline dynamic_tensor gather_rows(const tensor_ref& table, const tensor_ref& ids
 }
 
 // x[start : start + out_shape[axis]] along axis, start clamped into x.
-inline dynamic_tensor dynamic_slice(const tensor_ref& x, const tensor_ref& start, int axis, const dims& out_shape) {
-  const std::int64_t s = std::clamp<std::int64_t>(index_of(start), 0, x.shape[axis] - out_shape[axis]);
+inline dynamic_tensor dynamic_slice(const tensor_ref& x, const tensor_ref& start, int axis,
+                                    const dims& out_shape) {
+  const std::int64_t s =
+      std::clamp<std::int64_t>(index_of(start), 0, x.shape[axis] - out_shape[axis]);
   return slice(x, axis, s, out_shape);
 }
 
 // x with `update` written at start along axis, start clamped into x.
-inline dynamic_tensor dynamic_update_slice(const tensor_ref& x, const tensor_ref& update, const tensor_ref& start,
-                                           int axis) {
+inline dynamic_tensor dynamic_update_slice(const tensor_ref& x, const tensor_ref& update,
+                                           const tensor_ref& start, int axis) {
   dynamic_tensor out(x.type, x.shape);
   if (x.bytes()) std::memcpy(out.raw(), x.data, x.bytes());
-  const std::int64_t s = std::clamp<std::int64_t>(index_of(start), 0, x.shape[axis] - update.shape[axis]);
+  const std::int64_t s =
+      std::clamp<std::int64_t>(index_of(start), 0, x.shape[axis] - update.shape[axis]);
   const std::size_t es = std::size_t(size_of(x.type));
   std::int64_t outer = 1;
   for (int i = 0; i < axis; ++i) outer *= x.shape[i];
-  const std::int64_t chunk = update.shape[axis] * update.shape.stride(axis), row = x.shape[axis] * x.shape.stride(axis);
+  const std::int64_t chunk = update.shape[axis] * update.shape.stride(axis),
+                     row = x.shape[axis] * x.shape.stride(axis);
   auto* dst = static_cast<unsigned char*>(out.raw());
   const auto* src = static_cast<const unsigned char*>(update.data);
   for (std::int64_t p = 0; p < outer; ++p)
-    std::memcpy(dst + std::size_t(p * row + s * x.shape.stride(axis)) * es, src + std::size_t(p * chunk) * es,
-                std::size_t(chunk) * es);
+    std::memcpy(dst + std::size_t(p * row + s * x.shape.stride(axis)) * es,
+                src + std::size_t(p * chunk) * es, std::size_t(chunk) * es);
   return out;
 }
 

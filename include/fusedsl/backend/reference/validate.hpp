@@ -92,7 +92,8 @@ inline void validate(const graph::graph_view& g, bool allow_composites = false) 
       if (!(s.value == n.shape)) bad_node(g, i, "its shape differs from the one its operands give");
     };
     const op_kind k = n.op;
-    if (k == op_kind::input || k == op_kind::param || k == op_kind::constant) {
+    if (k == op_kind::input || k == op_kind::param || k == op_kind::state ||
+        k == op_kind::constant) {
       expect_operands(0);
     } else if (k == op_kind::placeholder) {
       expect_operands(0);
@@ -149,7 +150,8 @@ inline void validate(const graph::graph_view& g, bool allow_composites = false) 
       const bool update = k == op_kind::dynamic_update_slice;
       expect_operands(update ? 3 : 2);
       const graph::node& start = operand(update ? 2 : 1);
-      if (start.type != dtype::i32 || start.shape.rank != 0) bad_node(g, i, "the start must be an i32 scalar");
+      if (start.type != dtype::i32 || start.shape.rank != 0)
+        bad_node(g, i, "the start must be an i32 scalar");
       if (n.type != operand(0).type || (update && operand(1).type != n.type))
         bad_node(g, i, "its dtype differs from its operand's");
       const dims& x = operand(0).shape;

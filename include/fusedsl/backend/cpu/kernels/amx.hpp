@@ -238,7 +238,8 @@ void store_block(const float* acc, std::ptrdiff_t rows, std::ptrdiff_t cols, std
 // the epilogue's stores.
 template <class OutT>
 void prefetch_block(std::ptrdiff_t rows, std::ptrdiff_t cols, std::ptrdiff_t i0, std::ptrdiff_t j0,
-                    OutT* c, std::ptrdiff_t ldc, const float* residual, std::ptrdiff_t ld_residual) {
+                    OutT* c, std::ptrdiff_t ldc, const float* residual,
+                    std::ptrdiff_t ld_residual) {
   for (std::ptrdiff_t i = 0; i < rows; ++i) {
     const OutT* row = c + (i0 + i) * ldc + j0;
     __builtin_prefetch(row, 1, 3);
@@ -367,8 +368,8 @@ void block_amx(const bf16_bits* a, std::ptrdiff_t a_next_block, const bf16_bits*
 template <class Ep, class OutT>
 void gemm_amx_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a,
                   std::ptrdiff_t lda, bool trans_a, const packed_b_bf16& b, OutT* c,
-                  std::ptrdiff_t ldc, const Ep& ep, const float* residual, std::ptrdiff_t ld_residual,
-                  bf16_bits* ws, thread_pool* pool, bool tiles) {
+                  std::ptrdiff_t ldc, const Ep& ep, const float* residual,
+                  std::ptrdiff_t ld_residual, bf16_bits* ws, thread_pool* pool, bool tiles) {
   const std::ptrdiff_t kp = b.k_padded(), steps = kp / packed_b_bf16::kr;
   const std::ptrdiff_t m_blocks = (m + 31) / 32, n_panels = b.panels();
   // Keep the B panels one A block meets within ~1 MiB so they stay in L2 across A blocks.
@@ -534,9 +535,9 @@ void check_gemm_amx(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const 
 template <class OutT, class Ep>
 void gemm_amx_with(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a,
                    std::ptrdiff_t lda, bool trans_a, const packed_b_bf16& b, OutT* c,
-                   std::ptrdiff_t ldc, const Ep& ep, bf16_bits* workspace, thread_pool* pool = nullptr,
-                   amx_mode mode = amx_mode::automatic, const float* residual = nullptr,
-                   std::ptrdiff_t ld_residual = 0) {
+                   std::ptrdiff_t ldc, const Ep& ep, bf16_bits* workspace,
+                   thread_pool* pool = nullptr, amx_mode mode = amx_mode::automatic,
+                   const float* residual = nullptr, std::ptrdiff_t ld_residual = 0) {
   detail::check_gemm_amx(m, n, k, a, lda, trans_a, b, c, ldc, workspace);
   if (m == 0 || n == 0) return;
   const bool tiles = mode == amx_mode::automatic && amx_available();

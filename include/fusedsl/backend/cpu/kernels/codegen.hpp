@@ -155,7 +155,7 @@ xsimd::batch<float, A> round_bf16(const xsimd::batch<float, A>& x) {
   using I = xsimd::batch<std::int32_t, A>;
   const I u = xsimd::bitwise_cast<I>(x);
   const I r = (u + I(0x7fff) + ((u >> 16) & I(1))) & I(std::int32_t(0xffff0000u));
-  return xsimd::select(x != x, x, xsimd::bitwise_cast<xsimd::batch<float, A>>(r));
+  return xsimd::select(xsimd::isnan(x), x, xsimd::bitwise_cast<xsimd::batch<float, A>>(r));
 }
 template <class V>
 V round_f16(const V& x) {
@@ -207,7 +207,8 @@ constexpr access_list accesses_of(const kernel_desc& d, int begin, int end, int 
 
 // Offsets (or iota values) of every access at a point, computed from scratch.
 template <class Desc, const access_list& L>
-[[gnu::always_inline]] inline void offsets_at(const std::int64_t* idx, int rank, std::int64_t* off) {
+[[gnu::always_inline]] inline void offsets_at(const std::int64_t* idx, int rank,
+                                              std::int64_t* off) {
   constexpr const kernel_desc& D = Desc::value;
   for (int k = 0; k < L.n; ++k) {
     const plan::affine_row& a = D.c.acc[std::size_t(L.at[std::size_t(k)])].at;
@@ -220,7 +221,8 @@ template <class Desc, const access_list& L>
 [[gnu::always_inline]] inline void offsets_step(int axis, std::int64_t steps, std::int64_t* off) {
   constexpr const kernel_desc& D = Desc::value;
   for (int k = 0; k < L.n; ++k)
-    off[L.at[std::size_t(k)]] += D.c.acc[std::size_t(L.at[std::size_t(k)])].at.coef[std::size_t(axis)] * steps;
+    off[L.at[std::size_t(k)]] +=
+        D.c.acc[std::size_t(L.at[std::size_t(k)])].at.coef[std::size_t(axis)] * steps;
 }
 
 // Register r holds the same value in every lane when lanes run along iteration axis `lane`.
@@ -233,10 +235,12 @@ constexpr bool lane_uniform(const kernel_desc& d, int r, int lane) {
     case ins_kind::load:
     case ins_kind::iota: return d.c.acc[std::size_t(x.ref)].at.coef[std::size_t(lane)] == 0;
     case ins_kind::gather:
-      return d.c.acc[std::size_t(x.ref)].at.coef[std::size_t(lane)] == 0 && lane_uniform(d, x.arg[0], lane);
+      return d.c.acc[std::size_t(x.ref)].at.coef[std::size_t(lane)] == 0 &&
+             lane_uniform(d, x.arg[0], lane);
     case ins_kind::op:
       for (int k = 0; k < 3; ++k)
-        if (x.arg[std::size_t(k)] >= 0 && !lane_uniform(d, x.arg[std::size_t(k)], lane)) return false;
+        if (x.arg[std::size_t(k)] >= 0 && !lane_uniform(d, x.arg[std::size_t(k)], lane))
+          return false;
       return true;
   }
   return false;
@@ -259,7 +263,8 @@ struct machine {
   static constexpr const kernel_desc& D = Desc::value;
 
   template <int I, class V>
-  [[gnu::always_inline]] static V gather(const V& index, void* const* val, const std::int64_t* off) {
+  [[gnu::always_inline]] static V gather(const V& index, void* const* val,
+                                         const std::int64_t* off) {
     constexpr plan::ins x = D.c.instr[std::size_t(I)];
     constexpr plan::access a = D.c.acc[std::size_t(x.ref)];
     constexpr std::int64_t S = Lane >= 0 ? a.at.coef[std::size_t(Lane)] : 0;
@@ -276,14 +281,15 @@ struct machine {
       index.store_aligned(ix);
       const char* base = static_cast<const char*>(val[a.node]);
       for (int l = 0; l < W; ++l)
-        t[l] = element_to_f32<a.type>(base + (off[x.ref] + l * S + clamped(ix[l])) * element_bytes<a.type>);
+        t[l] = element_to_f32<a.type>(base + (off[x.ref] + l * S + clamped(ix[l])) *
+                                                 element_bytes<a.type>);
       return V::load_aligned(t);
     }
   }
 
   template <int I, int Begin, class V, std::size_t R>
-  [[gnu::always_inline]] static V step(const std::array<V, R>& r, void* const* val, const std::int64_t* off,
-                                       const V* in) {
+  [[gnu::always_inline]] static V step(const std::array<V, R>& r, void* const* val,
+                                       const std::int64_t* off, const V* in) {
     constexpr plan::ins x = D.c.instr[std::size_t(I)];
     if constexpr (x.kind == ins_kind::input) {
       return in[x.ref];
@@ -312,15 +318,18 @@ struct machine {
         return to_dtype<x.type>(T::template apply<vec_math>(r[std::size_t(a0)]));
       } else if constexpr (graph::is_binary(K)) {
         const V y = T::template apply<vec_math>(r[std::size_t(a0)], r[std::size_t(a1)]);
-        if constexpr (x.type == dtype::i32 && (K == graph::op_kind::div || K == graph::op_kind::pow))
+        if constexpr (x.type == dtype::i32 &&
+                      (K == graph::op_kind::div || K == graph::op_kind::pow))
           return vec_math::trunc(y);
         else
           return to_dtype<x.type>(y);
       } else if constexpr (graph::is_compare(K)) {
         return T::template apply<vec_math>(r[std::size_t(a0)], r[std::size_t(a1)]);
       } else {
-        static_assert(K == graph::op_kind::select, "codegen: an op the register machine does not compute");
-        return to_dtype<x.type>(T::template apply<vec_math>(r[std::size_t(a0)], r[std::size_t(a1)], r[std::size_t(a2)]));
+        static_assert(K == graph::op_kind::select,
+                      "codegen: an op the register machine does not compute");
+        return to_dtype<x.type>(T::template apply<vec_math>(r[std::size_t(a0)], r[std::size_t(a1)],
+                                                            r[std::size_t(a2)]));
       }
     }
   }
@@ -341,7 +350,9 @@ struct machine {
 
 constexpr bool range_is_heavy(const kernel_desc& d, int begin, int end) {
   for (int i = begin; i < end; ++i)
-    if (d.c.instr[std::size_t(i)].kind == ins_kind::op && is_transcendental(d.c.instr[std::size_t(i)].op)) return true;
+    if (d.c.instr[std::size_t(i)].kind == ins_kind::op &&
+        is_transcendental(d.c.instr[std::size_t(i)].op))
+      return true;
   return false;
 }
 
@@ -354,7 +365,8 @@ struct loop_segment {
   static constexpr int R = D.rank, L = R - 1;
   static constexpr access_list used = accesses_of(D, seg.begin, seg.end, D.store);
   static constexpr plan::access st = D.c.acc[std::size_t(D.store)];
-  static constexpr std::int64_t inner = R > 0 ? seg.hi[std::size_t(R - 1)] - seg.lo[std::size_t(R - 1)] : 1;
+  static constexpr std::int64_t inner =
+      R > 0 ? seg.hi[std::size_t(R - 1)] - seg.lo[std::size_t(R - 1)] : 1;
   static constexpr std::int64_t outer = [] {
     std::int64_t o = 1;
     for (int t = 0; t < R - 1; ++t) o *= seg.hi[std::size_t(t)] - seg.lo[std::size_t(t)];
@@ -365,7 +377,8 @@ struct loop_segment {
   static constexpr int W = simd<Arch>::width;
 
   // rows [r0, r1) of the outer axes, lanes [c0, c1) of the last
-  static void rows(void* const* val, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
+  static void rows(void* const* val, std::int64_t r0, std::int64_t r1, std::int64_t c0,
+                   std::int64_t c1) {
     std::int64_t off[plan::max_accesses];
     std::int64_t idx[plan::max_iter_rank]{};
     void* out = val[st.node];
@@ -398,7 +411,8 @@ struct loop_segment {
   static void run(void* const* val, thread_pool* pool) {
     const int threads = pool ? pool->size() : 1;
     if (outer >= threads || inner < 2 * W * threads) {
-      parallel_for(pool, outer, [&](std::ptrdiff_t b, std::ptrdiff_t e, int) { rows(val, b, e, 0, inner); });
+      parallel_for(pool, outer,
+                   [&](std::ptrdiff_t b, std::ptrdiff_t e, int) { rows(val, b, e, 0, inner); });
     } else {  // few long rows: split the lanes, in whole vectors
       const std::int64_t chunks = (inner + W - 1) / W;
       parallel_for(pool, chunks, [&](std::ptrdiff_t b, std::ptrdiff_t e, int) {
@@ -524,7 +538,8 @@ struct reduce_kernel {
           }
           for (int q2 = 0, left = int(n - j); q2 < left; ++q2, ++j) {
             idx[L] = j;
-            tail.add(M::template run<seg.begin, seg.end, seg.result, float>(val, off, nullptr), float(position(idx)));
+            tail.add(M::template run<seg.begin, seg.end, seg.result, float>(val, off, nullptr),
+                     float(position(idx)));
             offsets_step<Desc, used_pro>(L, 1, off);
           }
         }
@@ -549,7 +564,8 @@ struct reduce_kernel {
           if (tail.pos >= 0.0f) {
             const bool better = T::template take<vec_math>(tail.acc, h.acc) != 0.0f;
             const bool tie = tail.acc == h.acc || (tail.acc != tail.acc && h.acc != h.acc);
-            if (h.pos < 0.0f || better || (tie && tail.pos < h.pos)) h.acc = tail.acc, h.pos = tail.pos;
+            if (h.pos < 0.0f || better || (tie && tail.pos < h.pos))
+              h.acc = tail.acc, h.pos = tail.pos;
           }
         } else {
           for (int l = 0; l < W; ++l) h.acc = T::template combine<vec_math>(h.acc, acc_l[l]);
@@ -558,7 +574,8 @@ struct reduce_kernel {
         const float r = h.result();
         for (int t = rf; t < rf + rc; ++t) idx[t] = 0;
         offsets_at<Desc, used_epi>(idx, R, off);
-        const float y = M::template run<D.epilogue.begin, D.epilogue.end, D.epilogue.result, float>(val, off, &r);
+        const float y = M::template run<D.epilogue.begin, D.epilogue.end, D.epilogue.result, float>(
+            val, off, &r);
         store_lanes<float, st.type, 0>(out, off[D.store], y);
       } else {
         const std::int64_t n = D.extent[std::size_t(L)];
@@ -568,12 +585,14 @@ struct reduce_kernel {
             decompose(q, idx, [](int t) { return is_reduced(t); });
             idx[L] = j0;
             offsets_at<Desc, used_pro>(idx, R, off);
-            acc.add(M::template run<seg.begin, seg.end, seg.result, VV>(val, off, nullptr), VV(float(position(idx))));
+            acc.add(M::template run<seg.begin, seg.end, seg.result, VV>(val, off, nullptr),
+                    VV(float(position(idx))));
           }
           const VV r = acc.result();
           for (int t = rf; t < rf + rc; ++t) idx[t] = 0;
           offsets_at<Desc, used_epi>(idx, R, off);
-          const VV y = M::template run<D.epilogue.begin, D.epilogue.end, D.epilogue.result, VV>(val, off, &r);
+          const VV y = M::template run<D.epilogue.begin, D.epilogue.end, D.epilogue.result, VV>(
+              val, off, &r);
           store_lanes<VV, st.type, ss>(out, off[D.store], y);
         };
         std::int64_t j = 0;
@@ -584,7 +603,8 @@ struct reduce_kernel {
   }
 
   static void run(void* const* val, thread_pool* pool) {
-    parallel_for(pool, out_points, [&](std::ptrdiff_t b, std::ptrdiff_t e, int) { points(val, b, e); });
+    parallel_for(pool, out_points,
+                 [&](std::ptrdiff_t b, std::ptrdiff_t e, int) { points(val, b, e); });
   }
 };
 
@@ -638,10 +658,12 @@ struct row_kernel {
     const plan::access& a = D.c.acc[std::size_t(x.ref)];
     return a.type == dtype::f32 && a.at.coef[std::size_t(L)] == 1 && uniform_rows(a.at);
   }();
-  static constexpr bool direct_out = st.type == dtype::f32 && st.at.coef[std::size_t(L)] == 1 && uniform_rows(st.at) &&
-                                     D.epilogue.empty();
+  static constexpr bool direct_out = st.type == dtype::f32 && st.at.coef[std::size_t(L)] == 1 &&
+                                     uniform_rows(st.at) && D.epilogue.empty();
   static constexpr bool params_ok = param_ok(D.gamma) && param_ok(D.beta);
-  static constexpr std::int64_t row_stride(const plan::affine_row& a) { return R > 1 ? a.coef[std::size_t(R - 2)] : cols; }
+  static constexpr std::int64_t row_stride(const plan::affine_row& a) {
+    return R > 1 ? a.coef[std::size_t(R - 2)] : cols;
+  }
   // rows per block: what layernorm's row groups take, within ~64 KiB of tile
   static constexpr std::int64_t block = cols <= 256 ? 8 : cols <= 512 ? 4 : cols <= 4096 ? 2 : 1;
 
@@ -653,8 +675,8 @@ struct row_kernel {
     return static_cast<const float*>(val[a.node]) + a.at.base;
   }
 
-  static void row_op(std::int64_t n, const float* x, std::int64_t ldx, const float* gamma, const float* beta,
-                     float* y, std::int64_t ldy) {
+  static void row_op(std::int64_t n, const float* x, std::int64_t ldx, const float* gamma,
+                     const float* beta, float* y, std::int64_t ldy) {
     if constexpr (D.row_op == graph::op_kind::softmax)
       softmax_rows<Arch>(n, cols, x, ldx, y, ldy);
     else if constexpr (D.row_op == graph::op_kind::log_softmax)
@@ -696,7 +718,8 @@ struct row_kernel {
       const plan::access& a = D.c.acc[std::size_t(D.c.instr[std::size_t(seg.begin)].ref)];
       index_of_row(r0, idx);
       std::int64_t xo = a.at.base, yo = st.at.base;
-      for (int t = 0; t < R - 1; ++t) xo += a.at.coef[std::size_t(t)] * idx[t], yo += st.at.coef[std::size_t(t)] * idx[t];
+      for (int t = 0; t < R - 1; ++t)
+        xo += a.at.coef[std::size_t(t)] * idx[t], yo += st.at.coef[std::size_t(t)] * idx[t];
       row_op(r1 - r0, static_cast<const float*>(val[a.node]) + xo, row_stride(a.at), gamma, beta,
              static_cast<float*>(val[st.node]) + yo, row_stride(st.at));
       return;
@@ -719,7 +742,8 @@ struct row_kernel {
           float* tr = tile + i * (cols + 16);
           std::int64_t j = 0;
           for (; j + W <= cols; j += W) {
-            simd<Arch>::store(tr + j, M::template run<seg.begin, seg.end, seg.result, V>(val, off, nullptr));
+            simd<Arch>::store(
+                tr + j, M::template run<seg.begin, seg.end, seg.result, V>(val, off, nullptr));
             offsets_step<Desc, used_pro>(L, W, off);
           }
           for (; j < cols; ++j) {  // cols is a constant: the tail is bounded
@@ -737,13 +761,16 @@ struct row_kernel {
         std::int64_t j = 0;
         for (; j + W <= cols; j += W) {
           const V in = simd<Arch>::load(tr + j);
-          const V y = M::template run<D.epilogue.begin, D.epilogue.end, D.epilogue.result, V>(val, off, &in);
+          const V y = M::template run<D.epilogue.begin, D.epilogue.end, D.epilogue.result, V>(
+              val, off, &in);
           store_lanes<V, st.type, ss>(val[st.node], off[D.store], y);
           offsets_step<Desc, used_epi>(L, W, off);
         }
         for (; j < cols; ++j) {
           const float in = tr[j];
-          const float y = M::template run<D.epilogue.begin, D.epilogue.end, D.epilogue.result, float>(val, off, &in);
+          const float y =
+              M::template run<D.epilogue.begin, D.epilogue.end, D.epilogue.result, float>(val, off,
+                                                                                          &in);
           store_lanes<float, st.type, ss>(val[st.node], off[D.store], y);
           offsets_step<Desc, used_epi>(L, 1, off);
         }
@@ -754,16 +781,20 @@ struct row_kernel {
   static float visit_load(dtype t, const void* p, std::int64_t o) {
     switch (t) {
       case dtype::f32: return element_to_f32<dtype::f32>(static_cast<const float*>(p) + o);
-      case dtype::bf16: return element_to_f32<dtype::bf16>(static_cast<const std::uint16_t*>(p) + o);
+      case dtype::bf16:
+        return element_to_f32<dtype::bf16>(static_cast<const std::uint16_t*>(p) + o);
       case dtype::f16: return element_to_f32<dtype::f16>(static_cast<const std::uint16_t*>(p) + o);
       case dtype::i32: return element_to_f32<dtype::i32>(static_cast<const std::int32_t*>(p) + o);
-      case dtype::boolean: return element_to_f32<dtype::boolean>(static_cast<const unsigned char*>(p) + o);
+      case dtype::boolean:
+        return element_to_f32<dtype::boolean>(static_cast<const unsigned char*>(p) + o);
     }
     return 0.0f;
   }
 
   // Floats of workspace per thread.
-  static constexpr std::size_t workspace_floats() { return tile_floats() + std::size_t(2 * cols + 16); }
+  static constexpr std::size_t workspace_floats() {
+    return tile_floats() + std::size_t(2 * cols + 16);
+  }
 
   static void run(void* const* val, float* workspace, thread_pool* pool) {
     parallel_for(pool, rows_total, [&](std::ptrdiff_t b, std::ptrdiff_t e, int t) {
@@ -792,7 +823,8 @@ void run_update(void* const* val) {
   const char* src = static_cast<const char*>(val[D.update_x]);
   if (out != src) std::memcpy(out, src, std::size_t(x.shape.size()) * es);
   std::int64_t start = D.start_constant;
-  if (!D.start_is_constant) start = std::int64_t(*static_cast<const std::int32_t*>(val[D.update_start]));
+  if (!D.start_is_constant)
+    start = std::int64_t(*static_cast<const std::int32_t*>(val[D.update_start]));
   const int axis = D.update_axis;
   const std::int64_t len = u.shape[axis];
   start = start < 0 ? 0 : start > x.shape[axis] - len ? x.shape[axis] - len : start;
@@ -801,8 +833,8 @@ void run_update(void* const* val) {
   const std::int64_t chunk = len * u.shape.stride(axis), row = x.shape[axis] * x.shape.stride(axis);
   const char* up = static_cast<const char*>(val[D.update_value]);
   for (std::int64_t p = 0; p < outer; ++p)
-    std::memcpy(out + std::size_t(p * row + start * x.shape.stride(axis)) * es, up + std::size_t(p * chunk) * es,
-                std::size_t(chunk) * es);
+    std::memcpy(out + std::size_t(p * row + start * x.shape.stride(axis)) * es,
+                up + std::size_t(p * chunk) * es, std::size_t(chunk) * es);
 }
 
 // ---- GEMM epilogues ----
@@ -841,7 +873,8 @@ struct gemm_epilogue {
       idx[R - 1] = j;
       std::int64_t off[plan::max_accesses];
       offsets_at<Desc, used>(idx, R, off);
-      return M::template run<part.epilogue.begin, part.epilogue.end, part.epilogue.result, V>(val, off, &acc);
+      return M::template run<part.epilogue.begin, part.epilogue.end, part.epilogue.result, V>(
+          val, off, &acc);
     }
   }
 };
@@ -867,11 +900,14 @@ struct score_mod {
   template <int Lane, class VV>
   [[gnu::always_inline]] static VV apply(void* const* val, const std::int64_t* off, const VV& s2) {
     const VV s = s2 * VV(float(1.0 / log2e));
-    const VV t = machine<Desc, Lane>::template run<att.score.begin, att.score.end, att.score.result, VV>(val, off, &s);
+    const VV t =
+        machine<Desc, Lane>::template run<att.score.begin, att.score.end, att.score.result, VV>(
+            val, off, &s);
     const VV t2 = t * VV(float(log2e));
     // -FLT_MAX and other finite masks stay finite in base 2 (see attention.hpp's mask_in_base2).
     const VV big(std::numeric_limits<float>::max());
-    return where((absolute(t2) == VV(std::numeric_limits<float>::infinity())) & (absolute(t) < VV(std::numeric_limits<float>::infinity())),
+    return where((absolute(t2) == VV(std::numeric_limits<float>::infinity())) &
+                     (absolute(t) < VV(std::numeric_limits<float>::infinity())),
                  where(t2 < VV(0.0f), -big, big), t2);
   }
 
@@ -908,8 +944,8 @@ struct score_mod {
   }
 
   template <class Visible>
-  void queries_by_keys(std::ptrdiff_t h, std::ptrdiff_t q0, std::ptrdiff_t rows, float* sc, std::ptrdiff_t ld,
-                       const Visible& visible) const {
+  void queries_by_keys(std::ptrdiff_t h, std::ptrdiff_t q0, std::ptrdiff_t rows, float* sc,
+                       std::ptrdiff_t ld, const Visible& visible) const {
     std::int64_t idx[plan::max_iter_rank]{};
     std::int64_t off[plan::max_accesses];
     for (std::ptrdiff_t i = 0; i < rows; ++i) {

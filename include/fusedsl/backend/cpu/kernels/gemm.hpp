@@ -382,7 +382,8 @@ template <class Arch, class Ep, class OutT>
         OutT* crow = c + (i0 + i) * ldc + j0;
 #pragma GCC unroll 4
         for (int v = 0; v < mk::NV; ++v)
-          store_out<Arch>(crow + v * W, ep(simd<Arch>::load(&staged[i][v * W]), i0 + i, j0 + v * W));
+          store_out<Arch>(crow + v * W,
+                          ep(simd<Arch>::load(&staged[i][v * W]), i0 + i, j0 + v * W));
       }
       return;
     } else {

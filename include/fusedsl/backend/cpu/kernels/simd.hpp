@@ -191,6 +191,28 @@ xsimd::batch<float, A> square_root(const xsimd::batch<float, A>& a) {
   return xsimd::sqrt(a);
 }
 
+// a / b, correctly rounded on every path.
+inline float quotient(float a, float b) {
+  return a / b;
+}
+template <class A>
+xsimd::batch<float, A> quotient(const xsimd::batch<float, A>& a, const xsimd::batch<float, A>& b) {
+  return a / b;
+}
+
+#if defined(__aarch64__) && defined(__ARM_NEON) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
+// xsimd 8 divides and takes square roots of NEON float batches by reciprocal estimates and Newton
+// steps (its 32-bit ARM forms): inf / x, sqrt(inf) and divisions by subnormals come out NaN or of
+// the wrong sign. AArch64 has exact instructions for both.
+inline xsimd::batch<float, xsimd::neon64> square_root(const xsimd::batch<float, xsimd::neon64>& a) {
+  return vsqrtq_f32(a);
+}
+inline xsimd::batch<float, xsimd::neon64> quotient(const xsimd::batch<float, xsimd::neon64>& a,
+                                                   const xsimd::batch<float, xsimd::neon64>& b) {
+  return vdivq_f32(a, b);
+}
+#endif
+
 inline float absolute(float a) {
   return std::fabs(a);
 }

@@ -4,6 +4,9 @@
 // vmath.hpp (GELUs, SiLU, sigmoid, ReLU) where the table's body would be slower. Every CPU kernel
 // computes an elementwise op through graph::op_traits<K>::apply<vec_math>, so the GEMM and row
 // epilogues, the loop and reduce kernels and their one-lane tails agree with each other.
+#include <cmath>
+#include <limits>
+
 #include "fusedsl/backend/cpu/kernels/simd.hpp"
 #include "fusedsl/backend/cpu/kernels/vmath.hpp"
 #include "fusedsl/graph/ops.hpp"
@@ -11,10 +14,13 @@
 namespace fusedsl::cpu::kernels {
 
 namespace detail {
+// xsimd 8's `!=` on AVX and AVX-512 batches is an ordered compare (_CMP_NEQ_OQ): false when an
+// operand is NaN, unlike C++'s and IEEE's `!=`. NaN tests go through xsimd::isnan, and `ne` is
+// written as the negation of `==`.
 inline bool lane_nan(float x) { return x != x; }
 template <class A>
 xsimd::batch_bool<float, A> lane_nan(const xsimd::batch<float, A>& x) {
-  return x != x;
+  return xsimd::isnan(x);
 }
 inline float log_of(float x) { return std::log(x); }
 template <class A>
@@ -22,9 +28,22 @@ xsimd::batch<float, A> log_of(const xsimd::batch<float, A>& x) {
   return xsimd::log(x);
 }
 inline float pow_of(float x, float y) { return std::pow(x, y); }
+// xsimd::pow with the special cases of C's pow (C11 F.10.4.4), which xsimd 8 gets wrong: x ** +-0
+// and 1 ** y are 1 (NaN operands included), (-1) ** +-inf is 1, (-inf) ** y is +-inf or +-0 by
+// the sign and parity of y, +-0 ** NaN is NaN and +-0 ** y for y < 0 is +-inf.
 template <class A>
 xsimd::batch<float, A> pow_of(const xsimd::batch<float, A>& x, const xsimd::batch<float, A>& y) {
-  return xsimd::pow(x, y);
+  using B = xsimd::batch<float, A>;
+  const B inf(std::numeric_limits<float>::infinity());
+  const auto odd = (xsimd::trunc(y) == y) & (xsimd::trunc(y * B(0.5f)) * B(2.0f) != y);
+  B r = xsimd::pow(x, y);
+  r = xsimd::select((x == -inf) & (y > B(0.0f)), xsimd::select(odd, -inf, inf), r);
+  r = xsimd::select((x == -inf) & (y < B(0.0f)), xsimd::select(odd, B(-0.0f), B(0.0f)), r);
+  r = xsimd::select((x == B(0.0f)) & xsimd::isnan(y), y, r);
+  r = xsimd::select((x == B(0.0f)) & (y < B(0.0f)),
+                    xsimd::select(odd, xsimd::copysign(inf, x), inf), r);
+  const auto one = (y == B(0.0f)) | (x == B(1.0f)) | ((x == B(-1.0f)) & (xsimd::abs(y) == inf));
+  return xsimd::select(one, B(1.0f), r);
 }
 inline float sin_of(float x) { return std::sin(x); }
 template <class A>
@@ -65,6 +84,10 @@ struct vec_math {
     return square_root(x);
   }
   template <class V>
+  static V div(const V& x, const V& y) {
+    return quotient(x, y);
+  }
+  template <class V>
   static V tanh(const V& x) {
     return vtanh(x);
   }
@@ -103,7 +126,7 @@ struct vec_math {
   }
   template <class V>
   static V ne(const V& x, const V& y) {
-    return where(x != y, V(1.0f), V(0.0f));
+    return where(x == y, V(0.0f), V(1.0f));  // not `!=`: see lane_nan
   }
   template <class V>
   static V lt(const V& x, const V& y) {
@@ -116,7 +139,7 @@ struct vec_math {
   // select on a carried boolean (1 or 0)
   template <class V>
   static V select(const V& p, const V& a, const V& b) {
-    return where(p != V(0.0f), a, b);
+    return where(p == V(0.0f), b, a);
   }
   template <class V>
   static V trunc(const V& x) {

@@ -26,9 +26,14 @@ namespace fusedsl::cpu::kernels {
 inline float vexp(float x) {
   return std::exp(x);
 }
+// xsimd::exp overflows from x = 88.38 (its bound), short of ln(FLT_MAX) = 88.72: above 88 the
+// result is exp(x / 2) squared (x / 2 is exact; two roundings more).
 template <class A>
 xsimd::batch<float, A> vexp(const xsimd::batch<float, A>& x) {
-  return xsimd::exp(x);
+  using B = xsimd::batch<float, A>;
+  const auto big = x > B(88.0f);
+  const B h = xsimd::exp(xsimd::select(big, x * B(0.5f), x));
+  return xsimd::select(big, h * h, h);
 }
 
 #if defined(__AVX512F__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
@@ -176,7 +181,7 @@ xsimd::batch<float, A> vtanh(const xsimd::batch<float, A>& x) {
 
 template <class V>
 V vsigmoid(const V& x) {
-  return V(1.0f) / (V(1.0f) + vexp(-x));
+  return quotient(V(1.0f), V(1.0f) + vexp(-x));
 }
 
 // relu keeps NaN (NaN < 0 is false) and maps -inf to 0.
@@ -190,7 +195,9 @@ V relu(const V& x) {
 // Accuracy: tests/cpu/vmath_test.cpp.
 template <class V>
 V gelu_erf(const V& x) {
-  return V(0.5f) * x * verfc(x * V(-0.70710678118654752f));
+  // -inf gives the limit 0, not -inf * 0
+  return where(x == V(-std::numeric_limits<float>::infinity()), V(0.0f),
+               V(0.5f) * x * verfc(x * V(-0.70710678118654752f)));
 }
 
 // 1 / x: AVX-512 by VRCP14PS and one Newton step (relative error ~2^-27), else a division.
@@ -199,7 +206,7 @@ inline float reciprocal(float x) {
 }
 template <class A>
 xsimd::batch<float, A> reciprocal(const xsimd::batch<float, A>& x) {
-  return xsimd::batch<float, A>(1.0f) / x;
+  return quotient(xsimd::batch<float, A>(1.0f), x);
 }
 #if defined(__AVX512F__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
 inline xsimd::batch<float, xsimd::avx512f> reciprocal(
@@ -255,7 +262,8 @@ inline xsimd::batch<float, xsimd::avx512f> gelu_tanh(
 
 template <class V>
 V silu(const V& x) {
-  return x * vsigmoid(x);
+  // -inf gives the limit 0, not -inf * 0
+  return where(x == V(-std::numeric_limits<float>::infinity()), V(0.0f), x * vsigmoid(x));
 }
 
 }  // namespace fusedsl::cpu::kernels
