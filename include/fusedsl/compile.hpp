@@ -21,6 +21,15 @@ struct program {
   static_assert(
       check.ok(),
       "compile: the fusion/memory plan failed verification (a fusedsl bug; please report it)");
+  // States (fd::update) are written in place by the kernel computing their new value.
+  static constexpr plan::state_problem states = plan::check_states(graph, fusion);
+  static_assert(states != plan::state_problem::read_after_update,
+                "update: a state is read by a kernel that runs after the one that writes its new "
+                "value (read the new value instead, or compute what needs the old one from it "
+                "first)");
+  static_assert(states != plan::state_problem::read_at_other_elements,
+                "update: the kernel writing a state's new value reads the state at elements other "
+                "than the one it writes");
 
   static constexpr int kernel_count() { return fusion.n_groups; }
   static constexpr std::int64_t arena_bytes() { return memory.arena_bytes; }
