@@ -94,6 +94,11 @@ constexpr auto decode =
     fd::compile(updated, fd::dynamic_slice<0, 3>(updated, step - fd::lit<2.0>),
                 fd::sum<0>(fd::dynamic_slice<0, 2>(updated, step + fd::lit<5.0>)),
                 fd::exp(fd::dynamic_slice<1, 2>(a3, step)));
+// A state (fd::state) given its new value (fd::update): a key row written into a cache at a
+// run-time position; the new value is an output that may take the state parameter's buffer.
+constexpr auto kv_state = fd::state<"kv", float, 8, 4>();
+constexpr auto kv_next = fd::dynamic_update_slice<0>(kv_state, fd::tanh(key_row), step);
+constexpr auto state_update = fd::compile(fd::sum<0>(kv_next), fd::update(kv_state, kv_next));
 // argmax over logits bound to ties, NaNs, an all -inf row and infinities (argmax_logits below),
 // along each axis, with keepdims, of a computed value and of bf16 values.
 constexpr auto logits = fd::input<"logits", float, 4, 8>();

@@ -201,6 +201,7 @@ void for_each_case(F&& f) {
   f("low_precision", ec::low_precision);
   f("embedding", ec::embedding);
   f("decode", ec::decode);
+  f("state_update", ec::state_update);
   f("argmax", ec::argmax);
   f("rope", ec::rope);
   f("stack", ec::stack);
@@ -274,6 +275,21 @@ TEST_CASE(
   CHECK(d.find("dynamic-slice(f32[2,4,8]{2,1,0} %a3, s32[] %constant.6, s32[] %step, s32[] "
                "%constant.6), "
                "dynamic_slice_sizes={2,2,8}") != std::string::npos);
+}
+
+TEST_CASE("a state is an entry parameter, and its new value an output aliased to it") {
+  for (const hlo::export_options& o : {hlo::export_options{}, fused_options()}) {
+    const hlo::module m = hlo::to_module(ec::state_update, o);
+    const hlo::computation& entry = m.entry_computation();
+    REQUIRE(m.input_output_alias.size() == 1);
+    const hlo::io_alias& a = m.input_output_alias[0];
+    CHECK(a.output_index == std::vector<std::int64_t>{1});
+    CHECK(entry.instructions[entry.parameters()[std::size_t(a.parameter_number)]].name == "kv");
+    CHECK_FALSE(a.must_alias);
+    const std::string text = hlo::to_text(m);
+    CHECK(text.find("input_output_alias={ {1}: (") != std::string::npos);
+    CHECK(hlo::parse_module(text) == m);
+  }
 }
 
 TEST_CASE(

@@ -143,8 +143,8 @@ inline void collect_bindings(const graph::graph_view& g, int region, const std::
   for (int i = 0; i < g.size; ++i) {
     const graph::node& n = g[i];
     if (n.region != region) continue;
-    if (n.op == op_kind::input || n.op == op_kind::param) {
-      // Inputs inside a body are shared by all layers and keep their own name.
+    if (n.op == op_kind::input || n.op == op_kind::param || n.op == op_kind::state) {
+      // Inputs and states inside a body are shared by all layers and keep their own name.
       std::string name =
           (n.op == op_kind::param ? prefix : std::string()) + std::string(n.name.view());
       bool seen = false;
@@ -196,7 +196,8 @@ class node_emitter {
     switch (n.op) {
       case op_kind::constant: return broadcast_to(scalar(n.value, et), out);
       case op_kind::iota: return b_.add_iota(hlo::shape::array(et, out), n.axis);
-      case op_kind::input: case op_kind::param: case op_kind::placeholder: case op_kind::repeat:
+      case op_kind::input: case op_kind::param: case op_kind::state: case op_kind::placeholder:
+      case op_kind::repeat:
         throw graph::graph_error("hlo::export: a leaf or repeat reached the node emitter");
       case op_kind::cast: return b_.add_convert(value(n.in[0]), et);
       case op_kind::select: {
@@ -641,6 +642,23 @@ class exporter {
       entry.set_sharding(root, out_shardings[0]);
     }
     m_.set_entry(entry.build(root));
+    // A state's new value may take the buffer of the state's entry parameter (as jax's
+    // donate_argnums): the caller passes the returned array as that parameter next call.
+    for (int k = 0; k < g_.n_outputs; ++k) {
+      const int st = g_.state_of_output(k);
+      if (st < 0) continue;
+      std::int64_t number = -1;
+      for (std::size_t i = 0; i < bs.size(); ++i)
+        if (bs[i].kind == op_kind::state && bs[i].name == g_[st].name.view())
+          number = std::int64_t(i);
+      if (number < 0)
+        throw graph::graph_error("hlo::export: no entry parameter for state \"" +
+                                 std::string(g_[st].name.view()) + "\"");
+      io_alias a;
+      if (outs.size() > 1) a.output_index = {k};
+      a.parameter_number = number;
+      m_.input_output_alias.push_back(std::move(a));
+    }
     verify(m_);
     return std::move(m_);
   }
@@ -679,7 +697,7 @@ class exporter {
     for (int i = 0; i < g_.size; ++i) {
       const graph::node& n = g_[i];
       if (n.region != region) continue;
-      if (n.op == op_kind::input || n.op == op_kind::param)
+      if (n.op == op_kind::input || n.op == op_kind::param || n.op == op_kind::state)
         val[std::size_t(i)] = long(param_of(n, prefix));
       else if (n.op == op_kind::placeholder) val[std::size_t(i)] = placeholder;
     }
