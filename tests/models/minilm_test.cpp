@@ -1,5 +1,5 @@
 // all-MiniLM-L6-v2 end to end against sentence-transformers: the real checkpoint (the model
-// venv's package, FUSEDSL_MINILM_DIR from scripts/with-minilm-model) embeds each of the 380
+// venv's package, FUSEDSL_MINILM_DIR from scripts/with-model-files minilm) embeds each of the 380
 // committed reference sentences within cosine 0.99999 and 1e-4 of the committed
 // SentenceTransformer.encode output, from the committed ids and from the text; the layer-by-layer
 // hidden states of three sentences match the committed ones.
@@ -35,7 +35,7 @@ const std::string data_dir = FUSEDSL_MODELS_TEST_DATA;
 std::filesystem::path model_dir() {
   const char* d = std::getenv("FUSEDSL_MINILM_DIR");
   REQUIRE_MESSAGE(d != nullptr,
-                  "FUSEDSL_MINILM_DIR is not set (run through scripts/with-minilm-model)");
+                  "FUSEDSL_MINILM_DIR is not set (run through scripts/with-model-files minilm)");
   return d;
 }
 

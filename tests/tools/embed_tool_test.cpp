@@ -29,7 +29,7 @@ const std::string data_dir = FUSEDSL_MODELS_TEST_DATA;
 fs::path model_dir() {
   const char* d = std::getenv("FUSEDSL_MINILM_DIR");
   REQUIRE_MESSAGE(d != nullptr,
-                  "FUSEDSL_MINILM_DIR is not set (run through scripts/with-minilm-model)");
+                  "FUSEDSL_MINILM_DIR is not set (run through scripts/with-model-files minilm)");
   return d;
 }
 
