@@ -13,6 +13,8 @@ CPU benchmark steps, in this order; the compile-time steps run only when named):
   gemm      cpu_gemm_bench (gemm.json)           attention  cpu_attention_bench (attention.json)
   row       cpu_row_bench (row.json)             clock      cpu_clock_bench (clock.json)
   models    model_bench, 3 repetitions of 1 s (model_bench.json)
+  generated generated_bench, 3 repetitions (generated.json)
+  footprint footprint_bench: the GPT-2-shaped stack's memory (footprint.json)
   profile   model_profile for the seed and the medium model (model_profile_<model>.json)
   xla       benchmarks/model/xla_model_bench.py on both models (xla_<model>.json; needs the
             jax venv of scripts/setup-venv and the export_hlo example)
@@ -23,7 +25,7 @@ CPU benchmark steps, in this order; the compile-time steps run only when named):
 
 Build the binaries first (a Release build: the `ci` or `release` preset):
   cmake --build build/ci --target cpu_gemm_bench cpu_attention_bench cpu_row_bench \
-      cpu_clock_bench model_bench model_profile export_hlo -j2
+      cpu_clock_bench model_bench generated_bench footprint_bench model_profile export_hlo -j2
 Steps append to an existing manifest.json (a step run again replaces its entry).
 """
 
@@ -38,7 +40,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-CPU_STEPS = ["targets", "gemm", "attention", "row", "clock", "models", "profile", "xla"]
+CPU_STEPS = ["targets", "gemm", "attention", "row", "clock", "models", "generated", "footprint",
+             "profile", "xla"]
 OTHER_STEPS = ["compile_depth", "compile_tu", "test_suite"]
 
 # The translation units whose compile time and memory docs/compile-time.md reports: the examples
@@ -160,6 +163,16 @@ def step(name, args, out):
         cmd = gbench(b, "benchmarks/model/model_bench", os.path.join(out, "model_bench.json"),
                      ["--benchmark_min_time=1", "--benchmark_repetitions=3"])
         return [cmd], ["model_bench.json"]
+    if name == "generated":
+        cmd = gbench(b, "benchmarks/model/generated_bench", os.path.join(out, "generated.json"),
+                     ["--benchmark_repetitions=3"])
+        return [cmd], ["generated.json"]
+    if name == "footprint":
+        cmd = [os.path.join(b, "benchmarks/model/footprint_bench")]
+        text = run(cmd, capture_output=True, text=True).stdout
+        with open(os.path.join(out, "footprint.json"), "w") as f:
+            json.dump(json.loads(text.strip().splitlines()[-1]), f, indent=1)
+        return [cmd], ["footprint.json"]
     if name == "profile":
         cmds, files = [], []
         for model, calls in (("seed", "100"), ("medium", "3")):

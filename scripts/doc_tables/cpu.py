@@ -408,3 +408,78 @@ def embed(files, options):
                     f"FMA-chain peak per core times the threads. Largest |difference| from "
                     f"sentence-transformers' embeddings in the same run: "
                     + "; ".join(agree) + "."]
+
+
+def by_prefix(runs, prefix, rel):
+    """The iteration runs of the benchmark whose run name is `prefix` or starts with `prefix/`."""
+    for name, rs in runs.items():
+        if name == prefix or name.startswith(prefix + "/"):
+            return [r for r in rs if not r.get("error_occurred")]
+    raise TableError(f"{rel}: no benchmark named {prefix}")
+
+
+@generator("generated")
+def generated(files, options):
+    """Programs outside the transformer composites, every group a generated kernel, one thread.
+    Reads generated_bench's Google Benchmark JSON (run with --benchmark_repetitions): each reading
+    is the median over the repetitions of a ratio measured in the same run (against the traffic
+    floor, Eigen Tensor, feed_forward's GFLOP/s, or the FMA peak measured at start-up)."""
+    rel = files[0]
+    ctx, runs, _ = gbench(rel)
+
+    def reading(prefix, key):
+        rs = by_prefix(runs, prefix, rel)
+        values = [get(r, key) for r in rs if key in r]
+        if not values:
+            raise TableError(f"{rel}: {prefix} has no counter {key}")
+        return median(values), len(values), max(get(r, "interpreted_groups") or 0 for r in rs)
+
+    def time_of(prefix):
+        return median([seconds(r) for r in by_prefix(runs, prefix, rel)])
+
+    rows, reps = [], 0
+    for program, prefix, key, what, target in (
+            ("`gelu_tanh(a * b + c) * d`, four [512, 2048] f32 inputs", "elementwise_fused",
+             "floor_fraction", "of the same-run traffic floor (`y = a*b + c*d`)", 0.8),
+            ("the same", "elementwise_fused", "speedup_vs_eigen",
+             "× Eigen Tensor's expression", 1.0),
+            ("SwiGLU FFN, x [256, 512], hidden 1376", "ffn_swiglu", "gflops_fraction_of_ffn",
+             "of `feed_forward<\"ffn\", 1376>`'s GFLOP/s", 0.85),
+            ("LLaMA-style block: RMSNorm, RoPE, 8 heads of 64, 2 kv heads, causal, SwiGLU 1376; "
+             "seq 256, d 512", "llama_block", "peak_fraction", "of the FMA peak", 0.75),
+            ("BERT-style block: 12 heads of 32, FFN 1536, erf GELU, key-padding mask; batch 4, "
+             "seq 128, d 384", "bert_block", "peak_fraction", "of the FMA peak", 0.75)):
+        value, reps, interpreted = reading(prefix, key)
+        verdict = "met" if value >= target else f"missed by {target - value:.3f}"
+        rows.append([program, fmt_time(time_of(prefix)), f"{value:.3f} {what}", f">= {target}",
+                     verdict, f"{int(interpreted)}"])
+    load = ctx.get("load_avg")
+    note = (f"One thread, wall time per call; medians of {reps} repetitions. " +
+            " ".join(peak_note([ctx])) +
+            (f" Load average (1 min) at the start: {float(load[0]):.2f}." if load else ""))
+    return table(["program", "per call", "reading", "target", "", "interpreted groups"],
+                 rows) + ["", note]
+
+
+@generator("footprint")
+def footprint(files, options):
+    """What a GPT-2-small-shaped stack (2 layers, seq 1024) costs in memory: footprint_bench's
+    JSON (the executor's footprint() by part, and the process's peak RSS before the executor is
+    built and after its first run)."""
+    d = read_json(files[0])
+    mib = 2.0 ** 20
+    growth = (d["peak_rss_after_run_bytes"] - d["peak_rss_before_bytes"]) / mib
+    budget = (d["weights_bytes"] + d["packed_weight_bytes"] + d["arena_bytes"]) / mib
+    rows = [["the caller's f32 weights", f"{d['weights_bytes'] / mib:.1f} MiB"],
+            ["packed weights (`footprint().packed_weights`)",
+             f"{d['packed_weight_bytes'] / mib:.1f} MiB"],
+            ["arena (`arena_bytes()`, a compile-time constant)",
+             f"{d['arena_bytes'] / mib:.1f} MiB"],
+            ["workspace (per-thread tiles)", f"{d['workspace_bytes'] / mib:.2f} MiB"],
+            ["interpreter buffers", f"{d['interpreter_bytes'] / mib:.1f} MiB"],
+            ["peak RSS growth, before the executor to after its first run", f"{growth:.1f} MiB"],
+            ["growth / (weights + packed weights + arena)",
+             f"{d['growth_over_budget']:.3f} (target <= 1.25: "
+             f"{'met' if d['growth_over_budget'] <= 1.25 else 'missed'})"],
+            ["interpreted groups", f"{d['interpreted_groups']}"]]
+    return table(["part", "bytes"], rows) + ["", f"{d['program']}; budget {budget:.1f} MiB."]
