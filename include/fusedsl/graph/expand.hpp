@@ -127,8 +127,11 @@ constexpr builder expand(const graph_view& g) {
     b.regions[r].placeholder = remap(b.regions[r].placeholder);
     b.regions[r].result = remap(b.regions[r].result);
   }
+  // output_state has an entry per output in every view (graph_view(graph<N>), view(builder)); it
+  // is read directly, since GCC 12 cannot constant-evaluate state_of_output's null test under
+  // -fsanitize=undefined.
   for (int o = 0; o < g.n_outputs; ++o) {
-    const int st = g.state_of_output(o);
+    const int st = g.output_state[o];
     b.mark_output(remap(g.outputs[o]), st >= 0 ? remap(st) : -1);
   }
   prune(b);
