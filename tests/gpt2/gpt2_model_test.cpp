@@ -59,7 +59,7 @@ struct model {
 }  // namespace
 
 TEST_CASE("the decode step and every prefill bucket run as generated kernels, none refused") {
-  using D = generator::decode_program;
+  using D = fm::gpt2_decode_layer_program<small_cfg>;
   const auto& lp = fd::cpu::executor<D>::kernels_plan();
   CHECK(lp.n_refused == 0);
   int attention = 0;
@@ -68,10 +68,15 @@ TEST_CASE("the decode step and every prefill bucket run as generated kernels, no
       ++attention;
       CHECK(lp.desc[std::size_t(gi)].att.kv_len >= 0);  // stops at pos + 1, not the capacity
     }
-  CHECK(attention == small_cfg::layers);
-  CHECK(fd::cpu::executor<fm::gpt2_prefill_program<small_cfg, 32>>::kernels_plan().n_refused == 0);
-  CHECK(fd::cpu::executor<fm::gpt2_prefill_program<small_cfg, 128>>::kernels_plan().n_refused ==
+  CHECK(attention == 1);
+  CHECK(fd::cpu::executor<fm::gpt2_decode_embed_program<small_cfg>>::kernels_plan().n_refused ==
         0);
+  CHECK(fd::cpu::executor<fm::gpt2_head_program<small_cfg, 1>>::kernels_plan().n_refused == 0);
+  CHECK(fd::cpu::executor<fm::gpt2_prefill_layer_program<small_cfg, 32>>::kernels_plan()
+            .n_refused == 0);
+  CHECK(fd::cpu::executor<fm::gpt2_prefill_embed_program<small_cfg, 128>>::kernels_plan()
+            .n_refused == 0);
+  CHECK(fd::cpu::executor<fm::gpt2_head_program<small_cfg, 128>>::kernels_plan().n_refused == 0);
 }
 
 TEST_CASE("prefill and 64 KV-cache steps match transformers under teacher forcing") {
@@ -94,7 +99,7 @@ TEST_CASE("prefill and 64 KV-cache steps match transformers under teacher forcin
   }
   MESSAGE("largest difference over 64 steps: " << worst);
   CHECK(m.gen->length() == 20 + 63);
-  CHECK(m.gen->decode_executor().stats().interpreted_groups == 0);
+  CHECK(m.gen->interpreted_groups() == 0);
 }
 
 TEST_CASE("greedy decoding feeding back its own tokens gives transformers' 64 tokens") {

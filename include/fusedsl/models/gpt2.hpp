@@ -10,20 +10,25 @@
 //     h += gelu_tanh(LN_2(h) @ mlp.c_fc.weight + bias) @ mlp.c_proj.weight + bias
 //   logits = LN_f(h) @ wte^T                                        the tied LM head, "ln_f.*"
 //
-// Two programs share the weights:
-//   gpt2_prefill<Cfg, T>: the prompt padded to a bucket of T tokens ("input_ids" [T] i32) and the
-//     index of its last real token ("last" i32 scalar). Causal attention over the T tokens, so the
-//     padding after the prompt changes nothing before it. Outputs: 0 the logits of the last real
-//     token [1, V]; 1 + 2i and 2 + 2i layer i's keys and values [H, T, Dh]; last, the argmax of
-//     the logits [1] i32.
-//   gpt2_decode<Cfg>: one token ("input_ids" [1] i32) at a run-time position ("pos" i32 scalar).
-//     Layer i keeps its keys and values in the states "h.<i>.attn.k_cache" and
-//     "h.<i>.attn.v_cache" [H, n_positions, Dh]; the step writes its key and value at row pos (a
-//     dynamic update slice, in place) and attends over rows 0..pos only: the attention kernel
-//     stops at pos + 1, whatever the capacity. Outputs: 0 the logits [1, V]; 1 .. 2L the new
-//     values of the caches; last, the argmax [1] i32.
-// A model of L layers is written out layer by layer (states cannot live in a repeated block), so
-// the node table grows linearly with L.
+// Every layer is the same program (its parameter names are the layer's without the "h.<i>."
+// prefix), instantiated once and run by one executor per layer with that layer's weights, so what
+// the compiler builds does not grow with the number of layers:
+//   prefill of a bucket of T tokens (the prompt padded after its end; causal attention keeps the
+//   padding out of the real rows):
+//     gpt2_prefill_embed_program<Cfg, T>  "input_ids" [T] i32 -> h [T, D] (positions 0..T-1)
+//     gpt2_prefill_layer_program<Cfg, T>  "x" [T, D] -> keys, values [H, T, Dh] and y [T, D]
+//     gpt2_head_program<Cfg, T>           "h" [T, D], "last" i32 -> the logits [1, V] of row
+//                                         last, their argmax [1] i32
+//   one decode step (one token at the run-time position "pos"):
+//     gpt2_decode_embed_program<Cfg>      "input_ids" [1], "pos" -> h [1, D]
+//     gpt2_decode_layer_program<Cfg>      "x" [1, D], "pos" -> y [1, D]; keeps the layer's keys
+//                                         and values in the states "attn.k_cache" and
+//                                         "attn.v_cache" [H, n_positions, Dh], writes the step's
+//                                         at row pos (a dynamic update slice, in place) and
+//                                         attends over rows 0..pos only: the attention kernel
+//                                         stops at pos + 1, whatever the capacity
+//     gpt2_head_program<Cfg, 1>
+// models/gpt2_generator.hpp chains them and binds a checkpoint.
 #include <array>
 #include <cstdint>
 #include <limits>
@@ -64,20 +69,6 @@ using gpt2_small_config = gpt2_config<12, 768, 12, 50257, 1024>;
 using gpt2_medium_config = gpt2_config<24, 1024, 16, 50257, 1024>;
 
 // ---- graph-level definitions ----
-
-// "h.<i>".
-constexpr node_name gpt2_layer_prefix(int i) {
-  char buf[16]{'h', '.'};
-  std::size_t n = 2;
-  char digits[12]{};
-  int k = 0;
-  do {
-    digits[k++] = char('0' + i % 10);
-    i /= 10;
-  } while (i > 0);
-  while (k > 0) buf[n++] = digits[--k];
-  return node_name(std::string_view(buf, n));
-}
 
 // Conv1D: x @ weight + bias with weight [in, out], params "<prefix>.weight" and "<prefix>.bias".
 constexpr int emit_gpt2_conv1d(builder& b, int x, std::string_view prefix, std::int64_t out,
@@ -143,111 +134,129 @@ constexpr int emit_gpt2_head(builder& b, int x, std::int64_t vocab, double eps, 
   return b.matmul(f, wte, false, true);
 }
 
-// The prefill program's graph (see the top of this file); returns the argmax's id.
-template <class Cfg, std::int64_t T>
-constexpr int emit_gpt2_prefill(builder& b, int ids, int last) {
+// One layer over x [T, D] at positions 0..T-1 (prefill): marks its keys and values [H, T, Dh] as
+// outputs 0 and 1; returns the layer's output [T, D].
+template <class Cfg>
+constexpr int emit_gpt2_prefill_layer(builder& b, int x) {
   const dtype wt = Cfg::weight_dtype;
-  int h = emit_gpt2_embeddings(b, ids, -1, Cfg::vocab, Cfg::positions, Cfg::d, wt);
-  std::array<int, 2 * Cfg::layers> kv{};
-  for (int i = 0; i < Cfg::layers; ++i) {
-    const node_name prefix = gpt2_layer_prefix(i);
-    const gpt2_heads a = emit_gpt2_qkv(b, h, prefix.view(), Cfg::heads, Cfg::eps, wt);
-    const int ctx = nn::emit_attention_core(b, a.q, a.k, a.v, true);
-    kv[std::size_t(2 * i)] = a.k;
-    kv[std::size_t(2 * i + 1)] = a.v;
-    h = emit_gpt2_block_tail(b, h, ctx, prefix.view(), Cfg::inner, Cfg::eps, wt);
-  }
-  const int row = b.dynamic_slice(h, last, 0, 1);
-  const int logits = emit_gpt2_head(b, row, Cfg::vocab, Cfg::eps, wt);
-  b.mark_output(logits);
-  for (int o : kv) b.mark_output(o);
-  return b.reduce(op_kind::argmax, logits, 1, false);
+  const gpt2_heads a = emit_gpt2_qkv(b, x, "", Cfg::heads, Cfg::eps, wt);
+  const int ctx = nn::emit_attention_core(b, a.q, a.k, a.v, true);
+  b.mark_output(a.k);
+  b.mark_output(a.v);
+  return emit_gpt2_block_tail(b, x, ctx, "", Cfg::inner, Cfg::eps, wt);
 }
 
-// The decode step's graph (see the top of this file); returns the argmax's id.
+// One layer over x [1, D] at the run-time position pos (decode): the key and value go into row
+// pos of the states "attn.k_cache" and "attn.v_cache" [H, n_positions, Dh] (outputs 0 and 1, their
+// new values) and the query attends over rows 0..pos; returns the layer's output [1, D].
 template <class Cfg>
-constexpr int emit_gpt2_decode(builder& b, int ids, int pos) {
+constexpr int emit_gpt2_decode_layer(builder& b, int x, int pos) {
   const dtype wt = Cfg::weight_dtype;
   const std::int64_t cap = Cfg::positions;
-  int h = emit_gpt2_embeddings(b, ids, pos, Cfg::vocab, cap, Cfg::d, wt);
-  std::array<int, 2 * Cfg::layers> next{}, cache{};
+  const gpt2_heads a = emit_gpt2_qkv(b, x, "", Cfg::heads, Cfg::eps, wt);
+  const dims cache_shape = make_dims(Cfg::heads, cap, Cfg::head_dim);
+  const int kc = b.state("attn.k_cache", dtype::f32, cache_shape);
+  const int vc = b.state("attn.v_cache", dtype::f32, cache_shape);
+  const int k2 = b.dynamic_update_slice(kc, a.k, pos, 1);
+  const int v2 = b.dynamic_update_slice(vc, a.v, pos, 1);
+  const int s = b.matmul(a.q, k2, false, true);  // [H, 1, cap]
+  const int scale = b.constant(1.0 / nn::sqrt_of(double(Cfg::head_dim)));
+  const int ss = b.binary(op_kind::mul, s, scale);
   const int keys = b.iota(dtype::i32, make_dims(1, cap), 1);
   const int visible = b.binary(op_kind::le, keys, pos);
   const int ninf = b.constant(-std::numeric_limits<double>::infinity());
-  const int scale = b.constant(1.0 / nn::sqrt_of(double(Cfg::head_dim)));
-  const dims cache_shape = make_dims(Cfg::heads, cap, Cfg::head_dim);
-  for (int i = 0; i < Cfg::layers; ++i) {
-    const node_name prefix = gpt2_layer_prefix(i);
-    const gpt2_heads a = emit_gpt2_qkv(b, h, prefix.view(), Cfg::heads, Cfg::eps, wt);
-    const int kc = b.state(join(prefix.view(), "attn.k_cache").view(), dtype::f32, cache_shape);
-    const int vc = b.state(join(prefix.view(), "attn.v_cache").view(), dtype::f32, cache_shape);
-    const int k2 = b.dynamic_update_slice(kc, a.k, pos, 1);
-    const int v2 = b.dynamic_update_slice(vc, a.v, pos, 1);
-    const int s = b.matmul(a.q, k2, false, true);  // [H, 1, cap]
-    const int ss = b.binary(op_kind::mul, s, scale);
-    const int masked = b.select(visible, ss, ninf);
-    const int p = b.softmax(masked, 2);
-    const int o = b.matmul(p, v2);  // [H, 1, Dh]
-    const int ctx = nn::merge_heads(b, o);
-    next[std::size_t(2 * i)] = k2, cache[std::size_t(2 * i)] = kc;
-    next[std::size_t(2 * i + 1)] = v2, cache[std::size_t(2 * i + 1)] = vc;
-    h = emit_gpt2_block_tail(b, h, ctx, prefix.view(), Cfg::inner, Cfg::eps, wt);
-  }
-  const int logits = emit_gpt2_head(b, h, Cfg::vocab, Cfg::eps, wt);
-  b.mark_output(logits);
-  for (std::size_t j = 0; j < next.size(); ++j) b.mark_output(next[j], cache[j]);
-  return b.reduce(op_kind::argmax, logits, 1, false);
+  const int masked = b.select(visible, ss, ninf);
+  const int p = b.softmax(masked, 2);
+  const int o = b.matmul(p, v2);  // [H, 1, Dh]
+  const int ctx = nn::merge_heads(b, o);
+  b.mark_output(k2, kc);
+  b.mark_output(v2, vc);
+  return emit_gpt2_block_tail(b, x, ctx, "", Cfg::inner, Cfg::eps, wt);
 }
 
-// ---- expression-level front doors ----
+// ---- the programs ----
 
 namespace detail {
 
 template <class Cfg, std::int64_t T>
-struct gpt2_prefill_node : expr::node_base<expr::input_t<"input_ids", std::int32_t, T>,
-                                           expr::input_t<"last", std::int32_t>> {
-  static constexpr dtype type = dtype::i32;
-  static constexpr dims shape = make_dims(1);
-  static constexpr int emit(builder& b, std::array<int, 2> x) {
-    return emit_gpt2_prefill<Cfg, T>(b, x[0], x[1]);
+struct gpt2_prefill_embed_node
+    : expr::node_base<expr::input_t<"input_ids", std::int32_t, T>> {
+  static constexpr dtype type = dtype::f32;
+  static constexpr dims shape = make_dims(T, Cfg::d);
+  static constexpr int emit(builder& b, std::array<int, 1> x) {
+    return emit_gpt2_embeddings(b, x[0], -1, Cfg::vocab, Cfg::positions, Cfg::d,
+                                Cfg::weight_dtype);
   }
 };
 
 template <class Cfg>
-struct gpt2_decode_node : expr::node_base<expr::input_t<"input_ids", std::int32_t, 1>,
-                                          expr::input_t<"pos", std::int32_t>> {
+struct gpt2_decode_embed_node : expr::node_base<expr::input_t<"input_ids", std::int32_t, 1>,
+                                                expr::input_t<"pos", std::int32_t>> {
+  static constexpr dtype type = dtype::f32;
+  static constexpr dims shape = make_dims(1, Cfg::d);
+  static constexpr int emit(builder& b, std::array<int, 2> x) {
+    return emit_gpt2_embeddings(b, x[0], x[1], Cfg::vocab, Cfg::positions, Cfg::d,
+                                Cfg::weight_dtype);
+  }
+};
+
+template <class Cfg, std::int64_t T>
+struct gpt2_prefill_layer_node : expr::node_base<expr::input_t<"x", float, T, Cfg::d>> {
+  static constexpr dtype type = dtype::f32;
+  static constexpr dims shape = make_dims(T, Cfg::d);
+  static constexpr int emit(builder& b, std::array<int, 1> x) {
+    return emit_gpt2_prefill_layer<Cfg>(b, x[0]);
+  }
+};
+
+template <class Cfg>
+struct gpt2_decode_layer_node
+    : expr::node_base<expr::input_t<"x", float, 1, Cfg::d>, expr::input_t<"pos", std::int32_t>> {
+  static constexpr dtype type = dtype::f32;
+  static constexpr dims shape = make_dims(1, Cfg::d);
+  static constexpr int emit(builder& b, std::array<int, 2> x) {
+    return emit_gpt2_decode_layer<Cfg>(b, x[0], x[1]);
+  }
+};
+
+// LN_f and the LM head over row `last` of h [T, D]: marks the logits [1, V] as output 0; returns
+// their argmax [1] i32.
+template <class Cfg, std::int64_t T>
+struct gpt2_head_node
+    : expr::node_base<expr::input_t<"h", float, T, Cfg::d>, expr::input_t<"last", std::int32_t>> {
   static constexpr dtype type = dtype::i32;
   static constexpr dims shape = make_dims(1);
   static constexpr int emit(builder& b, std::array<int, 2> x) {
-    return emit_gpt2_decode<Cfg>(b, x[0], x[1]);
+    const int row = T == 1 ? x[0] : b.dynamic_slice(x[0], x[1], 0, 1);
+    const int logits = emit_gpt2_head(b, row, Cfg::vocab, Cfg::eps, Cfg::weight_dtype);
+    b.mark_output(logits);
+    return b.reduce(op_kind::argmax, logits, 1, false);
   }
 };
 
 }  // namespace detail
 
-// The output indices of both programs.
-template <class Cfg>
+// The output indices of the programs.
 struct gpt2_outputs {
-  static constexpr int logits = 0;
-  static constexpr int key(int layer) { return 1 + 2 * layer; }
-  static constexpr int value(int layer) { return 2 + 2 * layer; }
-  static constexpr int argmax = 1 + 2 * Cfg::layers;
+  static constexpr int key = 0, value = 1, hidden = 2;  // a layer's
+  static constexpr int logits = 0, argmax = 1;          // the head's
 };
 
+// The embeddings of a bucket of T tokens at positions 0..T-1: "input_ids" [T] -> [T, D].
 template <class Cfg, std::int64_t T>
-using gpt2_prefill_program = program<detail::gpt2_prefill_node<Cfg, T>>;
+using gpt2_prefill_embed_program = program<detail::gpt2_prefill_embed_node<Cfg, T>>;
+// The embedding of one token at the run-time position "pos": "input_ids" [1] -> [1, D].
 template <class Cfg>
-using gpt2_decode_program = program<detail::gpt2_decode_node<Cfg>>;
-
+using gpt2_decode_embed_program = program<detail::gpt2_decode_embed_node<Cfg>>;
+// One layer over a bucket, "x" [T, D]: outputs its keys, values (for the cache) and its output.
 template <class Cfg, std::int64_t T>
-constexpr gpt2_prefill_program<Cfg, T> gpt2_prefill() {
-  static_assert(T >= 1 && T <= Cfg::positions,
-                "gpt2_prefill: the bucket must hold 1 to n_positions tokens");
-  return {};
-}
+using gpt2_prefill_layer_program = program<detail::gpt2_prefill_layer_node<Cfg, T>>;
+// One layer's decode step, "x" [1, D] at "pos": updates its caches (outputs 0, 1), output 2.
 template <class Cfg>
-constexpr gpt2_decode_program<Cfg> gpt2_decode() {
-  return {};
-}
+using gpt2_decode_layer_program = program<detail::gpt2_decode_layer_node<Cfg>>;
+// LN_f and the tied LM head over row "last" of "h" [T, D] (T = 1: the decode step's, which has
+// no "last").
+template <class Cfg, std::int64_t T>
+using gpt2_head_program = program<detail::gpt2_head_node<Cfg, T>>;
 
 }  // namespace fusedsl::models

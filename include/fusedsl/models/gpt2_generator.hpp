@@ -9,11 +9,12 @@
 //
 // The prompt runs through the prefill program of the smallest bucket that holds it (padded after
 // its end; causal attention keeps the padding out of the real rows); the rows of its keys and
-// values that belong to the prompt are copied into the decode program's caches, and every later
-// token is one decode step at position length(). The checkpoint binds to every program (names as
-// Hugging Face saves them; the "transformer." prefix, "lm_head.weight" (tied to "wte.weight") and
-// the "attn.bias" / "attn.masked_bias" buffers of older checkpoints are accepted). The file must
-// outlive the generator.
+// values that belong to the prompt are copied into the decode layers' caches, and every later
+// token is one decode step at position length(). Each layer runs in an executor of its own (the
+// same program, that layer's weights and cache). The checkpoint binds to every program (names as
+// Hugging Face saves them, with or without the "transformer." prefix; tensors no program reads,
+// such as "lm_head.weight" (tied to "wte.weight") and the "attn.bias" / "attn.masked_bias" buffers
+// of older checkpoints, are ignored). The file must outlive the generator.
 //
 // Errors (model_error, naming the value at fault): an empty prompt, a prompt longer than the
 // largest bucket, a token id outside the vocabulary, a step when the cache holds n_positions
@@ -36,15 +37,34 @@
 
 namespace fusedsl::models {
 
-// A Hugging Face GPT-2 checkpoint name -> the programs' name, or nullopt for a tensor they do not
-// read (the tied LM head, the causal-mask buffers).
-inline std::optional<std::string> gpt2_checkpoint_name(std::string_view name) {
-  if (name.starts_with("transformer.")) name.remove_prefix(12);
-  if (name == "lm_head.weight" || name.ends_with(".attn.bias") ||
-      name.ends_with(".attn.masked_bias"))
+namespace detail {
+
+// Binds the tensors of `file` named "[transformer.]<prefix><name>" to the parameter <name> of ex
+// (names as Hugging Face saves them; every other tensor is left to the other programs). A
+// checkpoint_error names `what` and every tensor at fault.
+template <class Executor>
+io::checkpoint_binding bind_gpt2_weights(Executor& ex, const io::safetensors_file& file,
+                                         const std::string& prefix, const std::string& what) {
+  std::vector<std::string> names;
+  for (const auto& b : ex.bindings())
+    if (b.kind == graph::op_kind::param) names.push_back(b.name);
+  io::checkpoint_options options;
+  options.rename = [names, prefix](std::string_view n) -> std::optional<std::string> {
+    if (n.starts_with("transformer.")) n.remove_prefix(12);
+    if (!n.starts_with(prefix)) return std::nullopt;
+    n.remove_prefix(prefix.size());
+    for (const std::string& p : names)
+      if (p == n) return p;
     return std::nullopt;
-  return std::string(name);
+  };
+  try {
+    return io::bind_checkpoint(ex, file, options);
+  } catch (const io::checkpoint_error& e) {
+    throw io::checkpoint_error(what + ": " + e.what());
+  }
 }
+
+}  // namespace detail
 
 template <class Cfg, std::int64_t... Buckets>
 class gpt2_generator {
@@ -54,61 +74,100 @@ class gpt2_generator {
   static constexpr std::array<std::int64_t, sizeof...(Buckets)> buckets_{Buckets...};
   static_assert(std::is_sorted(buckets_.begin(), buckets_.end()),
                 "gpt2_generator: list the buckets in increasing order");
-  using outs = gpt2_outputs<Cfg>;
-  static constexpr std::int64_t H = Cfg::heads, Dh = Cfg::head_dim, cap = Cfg::positions;
+  using outs = gpt2_outputs;
+  static constexpr int L = Cfg::layers;
+  static constexpr std::int64_t H = Cfg::heads, Dh = Cfg::head_dim, cap = Cfg::positions,
+                                D = Cfg::d;
 
-  template <std::int64_t T>
-  struct prefill_stage {
-    using program_type = gpt2_prefill_program<Cfg, T>;
-    cpu::executor<program_type> ex{program_type{}};
+  static std::string layer_prefix(int i) { return "h." + std::to_string(i) + "."; }
+
+  // The programs of one length (T tokens; decode: the one-token step): embeddings, one executor
+  // per layer, the head; the hidden state goes back and forth between two buffers.
+  template <class Embed, class Layer, class Head, std::int64_t T>
+  struct stage {
+    cpu::executor<Embed> embed{Embed{}};
+    std::vector<std::unique_ptr<cpu::executor<Layer>>> layers;
+    cpu::executor<Head> head{Head{}};
     tensor<std::int32_t, T> ids;
     tensor<std::int32_t> last;
+    std::array<tensor<float, T, D>, 2> hidden;
     tensor<float, 1, Cfg::vocab> logits;
-    std::vector<tensor<float, H, T, Dh>> kv = std::vector<tensor<float, H, T, Dh>>(
-        std::size_t(2 * Cfg::layers));
     tensor<std::int32_t, 1> argmax;
-    io::checkpoint_binding binding;
+    std::vector<io::checkpoint_binding> weights;
 
-    explicit prefill_stage(const io::safetensors_file& file) {
-      binding = io::bind_checkpoint(ex, file, {.rename = gpt2_checkpoint_name, .convert = true});
-      ex.bind("input_ids", ids);
-      ex.bind("last", last);
-      ex.bind_output(outs::logits, logits);
-      for (int o = 0; o < 2 * Cfg::layers; ++o) ex.bind_output(1 + o, kv[std::size_t(o)]);
-      ex.bind_output(outs::argmax, argmax);
+    explicit stage(const io::safetensors_file& file) {
+      weights.push_back(detail::bind_gpt2_weights(embed, file, "", "the embeddings"));
+      embed.bind("input_ids", ids);
+      embed.bind_output(0, hidden[0]);
+      for (int i = 0; i < L; ++i) {
+        layers.push_back(std::make_unique<cpu::executor<Layer>>(Layer{}));
+        cpu::executor<Layer>& ex = *layers.back();
+        weights.push_back(detail::bind_gpt2_weights(ex, file, layer_prefix(i),
+                                                    "layer " + std::to_string(i)));
+        ex.bind("x", hidden[std::size_t(i % 2)]);
+        ex.bind_output(outs::hidden, hidden[std::size_t((i + 1) % 2)]);
+      }
+      weights.push_back(detail::bind_gpt2_weights(head, file, "", "the LM head"));
+      head.bind("h", hidden[std::size_t(L % 2)]);
+      if constexpr (T > 1) head.bind("last", last);  // T = 1: the one row
+      head.bind_output(outs::logits, logits);
+      head.bind_output(outs::argmax, argmax);
     }
   };
 
+  template <std::int64_t T>
+  struct prefill_stage : stage<gpt2_prefill_embed_program<Cfg, T>,
+                               gpt2_prefill_layer_program<Cfg, T>, gpt2_head_program<Cfg, T>, T> {
+    std::array<tensor<float, H, T, Dh>, 2> kv;
+    explicit prefill_stage(const io::safetensors_file& file)
+        : prefill_stage::stage(file) {
+      for (auto& ex : this->layers) {
+        ex->bind_output(outs::key, kv[0]);
+        ex->bind_output(outs::value, kv[1]);
+      }
+    }
+  };
+  using decode_stage = stage<gpt2_decode_embed_program<Cfg>, gpt2_decode_layer_program<Cfg>,
+                             gpt2_head_program<Cfg, 1>, 1>;
+
  public:
   using config = Cfg;
-  using decode_program = gpt2_decode_program<Cfg>;
 
+  // Binds `file` to every program (a checkpoint_error names the program and every tensor at
+  // fault).
   explicit gpt2_generator(const io::safetensors_file& file)
-      : prefill_{std::make_unique<prefill_stage<Buckets>>(file)...} {
-    binding_ = io::bind_checkpoint(decode_, file, {.rename = gpt2_checkpoint_name, .convert = true});
-    decode_.bind("input_ids", token_);
-    decode_.bind("pos", pos_);
-    decode_.bind_output(outs::logits, logits_);
-    decode_.bind_output(outs::argmax, argmax_);
+      : prefill_{std::make_unique<prefill_stage<Buckets>>(file)...},
+        decode_(std::make_unique<decode_stage>(file)) {
+    decode_->embed.bind("pos", pos_);
+    for (auto& ex : decode_->layers) ex->bind("pos", pos_);
   }
   gpt2_generator(const gpt2_generator&) = delete;
   gpt2_generator& operator=(const gpt2_generator&) = delete;
 
   static constexpr std::span<const std::int64_t> buckets() { return buckets_; }
   static constexpr std::int64_t max_prompt() { return buckets_.back(); }
+  // The bucket a prompt of n tokens runs in; -1 when none holds it.
+  static constexpr std::int64_t bucket_for(std::int64_t n) {
+    for (std::int64_t b : buckets_)
+      if (b >= n) return b;
+    return -1;
+  }
 
-  // Starts a new sequence: runs the prompt, fills the caches; the logits of its last token.
+  // Starts a new sequence: runs the prompt and fills the caches; the logits of its last token.
   std::span<const float> prefill(std::span<const std::int32_t> prompt) {
     if (prompt.empty()) throw model_error("gpt2: the prompt is empty (give at least one token)");
     if (std::int64_t(prompt.size()) > max_prompt())
       throw model_error("gpt2: the prompt has " + std::to_string(prompt.size()) +
                         " tokens; the largest prefill bucket holds " +
-                        std::to_string(max_prompt()) + " (n_positions " + std::to_string(cap) + ")");
-    for (std::size_t i = 0; i < prompt.size(); ++i) check_token(prompt[i], "prompt token " + std::to_string(i));
+                        std::to_string(max_prompt()) + " (n_positions " + std::to_string(cap) +
+                        ")");
+    for (std::size_t i = 0; i < prompt.size(); ++i)
+      check_token(prompt[i], "prompt token " + std::to_string(i));
+    length_ = 0;
     bool done = false;
     std::apply([&](auto&... st) { (run_prefill(*st, prompt, done), ...); }, prefill_);
     length_ = std::int64_t(prompt.size());
-    return {logits_.data(), std::size_t(Cfg::vocab)};
+    return {logits_->data(), std::size_t(Cfg::vocab)};
   }
 
   // Feeds `token` at position length(); the logits of the next one.
@@ -118,30 +177,34 @@ class gpt2_generator {
       throw model_error("gpt2: the context is full: the cache holds n_positions = " +
                         std::to_string(cap) + " tokens");
     check_token(token, "token");
-    token_[0] = token;
+    decode_stage& d = *decode_;
+    d.ids[0] = token;
     pos_[0] = std::int32_t(length_);
-    decode_.run();
+    d.embed.run();
+    for (auto& ex : d.layers) ex->run();
+    d.head.run();
+    logits_ = &d.logits;
+    argmax_ = d.argmax[0];
     ++length_;
-    return {logits_.data(), std::size_t(Cfg::vocab)};
+    return {logits_->data(), std::size_t(Cfg::vocab)};
   }
 
   // The argmax of the last logits (the greedy choice; the lowest id among equal maxima).
-  std::int32_t greedy() const { return argmax_[0]; }
+  std::int32_t greedy() const { return argmax_; }
   // Tokens in the cache.
   std::int64_t length() const { return length_; }
-  // The bucket a prompt of n tokens runs in.
-  static std::int64_t bucket_for(std::int64_t n) {
-    for (std::int64_t b : buckets_)
-      if (b >= n) return b;
-    return -1;
+  // Kernels that fell back to the interpreter over the decode step's programs (0: none).
+  int interpreted_groups() const {
+    int n = decode_->embed.stats().interpreted_groups + decode_->head.stats().interpreted_groups;
+    for (const auto& ex : decode_->layers) n += ex->stats().interpreted_groups;
+    return n;
   }
-  const cpu::executor<decode_program>& decode_executor() const { return decode_; }
 
  private:
   void check_token(std::int32_t t, const std::string& what) const {
     if (t < 0 || t >= Cfg::vocab)
-      throw model_error("gpt2: " + what + " is " + std::to_string(t) + ", outside the vocabulary [0, " +
-                        std::to_string(Cfg::vocab) + ")");
+      throw model_error("gpt2: " + what + " is " + std::to_string(t) +
+                        ", outside the vocabulary [0, " + std::to_string(Cfg::vocab) + ")");
   }
 
   template <std::int64_t T>
@@ -151,28 +214,29 @@ class gpt2_generator {
     const std::int64_t n = std::int64_t(prompt.size());
     for (std::int64_t i = 0; i < T; ++i) st.ids[i] = i < n ? prompt[std::size_t(i)] : 0;
     st.last[0] = std::int32_t(n - 1);
-    st.ex.run();
-    std::copy_n(st.logits.data(), Cfg::vocab, logits_.data());
-    argmax_[0] = st.argmax[0];
-    decode_.reset_states();
-    for (int layer = 0; layer < Cfg::layers; ++layer)
+    st.embed.run();
+    for (int i = 0; i < L; ++i) {
+      st.layers[std::size_t(i)]->run();
+      auto& dec = *decode_->layers[std::size_t(i)];
+      dec.reset_states();
       for (int which = 0; which < 2; ++which) {
-        const std::string name = std::string(gpt2_layer_prefix(layer).view()) +
-                                 (which ? ".attn.v_cache" : ".attn.k_cache");
-        float* cache = static_cast<float*>(decode_.state(name).data);
-        const float* rows = st.kv[std::size_t(2 * layer + which)].data();
+        float* cache =
+            static_cast<float*>(dec.state(which ? "attn.v_cache" : "attn.k_cache").data);
+        const float* rows = st.kv[std::size_t(which)].data();
         for (std::int64_t h = 0; h < H; ++h)
           std::memcpy(cache + h * cap * Dh, rows + h * T * Dh, std::size_t(n * Dh) * sizeof(float));
       }
+    }
+    st.head.run();
+    logits_ = &st.logits;
+    argmax_ = st.argmax[0];
   }
 
   std::tuple<std::unique_ptr<prefill_stage<Buckets>>...> prefill_;
-  cpu::executor<decode_program> decode_{decode_program{}};
-  io::checkpoint_binding binding_;
-  tensor<std::int32_t, 1> token_;
+  std::unique_ptr<decode_stage> decode_;
   tensor<std::int32_t> pos_;
-  tensor<float, 1, Cfg::vocab> logits_;
-  tensor<std::int32_t, 1> argmax_;
+  const tensor<float, 1, Cfg::vocab>* logits_ = nullptr;
+  std::int32_t argmax_ = -1;
   std::int64_t length_ = 0;
 };
 
