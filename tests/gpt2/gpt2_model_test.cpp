@@ -69,13 +69,14 @@ TEST_CASE("the decode step and every prefill bucket run as generated kernels, no
       CHECK(lp.desc[std::size_t(gi)].att.kv_len >= 0);  // stops at pos + 1, not the capacity
     }
   CHECK(attention == 1);
-  CHECK(fd::cpu::executor<fm::gpt2_decode_embed_program<small_cfg>>::kernels_plan().n_refused ==
-        0);
+  CHECK(fd::cpu::executor<fm::gpt2_decode_embed_program<small_cfg>>::kernels_plan().n_refused == 0);
   CHECK(fd::cpu::executor<fm::gpt2_head_program<small_cfg, 1>>::kernels_plan().n_refused == 0);
-  CHECK(fd::cpu::executor<fm::gpt2_prefill_layer_program<small_cfg, 32>>::kernels_plan()
-            .n_refused == 0);
-  CHECK(fd::cpu::executor<fm::gpt2_prefill_embed_program<small_cfg, 128>>::kernels_plan()
-            .n_refused == 0);
+  CHECK(
+      fd::cpu::executor<fm::gpt2_prefill_layer_program<small_cfg, 32>>::kernels_plan().n_refused ==
+      0);
+  CHECK(
+      fd::cpu::executor<fm::gpt2_prefill_embed_program<small_cfg, 128>>::kernels_plan().n_refused ==
+      0);
   CHECK(fd::cpu::executor<fm::gpt2_head_program<small_cfg, 128>>::kernels_plan().n_refused == 0);
 }
 
@@ -114,11 +115,29 @@ TEST_CASE("greedy decoding feeding back its own tokens gives transformers' 64 to
   CHECK(got == ids);
 }
 
+TEST_CASE("truncate rewinds the sequence: the steps after it match transformers again") {
+  model m("model.safetensors");
+  const auto ids = read_ids("generated_ids.npy");
+  const auto step_logits = read_floats("step_logits.npy", 64);
+  m.gen->prefill(read_ids("prompt_ids.npy"));
+  for (int k = 1; k < 10; ++k) m.gen->step(ids[std::size_t(k - 1)]);
+  m.gen->truncate(20);
+  CHECK(m.gen->length() == 20);
+  for (int k = 1; k < 4; ++k)
+    CHECK(max_diff(m.gen->step(ids[std::size_t(k - 1)]), step_logits.data() + k * V) <= 1e-3);
+  CHECK_THROWS_WITH_AS(m.gen->truncate(24),
+                       "gpt2: truncate to 24 tokens: the cache holds 23 (keep 1 to that many)",
+                       fm::model_error);
+  CHECK_THROWS_WITH_AS(m.gen->truncate(0),
+                       "gpt2: truncate to 0 tokens: the cache holds 23 (keep 1 to that many)",
+                       fm::model_error);
+}
+
 TEST_CASE("prompts of 5, 12, 23 and 37 tokens, in three buckets, decode as transformers does") {
   std::ifstream in(dir + "/batch.json", std::ios::binary);
   REQUIRE(in);
-  const auto b = nlohmann::json::parse(std::istreambuf_iterator<char>(in),
-                                       std::istreambuf_iterator<char>());
+  const auto b =
+      nlohmann::json::parse(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   model m("model.safetensors");
   for (std::size_t s = 0; s < b["prompts"].size(); ++s) {
     const auto prompt = b["prompts"][s].get<std::vector<std::int32_t>>();

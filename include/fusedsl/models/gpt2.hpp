@@ -58,7 +58,8 @@ struct gpt2_config {
   // cached position over all layers (keys and values, f32).
   static constexpr double weight_bytes() {
     const double dd = double(D), f = double(Inner);
-    const double per_layer = dd * 3 * dd + 3 * dd + dd * dd + dd + dd * f + f + f * dd + dd + 4 * dd;
+    const double per_layer =
+        dd * 3 * dd + 3 * dd + dd * dd + dd + dd * f + f + f * dd + dd + 4 * dd;
     return (double(Layers) * per_layer + double(Vocab) * dd + 2 * dd) * double(sizeof(W));
   }
   static constexpr double cache_bytes_per_position() { return 2.0 * Layers * double(D) * 4; }
@@ -179,13 +180,11 @@ constexpr int emit_gpt2_decode_layer(builder& b, int x, int pos) {
 namespace detail {
 
 template <class Cfg, std::int64_t T>
-struct gpt2_prefill_embed_node
-    : expr::node_base<expr::input_t<"input_ids", std::int32_t, T>> {
+struct gpt2_prefill_embed_node : expr::node_base<expr::input_t<"input_ids", std::int32_t, T>> {
   static constexpr dtype type = dtype::f32;
   static constexpr dims shape = make_dims(T, Cfg::d);
   static constexpr int emit(builder& b, std::array<int, 1> x) {
-    return emit_gpt2_embeddings(b, x[0], -1, Cfg::vocab, Cfg::positions, Cfg::d,
-                                Cfg::weight_dtype);
+    return emit_gpt2_embeddings(b, x[0], -1, Cfg::vocab, Cfg::positions, Cfg::d, Cfg::weight_dtype);
   }
 };
 

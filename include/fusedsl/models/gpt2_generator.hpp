@@ -102,8 +102,8 @@ class gpt2_generator {
       for (int i = 0; i < L; ++i) {
         layers.push_back(std::make_unique<cpu::executor<Layer>>(Layer{}));
         cpu::executor<Layer>& ex = *layers.back();
-        weights.push_back(detail::bind_gpt2_weights(ex, file, layer_prefix(i),
-                                                    "layer " + std::to_string(i)));
+        weights.push_back(
+            detail::bind_gpt2_weights(ex, file, layer_prefix(i), "layer " + std::to_string(i)));
         ex.bind("x", hidden[std::size_t(i % 2)]);
         ex.bind_output(outs::hidden, hidden[std::size_t((i + 1) % 2)]);
       }
@@ -119,8 +119,7 @@ class gpt2_generator {
   struct prefill_stage : stage<gpt2_prefill_embed_program<Cfg, T>,
                                gpt2_prefill_layer_program<Cfg, T>, gpt2_head_program<Cfg, T>, T> {
     std::array<tensor<float, H, T, Dh>, 2> kv;
-    explicit prefill_stage(const io::safetensors_file& file)
-        : prefill_stage::stage(file) {
+    explicit prefill_stage(const io::safetensors_file& file) : prefill_stage::stage(file) {
       for (auto& ex : this->layers) {
         ex->bind_output(outs::key, kv[0]);
         ex->bind_output(outs::value, kv[1]);
@@ -189,6 +188,14 @@ class gpt2_generator {
     return {logits_->data(), std::size_t(Cfg::vocab)};
   }
 
+  // Drops the tokens after the first n (1 <= n <= length()): the next step runs at position n.
+  void truncate(std::int64_t n) {
+    if (n < 1 || n > length_)
+      throw model_error("gpt2: truncate to " + std::to_string(n) + " tokens: the cache holds " +
+                        std::to_string(length_) + " (keep 1 to that many)");
+    length_ = n;
+  }
+
   // The argmax of the last logits (the greedy choice; the lowest id among equal maxima).
   std::int32_t greedy() const { return argmax_; }
   // Tokens in the cache.
@@ -220,8 +227,7 @@ class gpt2_generator {
       auto& dec = *decode_->layers[std::size_t(i)];
       dec.reset_states();
       for (int which = 0; which < 2; ++which) {
-        float* cache =
-            static_cast<float*>(dec.state(which ? "attn.v_cache" : "attn.k_cache").data);
+        float* cache = static_cast<float*>(dec.state(which ? "attn.v_cache" : "attn.k_cache").data);
         const float* rows = st.kv[std::size_t(which)].data();
         for (std::int64_t h = 0; h < H; ++h)
           std::memcpy(cache + h * cap * Dh, rows + h * T * Dh, std::size_t(n * Dh) * sizeof(float));

@@ -1,0 +1,188 @@
+// GPT-2 small (12 layers, 768 wide, 12 heads, vocab 50257, 1024 positions) decoding one sequence
+// with its KV cache (models/gpt2_generator.hpp), one thread, random weights N(0, 0.02) written as
+// a safetensors checkpoint in memory. Ratios measured in one run:
+//   stream_copy               a STREAM-like copy of two 512 MiB f32 arrays: the memory bandwidth
+//                             (bytes read + written per second), measured first
+//   decode/ctx:N/weights:W    one decode step with N tokens in the cache, W = f32 or bf16 weights
+//   prefill/len:512           the prompt's forward pass over a bucket of 512 tokens
+// Counters:
+//   tokens_per_second
+//   bytes_per_token           weight bytes (the LM head's table once) + cache bytes read (keys and
+//                             values of every layer at N + 1 positions)
+//   roofline_fraction         bytes_per_token / time over the stream_copy bandwidth
+//   peak_fraction             prefill: matmul FLOPs (causal attention counted in full) over time
+//                             over the FMA peak measured at start-up
+// Run: build/release/benchmarks/model/gpt2_decode_bench --benchmark_out=gpt2_decode.json
+//        --benchmark_out_format=json
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fma_peak.hpp"
+#include "fusedsl/io/safetensors_writer.hpp"
+#include "fusedsl/models/gpt2_generator.hpp"
+
+namespace fd = fusedsl;
+namespace fm = fusedsl::models;
+
+namespace {
+
+double g_bandwidth = 0;  // bytes / s of stream_copy
+double g_peak = 0;
+
+using small_f32 = fm::gpt2_small_config;
+using small_bf16 = fm::gpt2_config<12, 768, 12, 50257, 1024, fd::bf16>;
+
+// GPT-2 small's tensors under their Hugging Face names, N(0, 0.02) (LayerNorm weights 1).
+struct checkpoint {
+  std::string bytes;
+  fd::io::safetensors_file file;
+  static std::string make() {
+    constexpr std::int64_t D = 768, F = 3072, V = 50257, P = 1024;
+    std::vector<std::pair<std::string, std::vector<std::int64_t>>> shapes = {
+        {"wte.weight", {V, D}}, {"wpe.weight", {P, D}}, {"ln_f.weight", {D}}, {"ln_f.bias", {D}}};
+    for (int i = 0; i < 12; ++i) {
+      const std::string h = "h." + std::to_string(i) + ".";
+      for (const char* ln : {"ln_1", "ln_2"}) {
+        shapes.push_back({h + ln + ".weight", {D}});
+        shapes.push_back({h + ln + ".bias", {D}});
+      }
+      shapes.push_back({h + "attn.c_attn.weight", {D, 3 * D}});
+      shapes.push_back({h + "attn.c_attn.bias", {3 * D}});
+      shapes.push_back({h + "attn.c_proj.weight", {D, D}});
+      shapes.push_back({h + "attn.c_proj.bias", {D}});
+      shapes.push_back({h + "mlp.c_fc.weight", {D, F}});
+      shapes.push_back({h + "mlp.c_fc.bias", {F}});
+      shapes.push_back({h + "mlp.c_proj.weight", {F, D}});
+      shapes.push_back({h + "mlp.c_proj.bias", {D}});
+    }
+    std::mt19937 rng(1);
+    std::normal_distribution<float> nd(0.0f, 0.02f);
+    std::vector<std::vector<float>> values;
+    values.reserve(shapes.size());
+    std::vector<fd::io::safetensors_entry> entries;
+    for (const auto& [name, shape] : shapes) {
+      std::int64_t n = 1;
+      for (std::int64_t s : shape) n *= s;
+      std::vector<float> v(static_cast<std::size_t>(n));
+      const bool gain = name.find("ln_") != std::string::npos && name.ends_with(".weight");
+      for (float& x : v) x = gain ? 1.0f : nd(rng);
+      values.push_back(std::move(v));
+      entries.push_back(
+          fd::io::make_safetensors_entry(name, std::span<const float>(values.back()), shape));
+    }
+    return fd::io::serialize_safetensors(entries);
+  }
+  checkpoint()
+      : bytes(make()),
+        file(fd::io::safetensors_file::parse(
+            std::as_bytes(std::span<const char>(bytes.data(), bytes.size())), "gpt2-small")) {}
+};
+
+checkpoint& weights() {
+  static checkpoint c;
+  return c;
+}
+
+template <class Cfg>
+auto& generator() {
+  static auto g = std::make_unique<fm::gpt2_generator<Cfg, 128, 512, 1024>>(weights().file);
+  return *g;
+}
+
+void stream_copy(benchmark::State& state) {
+  const std::size_t n = std::size_t(1) << 27;  // 512 MiB of f32 each
+  std::vector<float> a(n, 1.0f), b(n, 0.0f);
+  for (auto _ : state) {
+    std::memcpy(b.data(), a.data(), n * sizeof(float));
+    benchmark::DoNotOptimize(b.data());
+    benchmark::ClobberMemory();
+  }
+  const double bytes = 2.0 * double(n) * sizeof(float);
+  state.counters["bytes_per_second"] =
+      benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel("read + write");
+}
+
+// The rate of the copy, measured here once for the decode cases' counters.
+double measure_bandwidth() {
+  const std::size_t n = std::size_t(1) << 27;
+  std::vector<float> a(n, 1.0f), b(n, 0.0f);
+  double best = 0;
+  for (int r = 0; r < 5; ++r) {
+    const double t0 = fusedsl_bench::wall_seconds();
+    std::memcpy(b.data(), a.data(), n * sizeof(float));
+    benchmark::DoNotOptimize(b.data());
+    const double t = fusedsl_bench::wall_seconds() - t0;
+    best = std::max(best, 2.0 * double(n) * sizeof(float) / t);
+  }
+  return best;
+}
+
+template <class Cfg>
+void decode(benchmark::State& state) {
+  auto& g = generator<Cfg>();
+  const std::int64_t ctx = state.range(0);
+  std::vector<std::int32_t> prompt(static_cast<std::size_t>(ctx));
+  for (std::size_t i = 0; i < prompt.size(); ++i) prompt[i] = std::int32_t((i * 7919) % 50257);
+  g.prefill(prompt);
+  for (auto _ : state) {
+    g.truncate(ctx);
+    benchmark::DoNotOptimize(g.step(464).data());
+  }
+  const double bytes = Cfg::weight_bytes() + Cfg::cache_bytes_per_position() * double(ctx + 1);
+  state.counters["tokens_per_second"] =
+      benchmark::Counter(1, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["bytes_per_token"] = bytes;
+  state.counters["bandwidth"] = g_bandwidth;
+  state.counters["roofline_fraction"] =
+      benchmark::Counter(bytes / g_bandwidth, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["interpreted_groups"] = g.interpreted_groups();
+}
+
+void prefill(benchmark::State& state) {
+  auto& g = generator<small_f32>();
+  const std::int64_t len = state.range(0);
+  std::vector<std::int32_t> prompt(static_cast<std::size_t>(len));
+  for (std::size_t i = 0; i < prompt.size(); ++i) prompt[i] = std::int32_t((i * 7919) % 50257);
+  for (auto _ : state) benchmark::DoNotOptimize(g.prefill(prompt).data());
+  const double d = 768, f = 3072, t = double(len);
+  const double flops =
+      12 * (2 * t * d * 3 * d + 2 * t * d * d + 2 * t * d * f * 2 + 2 * 2 * t * t * d) +
+      2 * d * 50257;
+  state.counters["peak_fraction"] = benchmark::Counter(flops / g_peak, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["peak_gflops"] = g_peak / 1e9;
+}
+
+}  // namespace
+
+BENCHMARK(stream_copy)->Unit(benchmark::kMillisecond)->MinTime(0.5);
+BENCHMARK(decode<small_f32>)
+    ->Name("decode/weights:f32")
+    ->ArgName("ctx")
+    ->Arg(128)
+    ->Arg(1024 - 1)
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(1.0);
+BENCHMARK(decode<small_bf16>)
+    ->Name("decode/weights:bf16")
+    ->ArgName("ctx")
+    ->Arg(128)
+    ->Arg(1024 - 1)
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(1.0);
+BENCHMARK(prefill)->ArgName("len")->Arg(512)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  g_bandwidth = measure_bandwidth();
+  g_peak = fusedsl_bench::measure_fma_peak();
+  benchmark::AddCustomContext("stream_copy_bytes_per_second", std::to_string(g_bandwidth));
+  benchmark::AddCustomContext("fma_peak_gflops", std::to_string(g_peak / 1e9));
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+}

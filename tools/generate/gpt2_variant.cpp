@@ -1,0 +1,59 @@
+// One GPT-2 shape of fusedsl-generate: FUSEDSL_GPT2_ID (small, medium, tiny) selects it.
+#include "fusedsl/models/gpt2_generator.hpp"
+#include "gpt2_variants.hpp"
+
+namespace fusedsl::tools {
+namespace {
+
+namespace fm = fusedsl::models;
+
+#define FUSEDSL_ID_small 1
+#define FUSEDSL_ID_medium 2
+#define FUSEDSL_ID_tiny 3
+#define FUSEDSL_CAT2(a, b) a##b
+#define FUSEDSL_CAT(a, b) FUSEDSL_CAT2(a, b)
+#define FUSEDSL_ID FUSEDSL_CAT(FUSEDSL_ID_, FUSEDSL_GPT2_ID)
+
+#if FUSEDSL_ID == 1
+constexpr std::string_view name = "gpt2 (small)";
+using generator = fm::gpt2_generator<fm::gpt2_small_config, 64, 256, 1024>;
+#elif FUSEDSL_ID == 2
+constexpr std::string_view name = "gpt2-medium";
+using generator = fm::gpt2_generator<fm::gpt2_medium_config, 64, 256, 1024>;
+#elif FUSEDSL_ID == 3
+// The test suite's model (tests/models/data/gpt2_small_test).
+constexpr std::string_view name = "tiny (the test model)";
+using generator = fm::gpt2_generator<fm::gpt2_config<2, 64, 4, 512, 128>, 16, 32, 128>;
+#else
+#error "FUSEDSL_GPT2_ID must be small, medium or tiny"
+#endif
+
+class runner final : public gpt2_runner {
+ public:
+  explicit runner(const io::safetensors_file& file) : gen_(file) {}
+  std::span<const float> prefill(std::span<const std::int32_t> prompt) override {
+    return gen_.prefill(prompt);
+  }
+  std::span<const float> step(std::int32_t token) override { return gen_.step(token); }
+  std::int32_t greedy() const override { return gen_.greedy(); }
+  std::int64_t length() const override { return gen_.length(); }
+
+ private:
+  generator gen_;
+};
+
+using cfg = generator::config;
+
+}  // namespace
+
+const gpt2_variant& FUSEDSL_CAT(gpt2_variant_, FUSEDSL_GPT2_ID)() {
+  static const gpt2_variant v{
+      name,      cfg::layers,           cfg::d, cfg::heads, cfg::vocab, cfg::positions, cfg::inner,
+      generator::max_prompt(),
+      [](const io::safetensors_file& f) -> std::unique_ptr<gpt2_runner> {
+        return std::make_unique<runner>(f);
+      }};
+  return v;
+}
+
+}  // namespace fusedsl::tools
