@@ -159,7 +159,9 @@ std::vector<std::int32_t> parse_ids(const std::string& flag, const std::string& 
 }
 
 // A uniform double in [0, 1) from 53 bits of the generator (the same on every platform).
-double uniform(std::mt19937_64& rng) { return double(rng() >> 11) * 0x1.0p-53; }
+double uniform(std::mt19937_64& rng) {
+  return double(rng() >> 11) * 0x1.0p-53;
+}
 
 // The next token: softmax(logits / t) over the k most likely (ties by lower id), drawn with rng.
 std::int32_t sample(std::span<const float> logits, double t, long k, std::mt19937_64& rng) {
@@ -199,19 +201,29 @@ int run(int argc, char** argv) {
       if (i + 1 >= args.size()) throw usage_error(a + " needs a value");
       return args[++i];
     };
-    if (a == "--prompt") prompt = value(), have_prompt = true;
-    else if (a == "--prompt-ids") prompt_ids = parse_ids(a, value()), have_ids = true;
-    else if (a == "--max-tokens") max_tokens = parse_int(a, value(), 1);
-    else if (a == "--temperature") temperature = parse_real(a, value());
-    else if (a == "--top-k") top_k = parse_int(a, value(), 0);
-    else if (a == "--seed") seed = std::uint64_t(parse_int(a, value(), 0));
-    else if (a == "--print-ids") print_ids = true;
+    if (a == "--prompt")
+      prompt = value(), have_prompt = true;
+    else if (a == "--prompt-ids")
+      prompt_ids = parse_ids(a, value()), have_ids = true;
+    else if (a == "--max-tokens")
+      max_tokens = parse_int(a, value(), 1);
+    else if (a == "--temperature")
+      temperature = parse_real(a, value());
+    else if (a == "--top-k")
+      top_k = parse_int(a, value(), 0);
+    else if (a == "--seed")
+      seed = std::uint64_t(parse_int(a, value(), 0));
+    else if (a == "--print-ids")
+      print_ids = true;
     else if (a == "--help" || a == "-h") {
       std::cout << usage;
       return 0;
-    } else if (a.starts_with("--")) throw usage_error("unknown option " + a);
-    else if (dir.empty()) dir = a;
-    else throw usage_error("one checkpoint directory, not two ('" + a + "')");
+    } else if (a.starts_with("--"))
+      throw usage_error("unknown option " + a);
+    else if (dir.empty())
+      dir = a;
+    else
+      throw usage_error("one checkpoint directory, not two ('" + a + "')");
   }
   if (dir.empty()) throw usage_error("no checkpoint directory");
   if (have_prompt == have_ids) throw usage_error("give --prompt or --prompt-ids (one of them)");

@@ -154,7 +154,8 @@ void prefill(benchmark::State& state) {
   const double flops =
       12 * (2 * t * d * 3 * d + 2 * t * d * d + 2 * t * d * f * 2 + 2 * 2 * t * t * d) +
       2 * d * 50257;
-  state.counters["peak_fraction"] = benchmark::Counter(flops / g_peak, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["peak_fraction"] =
+      benchmark::Counter(flops / g_peak, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["peak_gflops"] = g_peak / 1e9;
 }
 

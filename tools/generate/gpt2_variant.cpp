@@ -47,12 +47,17 @@ using cfg = generator::config;
 }  // namespace
 
 const gpt2_variant& FUSEDSL_CAT(gpt2_variant_, FUSEDSL_GPT2_ID)() {
-  static const gpt2_variant v{
-      name,      cfg::layers,           cfg::d, cfg::heads, cfg::vocab, cfg::positions, cfg::inner,
-      generator::max_prompt(),
-      [](const io::safetensors_file& f) -> std::unique_ptr<gpt2_runner> {
-        return std::make_unique<runner>(f);
-      }};
+  static const gpt2_variant v{name,
+                              cfg::layers,
+                              cfg::d,
+                              cfg::heads,
+                              cfg::vocab,
+                              cfg::positions,
+                              cfg::inner,
+                              generator::max_prompt(),
+                              [](const io::safetensors_file& f) -> std::unique_ptr<gpt2_runner> {
+                                return std::make_unique<runner>(f);
+                              }};
   return v;
 }
 
