@@ -15,17 +15,22 @@ CPU benchmark steps, in this order; the compile-time steps run only when named):
   models    model_bench, 3 repetitions of 1 s (model_bench.json)
   generated generated_bench, 3 repetitions (generated.json)
   footprint footprint_bench: the GPT-2-shaped stack's memory (footprint.json)
+  gpt2_decode  gpt2_decode_bench: GPT-2 small decode and prefill (gpt2_decode.json)
   profile   model_profile for the seed and the medium model (model_profile_<model>.json)
   xla       benchmarks/model/xla_model_bench.py on both models (xla_<model>.json; needs the
             jax venv of scripts/setup-venv and the export_hlo example)
   compile_depth  benchmarks/compile_time/measure.sh (compile_depth.json; with nvcc rows when
                  nvcc is found)
+  hf_gpt2_decode benchmarks/model/hf_gpt2_decode.py: transformers' GPT-2 small decode, the peer of
+                 gpt2_decode (hf_gpt2_decode.json; needs torch and transformers: --torch-python,
+                 default .venv-models/bin/python of scripts/setup-model-venv --reference)
   compile_tu     benchmarks/compile_time/tu_cost.py on the main translation units (compile_tu.json)
   test_suite     ctest --preset ci (test_suite.xml, JUnit; test_suite.json: wall time, load)
 
 Build the binaries first (a Release build: the `ci` or `release` preset):
   cmake --build build/ci --target cpu_gemm_bench cpu_attention_bench cpu_row_bench \
-      cpu_clock_bench model_bench generated_bench footprint_bench model_profile export_hlo -j2
+      cpu_clock_bench model_bench generated_bench footprint_bench gpt2_decode_bench model_profile \
+      export_hlo -j2
 Steps append to an existing manifest.json (a step run again replaces its entry).
 """
 
@@ -41,8 +46,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 CPU_STEPS = ["targets", "gemm", "attention", "row", "clock", "models", "generated", "footprint",
-             "profile", "xla"]
-OTHER_STEPS = ["compile_depth", "compile_tu", "test_suite"]
+             "gpt2_decode", "profile", "xla"]
+OTHER_STEPS = ["hf_gpt2_decode", "compile_depth", "compile_tu", "test_suite"]
 
 # The translation units whose compile time and memory docs/compile-time.md reports: the examples
 # a user starts from, the tool, the heaviest test of each layer, the model benchmark, and the
@@ -173,6 +178,14 @@ def step(name, args, out):
         with open(os.path.join(out, "footprint.json"), "w") as f:
             json.dump(json.loads(text.strip().splitlines()[-1]), f, indent=1)
         return [cmd], ["footprint.json"]
+    if name == "gpt2_decode":
+        cmd = gbench(b, "benchmarks/model/gpt2_decode_bench", os.path.join(out, "gpt2_decode.json"))
+        return [cmd], ["gpt2_decode.json"]
+    if name == "hf_gpt2_decode":
+        cmd = [args.torch_python, os.path.join(HERE, "model/hf_gpt2_decode.py"), "--out",
+               os.path.join(out, "hf_gpt2_decode.json")]
+        run(cmd, stdout=subprocess.DEVNULL)
+        return [cmd], ["hf_gpt2_decode.json"]
     if name == "profile":
         cmds, files = [], []
         for model, calls in (("seed", "100"), ("medium", "3")):
@@ -234,6 +247,8 @@ def main(argv=None):
     p.add_argument("--out", required=True, help="benchmarks/results/<date>-<machine>")
     p.add_argument("--python", default=os.path.join(REPO, ".venv", "bin", "python"),
                    help="the jax venv's python, for the xla step")
+    p.add_argument("--torch-python", default=os.path.join(REPO, ".venv-models", "bin", "python"),
+                   help="a python with torch and transformers, for the hf_gpt2_decode step")
     p.add_argument("--note", default="", help="a note kept in the manifest (what else ran)")
     p.add_argument("steps", nargs="*", help="steps to run (default: " + " ".join(CPU_STEPS) + ")")
     args = p.parse_args(argv)
