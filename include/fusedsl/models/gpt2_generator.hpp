@@ -160,8 +160,7 @@ class gpt2_generator {
                         " tokens; the largest prefill bucket holds " +
                         std::to_string(max_prompt()) + " (n_positions " + std::to_string(cap) +
                         ")");
-    for (std::size_t i = 0; i < prompt.size(); ++i)
-      check_token(prompt[i], "prompt token " + std::to_string(i));
+    for (std::size_t i = 0; i < prompt.size(); ++i) check_token(prompt[i], std::int64_t(i));
     length_ = 0;
     bool done = false;
     std::apply([&](auto&... st) { (run_prefill(*st, prompt, done), ...); }, prefill_);
@@ -175,7 +174,7 @@ class gpt2_generator {
     if (length_ >= cap)
       throw model_error("gpt2: the context is full: the cache holds n_positions = " +
                         std::to_string(cap) + " tokens");
-    check_token(token, "token");
+    check_token(token);
     decode_stage& d = *decode_;
     d.ids[0] = token;
     pos_[0] = std::int32_t(length_);
@@ -208,10 +207,13 @@ class gpt2_generator {
   }
 
  private:
-  void check_token(std::int32_t t, const std::string& what) const {
-    if (t < 0 || t >= Cfg::vocab)
-      throw model_error("gpt2: " + what + " is " + std::to_string(t) +
-                        ", outside the vocabulary [0, " + std::to_string(Cfg::vocab) + ")");
+  // index: the token's place in the prompt, or -1 for a decode step's token. The message is built
+  // only when the token is bad.
+  void check_token(std::int32_t t, std::int64_t index = -1) const {
+    if (t >= 0 && t < Cfg::vocab) return;
+    const std::string what = index < 0 ? "token" : "prompt token " + std::to_string(index);
+    throw model_error("gpt2: " + what + " is " + std::to_string(t) +
+                      ", outside the vocabulary [0, " + std::to_string(Cfg::vocab) + ")");
   }
 
   template <std::int64_t T>
