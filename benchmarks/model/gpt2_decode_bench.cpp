@@ -4,11 +4,15 @@
 //   stream_copy               a STREAM-like copy of two 512 MiB f32 arrays: the memory bandwidth
 //                             (bytes read + written per second), measured first
 //   decode/ctx:N/weights:W    one decode step with N tokens in the cache, W = f32 or bf16 weights
+//   decode_paged/batch:B/ctx:N  one paged batch step (models/gpt2_paged.hpp) of B sequences with
+//                             N tokens each in pages of 16 positions (f32 weights); its
+//                             tokens_per_second counts the B tokens
 //   prefill/len:512           the prompt's forward pass over a bucket of 512 tokens
 // Counters:
 //   tokens_per_second
 //   bytes_per_token           weight bytes (the LM head's table once) + cache bytes read (keys and
-//                             values of every layer at N + 1 positions)
+//                             values of every layer at N + 1 positions); paged: bytes_per_step,
+//                             the weights once and every sequence's cache
 //   roofline_fraction         bytes_per_token / time over the stream_copy bandwidth
 //   peak_fraction             prefill: matmul FLOPs (causal attention counted in full) over time
 //                             over the FMA peak measured at start-up
@@ -25,6 +29,7 @@
 #include "fma_peak.hpp"
 #include "fusedsl/io/safetensors_writer.hpp"
 #include "fusedsl/models/gpt2_generator.hpp"
+#include "fusedsl/models/gpt2_paged.hpp"
 
 namespace fd = fusedsl;
 namespace fm = fusedsl::models;
@@ -144,6 +149,39 @@ void decode(benchmark::State& state) {
   state.counters["interpreted_groups"] = g.interpreted_groups();
 }
 
+// 8 sequences of up to 160 positions, pages of 16 positions, a pool of 80 pages.
+using paged_f32 = fm::gpt2_paged_decoder<small_f32, 8, 160, 16, 80, 128>;
+
+void decode_paged(benchmark::State& state) {
+  static auto dec = std::make_unique<paged_f32>(weights().file);
+  const std::int64_t batch = state.range(0), ctx = state.range(1);
+  std::vector<std::int32_t> prompt(static_cast<std::size_t>(ctx));
+  std::vector<std::vector<std::int32_t>> pages(static_cast<std::size_t>(batch));
+  std::vector<paged_f32::row> rows;
+  for (std::int64_t s = 0; s < batch; ++s) {
+    // Sequence s owns pages s, s + B, s + 2B, ...: interleaved through the pool.
+    for (std::int64_t j = 0; j < paged_f32::pages_for(ctx + 1); ++j)
+      pages[std::size_t(s)].push_back(std::int32_t(s + j * batch));
+    for (std::size_t i = 0; i < prompt.size(); ++i)
+      prompt[i] = std::int32_t((i * 7919 + std::size_t(s) * 31) % 50257);
+    dec->prefill(prompt, pages[std::size_t(s)]);
+    rows.push_back({464, ctx, pages[std::size_t(s)]});
+  }
+  for (auto _ : state) {
+    dec->step(rows);  // position ctx again each time: the same cost every step
+    benchmark::DoNotOptimize(dec->logits(0).data());
+  }
+  const double bytes = small_f32::weight_bytes() +
+                       double(batch) * small_f32::cache_bytes_per_position() * double(ctx + 1);
+  state.counters["tokens_per_second"] =
+      benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["bytes_per_step"] = bytes;
+  state.counters["bandwidth"] = g_bandwidth;
+  state.counters["roofline_fraction"] =
+      benchmark::Counter(bytes / g_bandwidth, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["interpreted_groups"] = dec->interpreted_groups();
+}
+
 void prefill(benchmark::State& state) {
   auto& g = generator<small_f32>();
   const std::int64_t len = state.range(0);
@@ -174,6 +212,12 @@ BENCHMARK(decode<small_bf16>)
     ->ArgName("ctx")
     ->Arg(128)
     ->Arg(1024 - 1)
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(1.0);
+BENCHMARK(decode_paged)
+    ->ArgNames({"batch", "ctx"})
+    ->Args({8, 128})
+    ->Args({1, 128})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(1.0);
 BENCHMARK(prefill)->ArgName("len")->Arg(512)->Unit(benchmark::kMillisecond)->MinTime(2.0);

@@ -14,39 +14,17 @@
 #include <string>
 #include <vector>
 
-#include "fusedsl/io/npy.hpp"
 #include "fusedsl/models/gpt2_generator.hpp"
+#include "reference.hpp"
 
 namespace fd = fusedsl;
 namespace fm = fusedsl::models;
 
 namespace {
 
-const std::string dir = FUSEDSL_GPT2_SMALL_TEST_DATA;
+using namespace gpt2_reference;
 
-using small_cfg = fm::gpt2_config<2, 64, 4, 512, 128>;
 using generator = fm::gpt2_generator<small_cfg, 16, 32, 128>;
-constexpr std::int64_t V = small_cfg::vocab;
-
-std::vector<float> read_floats(const std::string& name, std::int64_t rows) {
-  const fd::io::npy_array a = fd::io::read_npy(dir + "/" + name);
-  REQUIRE(a.shape == std::vector<std::int64_t>{rows, V});
-  return a.values<float>();
-}
-std::vector<std::int32_t> read_ids(const std::string& name) {
-  const auto v = fd::io::read_npy(dir + "/" + name).values<std::int64_t>();
-  return {v.begin(), v.end()};
-}
-
-// The largest |a - b|; NaN when either holds a NaN or an infinity where the other does not.
-double max_diff(std::span<const float> a, const float* b) {
-  double m = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double d = std::fabs(double(a[i]) - double(b[i]));
-    if (!(d <= m)) m = d;  // NaN sticks
-  }
-  return m;
-}
 
 struct model {
   fd::io::safetensors_file file;
@@ -134,10 +112,7 @@ TEST_CASE("truncate rewinds the sequence: the steps after it match transformers 
 }
 
 TEST_CASE("prompts of 5, 12, 23 and 37 tokens, in three buckets, decode as transformers does") {
-  std::ifstream in(dir + "/batch.json", std::ios::binary);
-  REQUIRE(in);
-  const auto b =
-      nlohmann::json::parse(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  const auto b = read_batch();
   model m("model.safetensors");
   for (std::size_t s = 0; s < b["prompts"].size(); ++s) {
     const auto prompt = b["prompts"][s].get<std::vector<std::int32_t>>();

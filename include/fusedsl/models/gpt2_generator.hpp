@@ -199,6 +199,12 @@ class gpt2_generator {
   std::int32_t greedy() const { return argmax_; }
   // Tokens in the cache.
   std::int64_t length() const { return length_; }
+  // Layer i's cached keys (values: its values) [n_heads, n_positions, head_dim]; positions
+  // 0..length()-1 hold the sequence's.
+  const float* cache(int layer, bool values) {
+    return static_cast<const float*>(
+        decode_->layers[std::size_t(layer)]->state(values ? "attn.v_cache" : "attn.k_cache").data);
+  }
   // Kernels that fell back to the interpreter over the decode step's programs (0: none).
   int interpreted_groups() const {
     int n = decode_->embed.stats().interpreted_groups + decode_->head.stats().interpreted_groups;
