@@ -24,13 +24,17 @@ CPU benchmark steps, in this order; the compile-time steps run only when named):
   hf_gpt2_decode benchmarks/model/hf_gpt2_decode.py: transformers' GPT-2 small decode, the peer of
                  gpt2_decode (hf_gpt2_decode.json; needs torch and transformers: --torch-python,
                  default .venv-models/bin/python of scripts/setup-model-venv --reference)
+  gpt2_small_hf  GPT-2 small with random weights (initializer range 0.06) against transformers:
+                 tests/models/make_gpt2_reference.py gpt2-small (a 20-token prompt, 64 greedy
+                 steps; --torch-python) into the build directory, then gpt2_small_check
+                 (gpt2_small_hf.json)
   compile_tu     benchmarks/compile_time/tu_cost.py on the main translation units (compile_tu.json)
   test_suite     ctest --preset ci (test_suite.xml, JUnit; test_suite.json: wall time, load)
 
 Build the binaries first (a Release build: the `ci` or `release` preset):
   cmake --build build/ci --target cpu_gemm_bench cpu_attention_bench cpu_row_bench \
-      cpu_clock_bench model_bench generated_bench footprint_bench gpt2_decode_bench model_profile \
-      export_hlo -j2
+      cpu_clock_bench model_bench generated_bench footprint_bench gpt2_decode_bench \
+      gpt2_small_check model_profile export_hlo -j2
 Steps append to an existing manifest.json (a step run again replaces its entry).
 """
 
@@ -47,7 +51,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 CPU_STEPS = ["targets", "gemm", "attention", "row", "clock", "models", "generated", "footprint",
              "gpt2_decode", "profile", "xla"]
-OTHER_STEPS = ["hf_gpt2_decode", "compile_depth", "compile_tu", "test_suite"]
+OTHER_STEPS = ["hf_gpt2_decode", "gpt2_small_hf", "compile_depth", "compile_tu", "test_suite"]
 
 # The translation units whose compile time and memory docs/compile-time.md reports: the examples
 # a user starts from, the tool, the heaviest test of each layer, the model benchmark, and the
@@ -186,6 +190,16 @@ def step(name, args, out):
                os.path.join(out, "hf_gpt2_decode.json")]
         run(cmd, stdout=subprocess.DEVNULL)
         return [cmd], ["hf_gpt2_decode.json"]
+    if name == "gpt2_small_hf":
+        model = os.path.join(b, "gpt2_small_hf")
+        cmd = [args.torch_python, os.path.join(REPO, "tests/models/make_gpt2_reference.py"),
+               "gpt2-small", model, "--prompt-len", "20", "--steps", "64",
+               "--initializer-range", "0.06"]
+        run(cmd, stdout=subprocess.DEVNULL)
+        cmd2 = [os.path.join(b, "benchmarks/model/gpt2_small_check"), model, "--json",
+                os.path.join(out, "gpt2_small_hf.json")]
+        run(cmd2)
+        return [cmd, cmd2], ["gpt2_small_hf.json"]
     if name == "profile":
         cmds, files = [], []
         for model, calls in (("seed", "100"), ("medium", "3")):

@@ -202,6 +202,11 @@ TEST_CASE("an exhausted page pool is an error before anything runs; leaving free
   CHECK(cb.free_pages() == 1);
   cb.leave(s2);
   CHECK(cb.free_pages() == 14);
+  // Both enter a new page at position 104; a bad token fails the step before any is taken.
+  CHECK_THROWS_WITH_AS(cb.step(std::vector<batch::feed>{{s0, 1}, {s1, 600}}),
+                       "gpt2 paged: sequence 1: token 600 is outside the vocabulary [0, 512)",
+                       fm::model_error);
+  CHECK(cb.free_pages() == 14);
   cb.step(std::vector<batch::feed>{{s0, 1}, {s1, 1}});
   CHECK(cb.length(s0) == 105);
   CHECK(cb.free_pages() == 12);

@@ -426,6 +426,10 @@ class gpt2_continuous_batch {
       if (s.length >= Ctx)
         throw model_error("gpt2 paged: sequence " + std::to_string(feeds[i].sequence) +
                           " is full: it holds " + std::to_string(Ctx) + " positions");
+      if (feeds[i].token < 0 || feeds[i].token >= Cfg::vocab)
+        throw model_error("gpt2 paged: sequence " + std::to_string(feeds[i].sequence) +
+                          ": token " + std::to_string(feeds[i].token) +
+                          " is outside the vocabulary [0, " + std::to_string(Cfg::vocab) + ")");
       if (s.length % PageSize == 0) ++need;
     }
     require_pages(need);
