@@ -59,16 +59,16 @@ fd::hlo::export_options fused_form() {
   return o;
 }
 
-// Writes program P's module and, when `ex` is given, its entry parameters' values (params from
-// `file` under `prefix`, the rest from `values` by name) and its outputs.
+// Writes program P's module and, when `file` is given, its entry parameters' values (params
+// from `file` under `prefix`, the rest from `values` by name) and its outputs.
 template <class P>
-void write_program(const fs::path& d, fd::cpu::executor<P>* ex = nullptr,
-                   const fd::io::safetensors_file* file = nullptr, const std::string& prefix = "",
+void write_program(const fs::path& d, const fd::io::safetensors_file* file = nullptr,
+                   const std::string& prefix = "",
                    const std::vector<std::pair<std::string, const void*>>& values = {},
                    const std::vector<const void*>& outputs = {}) {
   fs::create_directories(d);
   write_text(d / "module.hlo", fd::hlo::to_text(fd::hlo::to_module(P{}, fused_form())));
-  if (ex == nullptr) return;
+  if (file == nullptr) return;
   const fd::graph::graph_view g(P::graph);
   const auto bs = fd::hlo::export_bindings(g);
   std::string names;
@@ -135,7 +135,7 @@ TEST_CASE("the small reference model's decode step: modules, inputs and the exec
   embed.bind("pos", pos);
   embed.bind_output(0, hidden[0]);
   embed.run();
-  write_program<embed_p>(tiny / "0_embed", &embed, &file, "",
+  write_program<embed_p>(tiny / "0_embed", &file, "",
                          {{"input_ids", token.data()}, {"pos", pos.data()}}, {hidden[0].data()});
 
   for (int i = 0; i < small_cfg::layers; ++i) {
@@ -155,7 +155,7 @@ TEST_CASE("the small reference model's decode step: modules, inputs and the exec
     const std::vector<float> k_before(k.as<float>(), k.as<float>() + k.shape.size()),
         v_before(v.as<float>(), v.as<float>() + v.shape.size());
     ex.run();
-    write_program<layer_p>(d, &ex, &file, prefix,
+    write_program<layer_p>(d, &file, prefix,
                            {{"x", hidden[std::size_t(i)].data()},
                             {"pos", pos.data()},
                             {"attn.k_cache", k_before.data()},
@@ -172,7 +172,7 @@ TEST_CASE("the small reference model's decode step: modules, inputs and the exec
   head.bind_output(fm::gpt2_outputs::argmax, argmax);
   head.run();
   const std::string head_dir = std::to_string(small_cfg::layers + 1) + "_head";
-  write_program<head_p>(tiny / head_dir, &head, &file, "", {{"h", hidden.back().data()}},
+  write_program<head_p>(tiny / head_dir, &file, "", {{"h", hidden.back().data()}},
                         {logits.data(), argmax.data()});
 
   // The executors' step is transformers' step 1 (logits after the prompt and ids[0]).

@@ -232,15 +232,11 @@ class gpt2_paged_decoder {
   // One step for rows.size() sequences (1 to Batch): each row's token at its position, its key
   // and value written into its page for that position, attention over positions 0..position.
   void step(std::span<const row> rows) {
-    if (rows.empty() || std::int64_t(rows.size()) > Batch)
-      throw model_error("gpt2 paged: a step of " + std::to_string(rows.size()) +
-                        " sequences; the batch holds 1 to " + std::to_string(Batch));
+    check_batch(rows.size());
     for (std::size_t r = 0; r < rows.size(); ++r) {
       const row& x = rows[r];
       const std::string who = "row " + std::to_string(r);
-      if (x.token < 0 || x.token >= Cfg::vocab)
-        throw model_error("gpt2 paged: " + who + ": token " + std::to_string(x.token) +
-                          " is outside the vocabulary [0, " + std::to_string(Cfg::vocab) + ")");
+      check_token(x.token, who);
       if (x.position < 0 || x.position >= Ctx)
         throw model_error("gpt2 paged: " + who + ": position " + std::to_string(x.position) +
                           " overflows the cache: a sequence holds positions 0 to " +
@@ -273,6 +269,18 @@ class gpt2_paged_decoder {
     }
     head_.run();
     rows_in_step_ = rows.size();
+  }
+
+  // A step's size (1 to Batch sequences) and a token of one of its rows (`who` names the row).
+  static void check_batch(std::size_t n) {
+    if (n == 0 || std::int64_t(n) > Batch)
+      throw model_error("gpt2 paged: a step of " + std::to_string(n) +
+                        " sequences; the batch holds 1 to " + std::to_string(Batch));
+  }
+  static void check_token(std::int32_t t, const std::string& who) {
+    if (t < 0 || t >= Cfg::vocab)
+      throw model_error("gpt2 paged: " + who + ": token " + std::to_string(t) +
+                        " is outside the vocabulary [0, " + std::to_string(Cfg::vocab) + ")");
   }
 
   // Row r's logits after the last step (r < that step's rows).
@@ -413,9 +421,7 @@ class gpt2_continuous_batch {
 
   // One token for each sequence of `feeds` (at most Batch, each once), at its length.
   void step(std::span<const feed> feeds) {
-    if (feeds.empty() || std::int64_t(feeds.size()) > Batch)
-      throw model_error("gpt2 paged: a step of " + std::to_string(feeds.size()) +
-                        " sequences; the batch holds 1 to " + std::to_string(Batch));
+    decoder::check_batch(feeds.size());
     std::int64_t need = 0;
     for (std::size_t i = 0; i < feeds.size(); ++i) {
       const sequence& s = at(feeds[i].sequence);
@@ -426,10 +432,7 @@ class gpt2_continuous_batch {
       if (s.length >= Ctx)
         throw model_error("gpt2 paged: sequence " + std::to_string(feeds[i].sequence) +
                           " is full: it holds " + std::to_string(Ctx) + " positions");
-      if (feeds[i].token < 0 || feeds[i].token >= Cfg::vocab)
-        throw model_error("gpt2 paged: sequence " + std::to_string(feeds[i].sequence) +
-                          ": token " + std::to_string(feeds[i].token) +
-                          " is outside the vocabulary [0, " + std::to_string(Cfg::vocab) + ")");
+      decoder::check_token(feeds[i].token, "sequence " + std::to_string(feeds[i].sequence));
       if (s.length % PageSize == 0) ++need;
     }
     require_pages(need);
