@@ -73,11 +73,13 @@ std::vector<float> run(case_data& c, k::thread_pool* pool = nullptr,
   return c.o;
 }
 
-// The paths that apply to a case: flash always, whole_rows for short key sequences.
+// The paths that apply to a case: flash always, whole_rows for short key sequences, decode for a
+// few queries.
 std::vector<k::attention_path> paths_for(const case_data& c) {
-  if (c.s.seq_kv <= k::whole_rows_max_kv)
-    return {k::attention_path::flash, k::attention_path::whole_rows};
-  return {k::attention_path::flash};
+  std::vector<k::attention_path> paths{k::attention_path::flash};
+  if (c.s.seq_kv <= k::whole_rows_max_kv) paths.push_back(k::attention_path::whole_rows);
+  if (c.s.seq_q <= k::decode_max_queries) paths.push_back(k::attention_path::decode);
+  return paths;
 }
 
 // O within 1e-5 absolute of the reference (|V| <= 1, so O is too: a relative-to-range bound), on
@@ -165,7 +167,7 @@ TEST_CASE_TEMPLATE("a NaN in a query gives that query a NaN row, on both paths",
     for (const k::attention_path path : paths_for(c)) {
       const auto o = run<Arch>(c, nullptr, path);
       for (std::ptrdiff_t x = 0; x < 32; ++x) {
-        CHECK(std::isnan(o[std::size_t(3 * c.a.o_row_stride + x)]));       // head 0 of query 3
+        CHECK(std::isnan(o[std::size_t(3 * c.a.o_row_stride + x)]));          // head 0 of query 3
         CHECK(std::isfinite(o[std::size_t(3 * c.a.o_row_stride + 32 + x)]));  // head 1
         CHECK(std::isfinite(o[std::size_t(4 * c.a.o_row_stride + x)]));
       }
@@ -206,6 +208,67 @@ TEST_CASE_TEMPLATE("attention at the whole_rows limit (512 keys) and at the seed
     case_data seed(128, 128, 4, 4, 32, causal, false);
     check<Arch>(seed);
   }
+}
+
+TEST_CASE_TEMPLATE("decode attention (a few queries) over chunks and splits of the keys", Arch,
+                   FUSEDSL_CPU_ARCHS) {
+  // 256 keys a chunk, 512 a split: lengths on either side of both, heads of odd sizes, grouped.
+  for (std::ptrdiff_t sq : {1, 2, 4})
+    for (std::ptrdiff_t skv : {1, 5, 255, 256, 257, 600, 1023, 2100})
+      for (std::ptrdiff_t d : {17, 64, 80})
+        for (bool causal : {false, true}) {
+          CAPTURE(sq);
+          CAPTURE(skv);
+          CAPTURE(d);
+          CAPTURE(causal);
+          case_data c(sq, skv, 4, 2, d, causal, skv % 2 == 1);
+          check<Arch>(c);
+        }
+}
+
+TEST_CASE_TEMPLATE("decode attention: masked rows, -FLT_MAX masks and NaN across splits", Arch,
+                   FUSEDSL_CPU_ARCHS) {
+  for (bool causal : {false, true}) {
+    CAPTURE(causal);
+    case_data c(3, 1100, 2, 1, 16, causal, true);  // query 1's keys all masked (-inf)
+    check<Arch>(c);
+    auto o = run<Arch>(c, nullptr, k::attention_path::decode);
+    for (std::ptrdiff_t x = 0; x < 2 * 16; ++x) CHECK(o[std::size_t(c.a.o_row_stride + x)] == 0.0f);
+    const float lowest = std::numeric_limits<float>::lowest();
+    for (float& m : c.mask) m = m == -inf ? lowest : m;
+    check<Arch>(c);
+    o = run<Arch>(c, nullptr, k::attention_path::decode);
+    CHECK(o[std::size_t(c.a.o_row_stride)] != 0.0f);  // the mean of the V rows it sees
+    // A NaN key in the second split: every query that sees it gets NaN, in every head reading it.
+    c.kk[std::size_t(700 * c.a.k_row_stride + 3)] = std::numeric_limits<float>::quiet_NaN();
+    o = run<Arch>(c, nullptr, k::attention_path::decode);
+    for (std::ptrdiff_t x = 0; x < 16; ++x) {
+      CHECK(std::isnan(o[std::size_t(x)]));
+      CHECK(std::isnan(o[std::size_t(2 * c.a.o_row_stride + 16 + x)]));
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("decode attention is bitwise identical for 1, 2 and 3 threads", Arch,
+                   FUSEDSL_CPU_ARCHS) {
+  for (std::ptrdiff_t l : {1500, 300}) {  // four splits; one
+    CAPTURE(l);
+    case_data c(1, l, 3, 1, 64, true, false);
+    const auto one = run<Arch>(c);
+    for (int t : {2, 3}) {
+      k::thread_pool pool(t);
+      const auto many = run<Arch>(c, &pool);
+      CHECK(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)) == 0);
+    }
+  }
+}
+
+TEST_CASE("the decode attention path refuses more queries than it takes") {
+  case_data c(k::decode_max_queries + 1, 8, 1, 1, 8, false, false);
+  std::vector<float> ws(k::attention_workspace_floats(8));
+  CHECK_THROWS_WITH_AS(k::flash_attention(c.s, c.a, ws.data(), nullptr, k::attention_path::decode),
+                       doctest::Contains("decode path takes seq_q <= 4, got 5"),
+                       std::invalid_argument);
 }
 
 TEST_CASE("the whole_rows attention path refuses more keys than it holds") {

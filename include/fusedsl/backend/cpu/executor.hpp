@@ -101,9 +101,9 @@ struct group_profile {
 struct executor_stats {
   int fast_groups = 0;         // groups run by their generated kernel (per layer)
   int interpreted_groups = 0;  // groups run by the interpreter (per layer)
-  int amx_matmuls = 0;  // matmuls with bf16 weights bound and packed for AMX tiles (all layers)
-  int amx_attention = 0;       // attention groups run on AMX tiles (per layer)
-  int parallel_groups = 0;     // groups whose kernels were split across the pool (per layer)
+  int amx_matmuls = 0;      // matmuls with bf16 weights bound and packed for AMX tiles (all layers)
+  int amx_attention = 0;    // attention groups run on AMX tiles (per layer)
+  int parallel_groups = 0;  // groups whose kernels were split across the pool (per layer)
 };
 
 // What an executor holds, in bytes: everything it allocated.
@@ -331,7 +331,8 @@ class executor {
     int group = -1, part = 0, iter = 0;
     std::size_t offset = 0;  // floats into packed_, or (amx) bf16 elements into packed_bf16_
     bool ready = false;
-    bool amx = false;  // packed for the AMX tiles (bf16 weights, amx_bf16 opted in)
+    bool amx = false;          // packed for the AMX tiles (bf16 weights, amx_bf16 opted in)
+    bool bf16_panels = false;  // bf16 weight of a few-row product, kept bf16 in packed_bf16_
     const kernels::bf16_bits* amx_data = nullptr;  // the packed panels (aligned inside the slot)
   };
 
@@ -389,6 +390,14 @@ class executor {
   static constexpr bool uses_amx_tiles(const plan::gemm_part& p) {
     return p.b_param && g[p.b.base].type == dtype::bf16;
   }
+  // A bf16 weight of a product with at most one register tile of rows (a decode step) stays bf16
+  // in its panels (kernels::pack_b_bf16_panels): the product is as long as reading B takes, and
+  // widened f32 panels would read twice the bytes. Where the arch has no vector widening the
+  // panels are f32.
+  static constexpr bool uses_bf16_panels(const plan::gemm_part& p) {
+    return p.b_param && g[p.b.base].type == dtype::bf16 && p.m <= kernels::gemm_tile<arch>::mr &&
+           std::is_same_v<arch, xsimd::avx512f>;
+  }
 
   // Workspace: the most any one kernel needs (per-thread tiles, B packed when it is not a weight);
   // packed weight storage for every GEMM whose B is a parameter, per layer.
@@ -413,6 +422,11 @@ class executor {
               if (amx) {
                 packs_.push_back({gi, q, it, packed_bf16_elements_, false, true});
                 packed_bf16_elements_ += kernels::packed_b_bf16_elements(p.k, p.n) + 32;
+              } else if (uses_bf16_panels(p)) {
+                packed_ref r{gi, q, it, packed_bf16_elements_};
+                r.bf16_panels = true;
+                packs_.push_back(r);
+                packed_bf16_elements_ += kernels::packed_b_floats<arch>(p.k, p.n) + 32;
               } else {
                 packs_.push_back({gi, q, it, packed_floats_, false});
                 packed_floats_ += kernels::packed_b_floats<arch>(p.k, p.n) + 16;
@@ -450,6 +464,13 @@ class executor {
       if (p.amx) {
         p.amx_data = pack_bf16_into(
             part, s.data, reinterpret_cast<kernels::bf16_bits*>(packed_bf16_.data()) + p.offset);
+      } else if (p.bf16_panels) {
+        if (w.type != dtype::bf16)
+          throw binding_error("binding \"" + s.name + "\": this matmul weight must be bf16");
+        kernels::pack_b_bf16_panels<arch>(
+            part.k, part.n, static_cast<const kernels::bf16_bits*>(s.data) + part.b.offset,
+            part.b_ks, part.b_ns,
+            reinterpret_cast<kernels::bf16_bits*>(packed_bf16_.data()) + p.offset);
       } else {
         float* dst = reinterpret_cast<float*>(packed_.data()) + p.offset;
         if (w.type == dtype::bf16)
@@ -587,7 +608,8 @@ class executor {
     } else if constexpr (d.kind == plan::kernel_kind::gemm) {
       [&]<int... P>(std::integer_sequence<int, P...>) {
         (run_gemm<GI, P>(it), ...);
-      }(std::make_integer_sequence<int, D::value.n_gemm>{});
+      }
+      (std::make_integer_sequence<int, D::value.n_gemm>{});
     } else if constexpr (d.kind == plan::kernel_kind::attention) {
       run_attention<GI>();
     } else if constexpr (d.kind == plan::kernel_kind::update) {
@@ -638,6 +660,13 @@ class executor {
         kernels::gemm_amx_with(p.m, p.n, p.k, a, q.lda, q.trans_a,
                                kernels::packed_b_bf16{pre->amx_data, p.k, p.n}, c, p.n, ep,
                                reinterpret_cast<kernels::bf16_bits*>(ws), pool);
+        continue;
+      }
+      if (pre && pre->bf16_panels) {
+        const kernels::packed_b<arch, kernels::bf16_bits> bp{
+            reinterpret_cast<const kernels::bf16_bits*>(packed_bf16_.data()) + pre->offset, p.k,
+            p.n};
+        kernels::gemm_with<arch>(p.m, p.n, p.k, a, q.lda, q.trans_a, bp, c, p.n, ep, ws, pool);
         continue;
       }
       kernels::packed_b<arch> bp;
@@ -771,7 +800,7 @@ class executor {
         kernels::flash_attention<arch>(sh, args, ws, pool, kernels::attention_path::automatic,
                                        mod_t{val_.data(), b});
       } else {
-        if (amx_attention_)
+        if (amx_attention_ && sh.seq_q > kernels::decode_max_queries)  // decode: f32 dot products
           kernels::flash_attention_amx<arch>(sh, args, reinterpret_cast<kernels::bf16_bits*>(ws),
                                              pool);
         else
@@ -815,7 +844,9 @@ class executor {
   static void store_from_f32(dtype t, const float* src, void* dst, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i) {
       switch (t) {
-        case dtype::f32: static_cast<float*>(dst)[i] = src[i]; break;
+        case dtype::f32:
+          static_cast<float*>(dst)[i] = src[i];
+          break;
         case dtype::bf16:
           kernels::gen::element_from_f32<dtype::bf16>(static_cast<std::uint16_t*>(dst) + i, src[i]);
           break;
@@ -835,7 +866,9 @@ class executor {
   static void load_to_f32(dtype t, const void* src, float* dst, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i) {
       switch (t) {
-        case dtype::f32: dst[i] = static_cast<const float*>(src)[i]; break;
+        case dtype::f32:
+          dst[i] = static_cast<const float*>(src)[i];
+          break;
         case dtype::bf16:
           dst[i] =
               kernels::gen::element_to_f32<dtype::bf16>(static_cast<const std::uint16_t*>(src) + i);

@@ -18,6 +18,13 @@
 // mr queries against every key they see, an exact row softmax, then P V, with K^T packed once per
 // key/value head (see attention_path).
 //
+// A few queries (seq_q <= decode_max_queries: a decode step) take the decode path: per (head,
+// query, split of the keys), the scores by dot products against K's rows read in place (no
+// transpose, no tile of padded queries), an online softmax over chunks of decode_chunk keys, and
+// P V; the splits' partial maxima, sums and outputs are then combined in a fixed order (Dao et
+// al.'s flash-decoding, 2023). The split length depends on seq_kv only, so results do not depend
+// on the thread count.
+//
 // Layout: element (t, h, d) of Q is q[t*q_row_stride + h*q_head_stride + d]; K, V, O likewise.
 // Causal masking aligns the last query with the last key (query i sees keys j <= i + seq_kv -
 // seq_q). The optional additive mask is seq_q x seq_kv (mask[i*mask_row_stride + j]), shared by
@@ -109,10 +116,13 @@ struct attention_blocking {
 // whole_rows_max_kv): per mr queries, their scores against every key at once, an exact row
 // softmax, then P V — no running max or rescaling, and K^T packed once per head. `flash`: the
 // blocked online softmax above, for any length. `automatic` picks whole_rows when it applies.
-enum class attention_path { automatic, flash, whole_rows };
+// `decode` (seq_q <= decode_max_queries): see the top comment; automatic picks it when it applies.
+enum class attention_path { automatic, flash, whole_rows, decode };
 // Measured (one thread, d 64): whole_rows at 0.55 of peak against flash's 0.42 at 512 keys,
 // about equal at 1024; the buffers stay bounded (mr x 512 scores, K^T of 512 keys).
 inline constexpr std::ptrdiff_t whole_rows_max_kv = 512;
+// The decode path: at most this many queries; keys scored per chunk; keys per split (at least).
+inline constexpr std::ptrdiff_t decode_max_queries = 4, decode_chunk = 256, decode_split = 512;
 
 // Floats of workspace one thread needs; flash_attention takes threads times this.
 template <class Arch = native_arch>
@@ -469,6 +479,179 @@ void attention_whole_rows(const attention_shape& s, const attention_args& a, std
   }
 }
 
+// ---- the decode path ----
+
+// Floats one thread of the decode path uses: the scaled query, one chunk of scores, one partial.
+template <class Arch>
+constexpr std::ptrdiff_t decode_scratch_floats(std::ptrdiff_t head_dim) {
+  const std::ptrdiff_t d = std::max<std::ptrdiff_t>(head_dim, 1);
+  return round_up(d, gemm_tile<Arch>::nr) + decode_chunk + d + 64;
+}
+
+// Keys [k0, k1) of query qi of head h, in chunks of decode_chunk keys with an online softmax:
+// partial = {m, l, o[0 .. d)}, the largest base-2 score, the sum of 2^(score - m) and the
+// unnormalised sum of those weights times V's rows (m = -inf, l = 0, o = 0 for no key).
+template <class Arch, class Mod>
+void attention_decode_split(const attention_shape& s, const attention_args& a, std::ptrdiff_t h,
+                            std::ptrdiff_t qi, std::ptrdiff_t k0, std::ptrdiff_t k1, float* ws,
+                            float* partial, const Mod& mod) {
+  using V = vec_t<Arch>;
+  constexpr int W = simd<Arch>::width;
+  constexpr float neg_inf = -std::numeric_limits<float>::infinity();
+  const std::ptrdiff_t d = s.head_dim, dv = d / W * W;
+  const std::ptrdiff_t kvh = h / (s.num_heads / s.num_kv_heads);
+  float* qs = ws;                                     // the query, scaled by scale log2(e)
+  float* sc = ws + round_up(d, gemm_tile<Arch>::nr);  // one chunk of scores, then weights
+  float* o = partial + 2;
+  const float qscale = float(double(a.scale) * log2e);
+  const float* qrow = a.q + h * a.q_head_stride + qi * a.q_row_stride;
+  for (std::ptrdiff_t x = 0; x < d; ++x) qs[x] = qscale * qrow[x], o[x] = 0.0f;
+  float m = neg_inf, l = 0.0f;
+  const float* kh = a.k + kvh * a.k_head_stride;
+  const float* vh = a.v + kvh * a.v_head_stride;
+  auto dot_tail = [&](const float* row, float t) {
+    for (std::ptrdiff_t x = dv; x < d; ++x) t = fmadd(qs[x], row[x], t);
+    return t;
+  };
+  for (std::ptrdiff_t c0 = k0; c0 < k1; c0 += decode_chunk) {
+    const std::ptrdiff_t n = std::min(decode_chunk, k1 - c0);
+    // Scores, four keys at a time (four independent sums).
+    std::ptrdiff_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+      const float* r0 = kh + (c0 + j) * a.k_row_stride;
+      const float* r1 = r0 + a.k_row_stride;
+      const float* r2 = r1 + a.k_row_stride;
+      const float* r3 = r2 + a.k_row_stride;
+      V s0(0.0f), s1(0.0f), s2(0.0f), s3(0.0f);
+      for (std::ptrdiff_t x = 0; x < dv; x += W) {
+        const V qv = simd<Arch>::load(qs + x);
+        s0 = fmadd(qv, simd<Arch>::load(r0 + x), s0);
+        s1 = fmadd(qv, simd<Arch>::load(r1 + x), s1);
+        s2 = fmadd(qv, simd<Arch>::load(r2 + x), s2);
+        s3 = fmadd(qv, simd<Arch>::load(r3 + x), s3);
+      }
+      sc[j] = dot_tail(r0, simd<Arch>::reduce_add(s0));
+      sc[j + 1] = dot_tail(r1, simd<Arch>::reduce_add(s1));
+      sc[j + 2] = dot_tail(r2, simd<Arch>::reduce_add(s2));
+      sc[j + 3] = dot_tail(r3, simd<Arch>::reduce_add(s3));
+    }
+    for (; j < n; ++j) {
+      const float* r0 = kh + (c0 + j) * a.k_row_stride;
+      V s0(0.0f);
+      for (std::ptrdiff_t x = 0; x < dv; x += W)
+        s0 = fmadd(simd<Arch>::load(qs + x), simd<Arch>::load(r0 + x), s0);
+      sc[j] = dot_tail(r0, simd<Arch>::reduce_add(s0));
+    }
+    if constexpr (Mod::active) mod.keys_by_queries(h, qi, 1, c0, n, sc, 1);
+    if (a.mask) {
+      const float* mrow = a.mask + qi * a.mask_row_stride + c0;
+      for (j = 0; j < n; ++j) sc[j] += mask_in_base2(mrow[j]);
+    }
+    // The chunk's maximum (a NaN score is skipped here and makes its weight, so the output, NaN).
+    float cm = neg_inf;
+    for (j = 0; j < n; ++j) cm = sc[j] > cm ? sc[j] : cm;
+    const float mnew = std::max(m, cm);
+    const float shift = mnew == neg_inf ? 0.0f : mnew;  // every key so far masked: weights 0
+    const float corr = std::exp2(m - shift);
+    const std::ptrdiff_t np = round_up(n, W);
+    for (j = n; j < np; ++j) sc[j] = neg_inf;
+    V sum(0.0f);
+    for (j = 0; j < np; j += W) {
+      const V p = vexp2_nonpositive(simd<Arch>::load(sc + j) - V(shift));
+      simd<Arch>::store(sc + j, p);
+      sum = sum + p;
+    }
+    l = l * corr + simd<Arch>::reduce_add(sum);
+    m = mnew;
+    // o = o corr + P V, up to four vectors of o in registers.
+    for (std::ptrdiff_t x0 = 0; x0 < dv; x0 += 4 * W) {
+      const int nv = int(std::min<std::ptrdiff_t>(4, (dv - x0) / W));
+      V acc[4] = {V(0.0f), V(0.0f), V(0.0f), V(0.0f)};
+      for (int v = 0; v < nv; ++v) acc[v] = simd<Arch>::load(o + x0 + v * W) * V(corr);
+      const float* vr = vh + c0 * a.v_row_stride + x0;
+      if (nv == 4) {
+        for (j = 0; j < n; ++j, vr += a.v_row_stride) {
+          const V pj(sc[j]);
+          acc[0] = fmadd(pj, simd<Arch>::load(vr), acc[0]);
+          acc[1] = fmadd(pj, simd<Arch>::load(vr + W), acc[1]);
+          acc[2] = fmadd(pj, simd<Arch>::load(vr + 2 * W), acc[2]);
+          acc[3] = fmadd(pj, simd<Arch>::load(vr + 3 * W), acc[3]);
+        }
+      } else {
+        for (j = 0; j < n; ++j, vr += a.v_row_stride) {
+          const V pj(sc[j]);
+          for (int v = 0; v < nv; ++v) acc[v] = fmadd(pj, simd<Arch>::load(vr + v * W), acc[v]);
+        }
+      }
+      for (int v = 0; v < nv; ++v) simd<Arch>::store(o + x0 + v * W, acc[v]);
+    }
+    for (std::ptrdiff_t x = dv; x < d; ++x) {
+      float t = o[x] * corr;
+      for (j = 0; j < n; ++j) t = fmadd(sc[j], vh[(c0 + j) * a.v_row_stride + x], t);
+      o[x] = t;
+    }
+  }
+  partial[0] = m, partial[1] = l;
+}
+
+// Output row of query qi, head h, from `count` partials (stride floats apart), combined in order.
+// No visible key (every weight 0) gives zeros; a NaN weight gives NaN.
+inline void attention_decode_combine(const attention_shape& s, const attention_args& a,
+                                     std::ptrdiff_t h, std::ptrdiff_t qi, const float* partials,
+                                     std::ptrdiff_t count, std::ptrdiff_t stride) {
+  const std::ptrdiff_t d = s.head_dim;
+  float mx = -std::numeric_limits<float>::infinity();
+  for (std::ptrdiff_t i = 0; i < count; ++i) mx = std::max(mx, partials[i * stride]);
+  const float shift = std::isinf(mx) && mx < 0 ? 0.0f : mx;
+  float* orow = a.o + h * a.o_head_stride + qi * a.o_row_stride;
+  float lsum = 0.0f;
+  for (std::ptrdiff_t i = 0; i < count; ++i) {
+    const float* p = partials + i * stride;
+    const float c = std::exp2(p[0] - shift);
+    lsum += p[1] * c;
+    for (std::ptrdiff_t x = 0; x < d; ++x) orow[x] = (i == 0 ? 0.0f : orow[x]) + p[2 + x] * c;
+  }
+  const float inv = lsum > 0.0f || std::isnan(lsum) ? 1.0f / lsum : 0.0f;
+  for (std::ptrdiff_t x = 0; x < d; ++x) orow[x] *= inv;
+}
+
+// The decode path over every head and query (seq_q <= decode_max_queries).
+template <class Arch, class Mod>
+void attention_decode(const attention_shape& s, const attention_args& a, float* workspace,
+                      thread_pool* pool, const Mod& mod) {
+  const std::ptrdiff_t d = s.head_dim, rows = s.num_heads * s.seq_q, part = d + 2;
+  const std::ptrdiff_t per_thread = std::ptrdiff_t(attention_workspace_floats_per_thread<Arch>(d));
+  const std::ptrdiff_t scratch = decode_scratch_floats<Arch>(d);
+  // Splits of at least decode_split keys, as many as one thread's share of the workspace holds
+  // the partials of (so the split, hence the result, does not depend on the thread count).
+  const std::ptrdiff_t max_splits =
+      std::max<std::ptrdiff_t>(1, (per_thread - scratch) / (rows * part));
+  const std::ptrdiff_t split_len =
+      round_up(std::max(decode_split, (s.seq_kv + max_splits - 1) / max_splits), decode_chunk);
+  const std::ptrdiff_t splits = std::max<std::ptrdiff_t>(1, (s.seq_kv + split_len - 1) / split_len);
+  const int threads = pool ? pool->size() : 1;
+  float* partials = workspace + std::ptrdiff_t(threads) * scratch;  // splits > 1: every item's
+  parallel_for(pool, rows * splits, [&](std::ptrdiff_t b, std::ptrdiff_t e, int t) {
+    float* ws = workspace + std::ptrdiff_t(t) * scratch;
+    float* own = ws + scratch - part;  // splits == 1: the item's partial, used at once
+    for (std::ptrdiff_t item = b; item < e; ++item) {
+      const std::ptrdiff_t r = item / splits, sp = item % splits;
+      const std::ptrdiff_t h = r / s.seq_q, qi = r % s.seq_q;
+      const std::ptrdiff_t vis = keys_seen(s, a, qi), k0 = std::min(vis, sp * split_len);
+      const std::ptrdiff_t k1 = std::min(vis, k0 + split_len);
+      float* partial = splits == 1 ? own : partials + item * part;
+      attention_decode_split<Arch>(s, a, h, qi, k0, k1, ws, partial, mod);
+      if (splits == 1) attention_decode_combine(s, a, h, qi, partial, 1, part);
+    }
+  });
+  if (splits > 1)
+    parallel_for(pool, rows, [&](std::ptrdiff_t b, std::ptrdiff_t e, int) {
+      for (std::ptrdiff_t r = b; r < e; ++r)
+        attention_decode_combine(s, a, r / s.seq_q, r % s.seq_q, partials + r * splits * part,
+                                 splits, part);
+    });
+}
+
 }  // namespace detail
 
 // Flash attention over all heads; `workspace` holds attention_workspace_floats<Arch>(head_dim,
@@ -486,6 +669,15 @@ void flash_attention(const attention_shape& s, const attention_args& a, float* w
     throw std::invalid_argument("flash_attention: the whole_rows path takes seq_kv <= " +
                                 std::to_string(whole_rows_max_kv) + ", got " +
                                 std::to_string(s.seq_kv));
+  if (path == attention_path::decode && s.seq_q > decode_max_queries)
+    throw std::invalid_argument(
+        "flash_attention: the decode path takes seq_q <= " + std::to_string(decode_max_queries) +
+        ", got " + std::to_string(s.seq_q));
+  if (path == attention_path::decode ||
+      (path == attention_path::automatic && s.seq_q <= decode_max_queries)) {
+    detail::attention_decode<Arch>(s, a, workspace, pool, mod);
+    return;
+  }
   if (path != attention_path::flash && s.seq_kv <= whole_rows_max_kv) {
     using blk = attention_blocking<Arch>;
     constexpr int MR = blk::mr, chunk = 4;  // work item: 4 x mr queries of one head
@@ -503,9 +695,9 @@ void flash_attention(const attention_shape& s, const attention_args& a, float* w
         if (kvh != packed) detail::pack_whole_rows_kv<Arch>(s, a, kvh, kt, vpack), packed = kvh;
         const std::ptrdiff_t p_end = std::min(panels, (item % chunks + 1) * chunk);
         for (std::ptrdiff_t p = (item % chunks) * chunk; p < p_end; ++p)
-          detail::attention_whole_rows<Arch>(
-              s, a, h, p * MR, std::min<std::ptrdiff_t>(MR, s.seq_q - p * MR), kt, vpack, sc, inv,
-              mod);
+          detail::attention_whole_rows<Arch>(s, a, h, p * MR,
+                                             std::min<std::ptrdiff_t>(MR, s.seq_q - p * MR), kt,
+                                             vpack, sc, inv, mod);
       }
     });
     return;

@@ -157,14 +157,17 @@ constexpr std::size_t gemm_workspace_floats(std::ptrdiff_t k, int threads = 1) {
 }
 
 // A view of B packed in nr-column panels: panel p holds columns [p*nr, p*nr + nr) as k rows of nr
-// floats (zero past column n), at data + p*k*nr. The storage belongs to the caller.
-template <class Arch = native_arch>
+// elements (zero past column n), at data + p*k*nr. The storage belongs to the caller. The
+// elements are f32, or (T = bf16_bits, pack_b_bf16_panels) bf16 widened by the micro-kernel as it
+// loads them: half the bytes, for products with few rows of A (a decode step's GEMV), whose time
+// is the time to read B; with many rows the widening costs more than the bytes it saves.
+template <class Arch = native_arch, class T = float>
 struct packed_b {
-  const float* data = nullptr;
+  const T* data = nullptr;
   std::ptrdiff_t k = 0, n = 0;
   static constexpr int nr = gemm_tile<Arch>::nr;
   std::ptrdiff_t panels() const { return (n + nr - 1) / nr; }
-  const float* panel(std::ptrdiff_t p) const { return data + p * k * nr; }
+  const T* panel(std::ptrdiff_t p) const { return data + p * k * nr; }
 };
 
 namespace detail {
@@ -225,11 +228,32 @@ inline void copy_a_rows(std::ptrdiff_t rows, std::ptrdiff_t k, const float* a, s
     std::memcpy(dst + i * a_copy_stride(k), a + (i0 + i) * lda, std::size_t(k) * sizeof(float));
 }
 
+// W lanes of a B row: f32 as they are, bf16 widened (exactly: the bits shifted into the top half).
+template <class Arch>
+[[gnu::always_inline]] inline vec_t<Arch> load_b(const float* p) {
+  return simd<Arch>::load(p);
+}
+template <class Arch>
+[[gnu::always_inline]] inline vec_t<Arch> load_b(const bf16_bits* p) {
+#if defined(__AVX512F__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
+  if constexpr (std::is_same_v<Arch, xsimd::avx512f>)
+    return from_bf16_x16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+#endif
+  if constexpr (std::is_same_v<Arch, scalar_arch>) {
+    return from_bf16(*p);
+  } else {
+    alignas(64) float t[simd<Arch>::width];
+    for (int l = 0; l < simd<Arch>::width; ++l) t[l] = from_bf16(p[l]);
+    return simd<Arch>::load(t);
+  }
+}
+
 // The register-blocked core: acc[i][v] = sum_p a[i*a_istride + p*a_kstride] * b[p*b_kstride + v*W
 // + lane]. `a` is A in place or a packed panel; `b` is a packed B panel (b_kstride = NR) or any
-// matrix whose rows hold nr contiguous floats. PrefetchB: B streams from L2, so each rank-1 update
-// prefetches the B row a few updates ahead; a caller whose B panel already sits in L1 turns it
-// off (a prefetch per cache line of each B row, which would only take load slots).
+// matrix whose rows hold nr contiguous floats (or a bf16 panel, widened as loaded). PrefetchB: B
+// streams from L2, so each rank-1 update prefetches the B row a few updates ahead; a caller whose B
+// panel already sits in L1 turns it off (a prefetch per cache line of each B row, which would only
+// take load slots).
 template <class Arch>
 struct micro_kernel {
   static constexpr int MR = gemm_tile<Arch>::mr, NR = gemm_tile<Arch>::nr;
@@ -238,10 +262,10 @@ struct micro_kernel {
   using tile = V[MR][NV];
 
   // Rows [0, R) of the tile: R == MR in the body, fewer for the last panel of A.
-  template <int R, bool PrefetchB = true>
+  template <int R, bool PrefetchB = true, class TB = float>
   [[gnu::always_inline]] static inline void compute_rows(std::ptrdiff_t k, const float* a,
                                                          std::ptrdiff_t a_istride,
-                                                         std::ptrdiff_t a_kstride, const float* b,
+                                                         std::ptrdiff_t a_kstride, const TB* b,
                                                          std::ptrdiff_t b_kstride, tile& out) {
     V acc[R][NV];  // local, so it stays in registers (vector types may alias any memory)
 #pragma GCC unroll 16
@@ -252,10 +276,10 @@ struct micro_kernel {
     for (std::ptrdiff_t p = 0; p < k; ++p) {
       V bv[NV];
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) bv[v] = simd<Arch>::load(b + p * b_kstride + v * W);
+      for (int v = 0; v < NV; ++v) bv[v] = load_b<Arch>(b + p * b_kstride + v * W);
       if constexpr (PrefetchB) {
 #pragma GCC unroll 4
-        for (int v = 0; v < NR; v += 16)
+        for (int v = 0; v < NR; v += int(64 / sizeof(TB)))  // one per cache line
           __builtin_prefetch(b + (p + prefetch_distance) * b_kstride + v, 0, 3);
       }
       const float* ap = a + p * a_kstride;
@@ -276,18 +300,18 @@ struct micro_kernel {
   // whose accumulators stay in registers through `use`; otherwise the out-of-line tail, whose
   // tile lives in memory. (One call site taking either path would put the full panel's tile in
   // memory too: 24 extra stores per tile, ~6% of a k = 32 tile.)
-  template <bool PrefetchB = true, class Use>
+  template <bool PrefetchB = true, class TB, class Use>
   [[gnu::always_inline]] static inline void compute(std::ptrdiff_t rows, std::ptrdiff_t k,
                                                     const float* a, std::ptrdiff_t a_istride,
-                                                    std::ptrdiff_t a_kstride, const float* b,
+                                                    std::ptrdiff_t a_kstride, const TB* b,
                                                     std::ptrdiff_t b_kstride, Use&& use) {
     if (rows == MR) {
       tile acc;
-      compute_rows<MR, PrefetchB>(k, a, a_istride, a_kstride, b, b_kstride, acc);
+      compute_rows<MR, PrefetchB, TB>(k, a, a_istride, a_kstride, b, b_kstride, acc);
       use(acc);
     } else {
       tile acc;
-      compute_tail<PrefetchB>(rows, k, a, a_istride, a_kstride, b, b_kstride, acc);
+      compute_tail<PrefetchB, TB>(rows, k, a, a_istride, a_kstride, b, b_kstride, acc);
       use(acc);
     }
   }
@@ -304,20 +328,21 @@ struct micro_kernel {
   }
 
   // Fewer than MR rows (the last panel of A), out of line.
-  template <bool PrefetchB = true>
+  template <bool PrefetchB = true, class TB = float>
   [[gnu::noinline]] static void compute_tail(std::ptrdiff_t rows, std::ptrdiff_t k, const float* a,
                                              std::ptrdiff_t a_istride, std::ptrdiff_t a_kstride,
-                                             const float* b, std::ptrdiff_t b_kstride, tile& acc) {
-    tail_table<PrefetchB>(std::make_integer_sequence<int, MR>{})[rows](k, a, a_istride, a_kstride,
-                                                                       b, b_kstride, acc);
+                                             const TB* b, std::ptrdiff_t b_kstride, tile& acc) {
+    tail_table<PrefetchB, TB>(std::make_integer_sequence<int, MR>{})[rows](
+        k, a, a_istride, a_kstride, b, b_kstride, acc);
   }
 
  private:
-  using tail_fn = void (*)(std::ptrdiff_t, const float*, std::ptrdiff_t, std::ptrdiff_t,
-                           const float*, std::ptrdiff_t, tile&);
-  template <bool PrefetchB, int... R>
-  static const tail_fn* tail_table(std::integer_sequence<int, R...>) {
-    static constexpr tail_fn table[] = {&compute_rows < R == 0 ? 1 : R, PrefetchB > ...};
+  template <class TB>
+  using tail_fn = void (*)(std::ptrdiff_t, const float*, std::ptrdiff_t, std::ptrdiff_t, const TB*,
+                           std::ptrdiff_t, tile&);
+  template <bool PrefetchB, class TB, int... R>
+  static const tail_fn<TB>* tail_table(std::integer_sequence<int, R...>) {
+    static constexpr tail_fn<TB> table[] = {&compute_rows < R == 0 ? 1 : R, PrefetchB, TB > ...};
     return table;
   }
   static constexpr int prefetch_distance = 4;
@@ -419,9 +444,9 @@ template <class Arch, class Ep, class OutT>
 // the last block. Each element still sums its k blocks in the same order on any thread count.
 constexpr std::ptrdiff_t k_block_threshold = 512, k_block = 256;
 
-template <class Arch, class Ep>
+template <class Arch, class Ep, class TB>
 void gemm_run_k_blocked(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a,
-                        std::ptrdiff_t lda, bool trans_a, const packed_b<Arch>& b, float* c,
+                        std::ptrdiff_t lda, bool trans_a, const packed_b<Arch, TB>& b, float* c,
                         std::ptrdiff_t ldc, const Ep& ep, float* workspace, thread_pool* pool) {
   using mk = micro_kernel<Arch>;
   constexpr int MR = mk::MR, NR = mk::NR;
@@ -452,7 +477,7 @@ void gemm_run_k_blocked(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, co
           }
           for (std::ptrdiff_t jp = jb; jp < je; ++jp) {
             const std::ptrdiff_t j0 = jp * NR, cols = std::min<std::ptrdiff_t>(NR, n - j0);
-            const float* bp = b.panel(jp) + pc * NR;
+            const TB* bp = b.panel(jp) + pc * NR;
             const float* prior = first ? nullptr : c;
             auto store = [&](typename mk::tile& acc) {
               if (last)
@@ -468,16 +493,17 @@ void gemm_run_k_blocked(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, co
   }
 }
 
-template <class Arch, class Ep, class OutT>
+template <class Arch, class Ep, class OutT, class TB>
 void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a,
-              std::ptrdiff_t lda, bool trans_a, const packed_b<Arch>& b, OutT* c,
+              std::ptrdiff_t lda, bool trans_a, const packed_b<Arch, TB>& b, OutT* c,
               std::ptrdiff_t ldc, const Ep& ep, float* workspace, thread_pool* pool) {
   using mk = micro_kernel<Arch>;
   constexpr int MR = mk::MR, NR = mk::NR;
   const std::ptrdiff_t n_panels = b.panels();
   // Keep the B panels one A panel meets within ~1 MiB so they stay in L2 across A panels.
   constexpr std::ptrdiff_t l2_budget = std::ptrdiff_t(1) << 20;
-  const std::ptrdiff_t panel_bytes = std::max<std::ptrdiff_t>(k, 1) * NR * 4;
+  const std::ptrdiff_t panel_bytes =
+      std::max<std::ptrdiff_t>(k, 1) * NR * std::ptrdiff_t(sizeof(TB));
   const std::ptrdiff_t max_block = std::max<std::ptrdiff_t>(1, l2_budget / panel_bytes);
   const std::ptrdiff_t blocks = (n_panels + max_block - 1) / max_block;
   const std::ptrdiff_t block = blocks > 0 ? (n_panels + blocks - 1) / blocks : 1;
@@ -492,7 +518,7 @@ void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float*
   const bool pack_a = !trans_a && (lda * 4) % 4096 == 0;
   // When one B panel fits in L1, hold it there and stream the A panels (12 floats per rank-1
   // update) from L2, instead of streaming B (32 floats per update).
-  const bool b_outer = !pack_a && std::ptrdiff_t(k) * NR * 4 <= (32 << 10);
+  const bool b_outer = !pack_a && std::ptrdiff_t(k) * NR * std::ptrdiff_t(sizeof(TB)) <= (32 << 10);
   // The tile of rows [i0, i0 + rows) (rows <= MR) and column panel jp; prefetch_b: whether B
   // streams from L2 (std::true_type) or its panel stays in L1 (std::false_type).
   auto tile_at = [&](auto prefetch_b, std::ptrdiff_t i0, std::ptrdiff_t rows, std::ptrdiff_t jp,
@@ -585,10 +611,36 @@ packed_b<Arch> pack_b_strided(std::ptrdiff_t k, std::ptrdiff_t n, const T* b, st
   return packed_b<Arch>{dst, k, n};
 }
 
+// B (bf16, read with any strides: B(p, j) at b[p*s_k + j*s_n]) packed in nr-column panels of bf16
+// (the bits copied, zero past column n) into `dst`, which holds packed_b_floats<Arch>(k, n)
+// elements: the packed_b<Arch, bf16_bits> the micro-kernel widens as it loads.
+template <class Arch = native_arch>
+packed_b<Arch, bf16_bits> pack_b_bf16_panels(std::ptrdiff_t k, std::ptrdiff_t n, const bf16_bits* b,
+                                             std::ptrdiff_t s_k, std::ptrdiff_t s_n,
+                                             bf16_bits* dst) {
+  detail::check_gemm_size("k", k);
+  detail::check_gemm_size("n", n);
+  if (k * n > 0 && (dst == nullptr || b == nullptr))
+    throw std::invalid_argument("pack_b_bf16_panels: B or the destination is null");
+  constexpr int NR = gemm_tile<Arch>::nr;
+  for (std::ptrdiff_t p0 = 0; p0 < (n + NR - 1) / NR; ++p0)
+    for (std::ptrdiff_t p = 0; p < k; ++p) {
+      bf16_bits* out = dst + (p0 * k + p) * NR;
+      const std::ptrdiff_t j0 = p0 * NR, cols = std::min<std::ptrdiff_t>(NR, n - j0);
+      if (s_n == 1) {
+        std::memcpy(out, b + p * s_k + j0, std::size_t(cols) * sizeof(bf16_bits));
+      } else {
+        for (std::ptrdiff_t jj = 0; jj < cols; ++jj) out[jj] = b[p * s_k + (j0 + jj) * s_n];
+      }
+      for (std::ptrdiff_t jj = cols; jj < NR; ++jj) out[jj] = 0;
+    }
+  return packed_b<Arch, bf16_bits>{dst, k, n};
+}
+
 namespace detail {
-template <class Arch, class OutT>
+template <class Arch, class OutT, class TB>
 void check_gemm_call(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a,
-                     const packed_b<Arch>& b, std::ptrdiff_t ldc, const float* workspace) {
+                     const packed_b<Arch, TB>& b, std::ptrdiff_t ldc, const float* workspace) {
   static_assert(std::is_same_v<OutT, float> || std::is_same_v<OutT, bf16_bits>,
                 "gemm: C must be float or bf16 bits (std::uint16_t)");
   check_gemm_size("m", m);
@@ -612,9 +664,9 @@ void check_gemm_call(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const
 // floats, where threads is pool->size() (1 without a pool). Rows of C are split across the pool's
 // threads; each element is computed by one thread in a fixed order, so results do not depend on
 // the pool.
-template <class Arch = native_arch, class OutT, class Ep>
+template <class Arch = native_arch, class OutT, class Ep, class TB>
 void gemm_with(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a,
-               std::ptrdiff_t lda, bool trans_a, const packed_b<Arch>& b, OutT* c,
+               std::ptrdiff_t lda, bool trans_a, const packed_b<Arch, TB>& b, OutT* c,
                std::ptrdiff_t ldc, const Ep& ep, float* workspace, thread_pool* pool = nullptr) {
   detail::check_gemm_call<Arch, OutT>(m, n, k, a, b, ldc, workspace);
   if (m == 0 || n == 0) return;
@@ -622,9 +674,9 @@ void gemm_with(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float
 }
 
 // C = act(scale * A.B + bias) + residual (gemm_epilogue), otherwise as gemm_with.
-template <class Arch = native_arch, class OutT>
+template <class Arch = native_arch, class OutT, class TB>
 void gemm(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a, std::ptrdiff_t lda,
-          bool trans_a, const packed_b<Arch>& b, OutT* c, std::ptrdiff_t ldc,
+          bool trans_a, const packed_b<Arch, TB>& b, OutT* c, std::ptrdiff_t ldc,
           const gemm_epilogue& ep, float* workspace, thread_pool* pool = nullptr) {
   detail::check_gemm_call<Arch, OutT>(m, n, k, a, b, ldc, workspace);
   if (m == 0 || n == 0) return;
