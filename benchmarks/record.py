@@ -24,6 +24,9 @@ CPU benchmark steps, in this order; the compile-time steps run only when named):
   hf_gpt2_decode benchmarks/model/hf_gpt2_decode.py: transformers' GPT-2 small decode, the peer of
                  gpt2_decode (hf_gpt2_decode.json; needs torch and transformers: --torch-python,
                  default .venv-models/bin/python of scripts/setup-model-venv --reference)
+  xla_gpt2_decode benchmarks/model/xla_gpt2_decode.py: XLA:CPU's (jax.jit) GPT-2 small decode
+                 with a static cache, the other peer of gpt2_decode (xla_gpt2_decode.json; the
+                 jax venv, --python)
   gpt2_small_hf  GPT-2 small with random weights (initializer range 0.06) against transformers:
                  tests/models/make_gpt2_reference.py gpt2-small (a 20-token prompt, 64 greedy
                  steps; --torch-python) into the build directory, then gpt2_small_check
@@ -51,7 +54,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 CPU_STEPS = ["targets", "gemm", "attention", "row", "clock", "models", "generated", "footprint",
              "gpt2_decode", "profile", "xla"]
-OTHER_STEPS = ["hf_gpt2_decode", "gpt2_small_hf", "compile_depth", "compile_tu", "test_suite"]
+OTHER_STEPS = ["hf_gpt2_decode", "xla_gpt2_decode", "gpt2_small_hf", "compile_depth", "compile_tu",
+               "test_suite"]
 
 # The translation units whose compile time and memory docs/compile-time.md reports: the examples
 # a user starts from, the tool, the heaviest test of each layer, the model benchmark, and the
@@ -190,6 +194,11 @@ def step(name, args, out):
                os.path.join(out, "hf_gpt2_decode.json")]
         run(cmd, stdout=subprocess.DEVNULL)
         return [cmd], ["hf_gpt2_decode.json"]
+    if name == "xla_gpt2_decode":
+        cmd = [args.python, os.path.join(HERE, "model/xla_gpt2_decode.py"), "--out",
+               os.path.join(out, "xla_gpt2_decode.json")]
+        run(cmd, stdout=subprocess.DEVNULL)
+        return [cmd], ["xla_gpt2_decode.json"]
     if name == "gpt2_small_hf":
         model = os.path.join(b, "gpt2_small_hf")
         cmd = [args.torch_python, os.path.join(REPO, "tests/models/make_gpt2_reference.py"),

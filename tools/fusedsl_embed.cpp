@@ -17,9 +17,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "cli_number.hpp"
 #include "fusedsl/io/npy.hpp"
 #include "fusedsl/models/sentence_embedder.hpp"
 #include "minilm_l6.hpp"
@@ -57,16 +59,10 @@ std::vector<std::string> read_lines(std::istream& in) {
 }
 
 long parse_count(const std::string& flag, const std::string& v) {
-  std::size_t used = 0;
-  long n = 0;
-  try {
-    n = std::stol(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != v.size() || n < 1)
+  const std::optional<long long> n = fusedsl::tools::parse_whole_integer(v);
+  if (!n || *n < 1)
     throw usage_error(flag + " takes a positive integer, not '" + v + "'");
-  return n;
+  return long(*n);
 }
 
 // "[#####.....]  1200/3000 sentences" on one line of standard error, redrawn.

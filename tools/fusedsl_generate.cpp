@@ -23,10 +23,12 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "cli_number.hpp"
 #include "fusedsl/io/safetensors.hpp"
 #include "fusedsl/text/bpe.hpp"
 #include "gpt2_variants.hpp"
@@ -114,16 +116,10 @@ const ft::gpt2_variant& pick_variant(const std::filesystem::path& dir) {
 }
 
 long parse_int(const std::string& flag, const std::string& v, long lo) {
-  std::size_t used = 0;
-  long n = 0;
-  try {
-    n = std::stol(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != v.size() || v.empty() || n < lo)
+  const std::optional<long long> n = fusedsl::tools::parse_whole_integer(v);
+  if (!n || *n < lo)
     throw usage_error(flag + " takes an integer >= " + std::to_string(lo) + ", not '" + v + "'");
-  return n;
+  return long(*n);
 }
 
 double parse_real(const std::string& flag, const std::string& v) {

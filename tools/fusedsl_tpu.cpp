@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_number.hpp"
 #include "fusedsl/hlo/parser.hpp"
 #include "fusedsl/tpu/cost.hpp"
 #include "fusedsl/tpu/execute.hpp"
@@ -59,14 +60,9 @@ void write_file(const std::string& path, const std::string& text) {
 }
 
 long long parse_int(const std::string& flag, const std::string& v) {
-  try {
-    std::size_t used = 0;
-    long long x = std::stoll(v, &used);
-    if (used != v.size()) throw std::invalid_argument(v);
-    return x;
-  } catch (const std::exception&) {
-    throw cli_error(flag + ": expected an integer, got '" + v + "'");
-  }
+  const std::optional<long long> x = fusedsl::tools::parse_whole_integer(v);
+  if (!x) throw cli_error(flag + ": expected an integer, got '" + v + "'");
+  return *x;
 }
 
 std::vector<const tpu::value*> leaves(const tpu::value& v) {
