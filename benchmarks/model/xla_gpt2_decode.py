@@ -30,20 +30,10 @@ os.environ.setdefault("PJRT_NPROC", "1")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-
-D, F, V, L, H, P = 768, 3072, 50257, 12, 12, 1024
-
-
-def copy_bandwidth():
-    n = 1 << 27
-    a = np.ones(n, dtype=np.float32)
-    b = np.zeros(n, dtype=np.float32)
-    best = 0.0
-    for _ in range(5):
-        t0 = time.perf_counter()
-        np.copyto(b, a)
-        best = max(best, 2 * n * 4 / (time.perf_counter() - t0))
-    return best
+from decode_roofline import D, F, V, copy_bandwidth, record  # noqa: E402
+from decode_roofline import HEADS as H  # noqa: E402
+from decode_roofline import LAYERS as L  # noqa: E402
+from decode_roofline import POSITIONS as P  # noqa: E402
 
 
 def random_params(dtype, seed=0):
@@ -106,8 +96,6 @@ def main():
     p.add_argument("--steps", type=int, default=30)
     args = p.parse_args()
     bandwidth = copy_bandwidth()
-    per_layer = D * 3 * D + 3 * D + D * D + D + D * F + F + F * D + D + 4 * D
-    params_count = L * per_layer + V * D + 2 * D
     jstep = jax.jit(step, donate_argnums=(1,))
     results = []
     for dtype_name, dtype in (("f32", jnp.float32), ("bf16", jnp.bfloat16)):
@@ -134,13 +122,8 @@ def main():
             if not bool(jnp.isfinite(logits.astype(jnp.float32)).all()):
                 raise SystemExit(f"xla_gpt2_decode: non-finite logits at {dtype_name} ctx {ctx}")
             t = float(np.median(times[3:]))
-            bytes_per_token = params_count * size + 2 * L * D * size * (ctx + 1)
-            results.append({"name": f"xla_decode/weights:{dtype_name}/ctx:{ctx}",
-                            "seconds_per_token": t, "tokens_per_second": 1 / t,
-                            "bytes_per_token": bytes_per_token,
-                            "roofline_fraction": bytes_per_token / t / bandwidth})
-            print(f"{results[-1]['name']:34s} {1e3 * t:8.2f} ms  {1 / t:6.1f} tokens/s  "
-                  f"roofline {results[-1]['roofline_fraction']:.3f}")
+            results.append(record(f"xla_decode/weights:{dtype_name}/ctx:{ctx}", t, size, ctx,
+                                  bandwidth))
     report = {"context": {"jax": jax.__version__, "jaxlib": jax.lib.__version__
                           if hasattr(jax.lib, "__version__") else jax.__version__,
                           "XLA_FLAGS": os.environ.get("XLA_FLAGS", ""), "threads": 1,
