@@ -1,6 +1,7 @@
 // States (fd::state): tensors the executor keeps across calls, given new values by fd::update and
 // written in place by a dynamic update slice; and decode attention over a cache that reads only
 // the keys before a run-time length.
+#include <cstring>
 #include <random>
 
 #include "check.hpp"
@@ -108,4 +109,59 @@ TEST_CASE("a GEMM that splits k into blocks never writes its result over its res
   fd::cpu::executor ex(p);
   auto b = ft::bind_random(ex, 7);
   CHECK(ft::compare_with_reference(ex, b, ft::rel_tol(1e-5)));
+}
+
+namespace {
+// The same step with the caches in bf16: the new key and value rounded to bf16 as they are
+// written, the products reading the caches widened to f32. (The casts keep the lowering from
+// seeing an attention here: it runs as a matmul, a softmax and a matmul over the whole capacity.)
+constexpr auto kc16 = fd::state<"k_cache", fd::bf16, H, Lmax, Dh>();
+constexpr auto vc16 = fd::state<"v_cache", fd::bf16, H, Lmax, Dh>();
+constexpr auto k16 = fd::dynamic_update_slice<1>(kc16, fd::cast<fd::bf16>(k), pos);
+constexpr auto v16 = fd::dynamic_update_slice<1>(vc16, fd::cast<fd::bf16>(v), pos);
+constexpr auto s16 = fd::matmul<false, true>(q, fd::cast<float>(k16)) * fd::lit<0.25>;
+constexpr auto o16 =
+    fd::matmul(fd::softmax(fd::where(keys <= pos, s16, fd::neg_inf)), fd::cast<float>(v16));
+constexpr auto decode16 = fd::compile(o16, fd::update(kc16, k16), fd::update(vc16, v16));
+}  // namespace
+
+TEST_CASE("a bf16 cache: written in place rounded to bf16, half the state bytes, read by decode") {
+  using P = decltype(decode16);
+  fd::cpu::executor<P> ex{P{}};
+  CHECK(ex.footprint().states == 2 * H * Lmax * Dh * 2);  // bf16: 2 bytes an element
+  fd::tensor<float, H, 1, Dh> qv, kv, vv, out;
+  fd::tensor<std::int32_t> pv;
+  ex.bind("q", qv), ex.bind("k", kv), ex.bind("v", vv), ex.bind("pos", pv);
+  ex.bind_output(0, out);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd;
+  using bits = std::uint16_t;
+  std::vector<bits> kcache(H * Lmax * Dh, 0), vcache(H * Lmax * Dh, 0);
+  for (int step = 0; step < 12; ++step) {
+    for (int i = 0; i < H * Dh; ++i) qv[i] = nd(rng), kv[i] = nd(rng), vv[i] = nd(rng);
+    pv[0] = step;
+    fd::tensor<fd::bf16, H, Lmax, Dh> kin, vin;
+    for (std::size_t i = 0; i < kcache.size(); ++i)
+      kin.data()[i] = fd::bf16::from_bits(kcache[i]),
+      vin.data()[i] = fd::bf16::from_bits(vcache[i]);
+    const auto want = fd::reference::run(
+        fd::graph::graph_view(P::graph),
+        {{"k_cache", kin}, {"v_cache", vin}, {"q", qv}, {"k", kv}, {"v", vv}, {"pos", pv}});
+    ex.run();
+    CHECK(ft::compare(std::span<const float>(out.data(), H * Dh),
+                      std::span<const float>(want[0].data<float>(), H * Dh), ft::rel_tol(1e-5)));
+    // The caches hold the reference's bits, and the row written is the inputs rounded to bf16.
+    const bits* kst = static_cast<const bits*>(ex.state("k_cache").data);
+    const bits* vst = static_cast<const bits*>(ex.state("v_cache").data);
+    CHECK(std::memcmp(kst, want[1].data<fd::bf16>(), kcache.size() * sizeof(bits)) == 0);
+    CHECK(std::memcmp(vst, want[2].data<fd::bf16>(), vcache.size() * sizeof(bits)) == 0);
+    int wrong = 0;
+    for (int h = 0; h < H; ++h)
+      for (int x = 0; x < Dh; ++x)
+        wrong += kst[(h * Lmax + step) * Dh + x] != fd::bf16::from_float(kv[h * Dh + x]);
+    CHECK(wrong == 0);
+    std::copy(kst, kst + kcache.size(), kcache.begin());
+    std::copy(vst, vst + vcache.size(), vcache.begin());
+  }
+  CHECK(ex.stats().interpreted_groups == 0);
 }
