@@ -1,6 +1,8 @@
 """The memory roofline of GPT-2 small's decode step, shared by the peers of gpt2_decode_bench
 (hf_gpt2_decode.py, xla_gpt2_decode.py): a copy's bandwidth, the bytes a step must read, and the
 record each peer writes per case."""
+import json
+import platform
 import time
 
 import numpy as np
@@ -36,3 +38,14 @@ def record(name, seconds, element_size, ctx, bandwidth):
     print(f"{name:34s} {1e3 * seconds:8.2f} ms  {1 / seconds:6.1f} tokens/s  "
           f"roofline {r['roofline_fraction']:.3f}")
     return r
+
+
+def write_report(path, peer, bandwidth, steps, results):
+    """The peer's JSON file (when path is given): its versions and settings (peer), the run's
+    common context, and the per-case records."""
+    if not path:
+        return
+    context = dict(peer, threads=1, machine=platform.machine(), copy_bytes_per_second=bandwidth,
+                   statistic="median", steps=steps)
+    with open(path, "w") as fh:
+        json.dump({"context": context, "benchmarks": results}, fh, indent=1)

@@ -14,9 +14,7 @@ at the cached positions, in the cache's dtype) over the bandwidth of a numpy cop
 arrays measured in the same run (bytes read + written per second, the best of 5).
 """
 import argparse
-import json
 import os
-import platform
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -24,7 +22,7 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from decode_roofline import LAYERS, POSITIONS, V, copy_bandwidth, record  # noqa: E402
+from decode_roofline import LAYERS, POSITIONS, V, copy_bandwidth, record, write_report  # noqa: E402
 import transformers  # noqa: E402
 from transformers import DynamicCache, GPT2Config, GPT2LMHeadModel  # noqa: E402
 
@@ -59,15 +57,8 @@ def main():
             t = float(np.median(times[3:]))
             results.append(record(f"hf_decode/weights:{dtype_name}/ctx:{ctx}", t, size, ctx,
                                   bandwidth))
-    report = {"context": {"torch": torch.__version__, "transformers": transformers.__version__,
-                          "threads": 1, "machine": platform.machine(),
-                          "copy_bytes_per_second": bandwidth, "statistic": "median",
-                          "steps": args.steps},
-              "benchmarks": results}
-    if args.out:
-        with open(args.out, "w") as fh:
-            json.dump(report, fh, indent=1)
-
+    write_report(args.out, {"torch": torch.__version__, "transformers": transformers.__version__},
+                 bandwidth, args.steps, results)
 
 if __name__ == "__main__":
     main()

@@ -17,9 +17,7 @@ bytes the masked attention reads past the context are not counted, so they show 
 fraction.
 """
 import argparse
-import json
 import os
-import platform
 import time
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -30,7 +28,7 @@ os.environ.setdefault("PJRT_NPROC", "1")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from decode_roofline import D, F, V, copy_bandwidth, record  # noqa: E402
+from decode_roofline import D, F, V, copy_bandwidth, record, write_report  # noqa: E402
 from decode_roofline import HEADS as H  # noqa: E402
 from decode_roofline import LAYERS as L  # noqa: E402
 from decode_roofline import POSITIONS as P  # noqa: E402
@@ -124,18 +122,12 @@ def main():
             t = float(np.median(times[3:]))
             results.append(record(f"xla_decode/weights:{dtype_name}/ctx:{ctx}", t, size, ctx,
                                   bandwidth))
-    report = {"context": {"jax": jax.__version__, "jaxlib": jax.lib.__version__
-                          if hasattr(jax.lib, "__version__") else jax.__version__,
-                          "XLA_FLAGS": os.environ.get("XLA_FLAGS", ""), "threads": 1,
-                          "machine": platform.machine(), "copy_bytes_per_second": bandwidth,
-                          "statistic": "median", "steps": args.steps,
-                          "attention": "the whole cache capacity, positions past the current one "
-                                       "masked"},
-              "benchmarks": results}
-    if args.out:
-        with open(args.out, "w") as fh:
-            json.dump(report, fh, indent=1)
-
+    jaxlib_version = getattr(jax.lib, "__version__", jax.__version__)
+    write_report(args.out, {"jax": jax.__version__, "jaxlib": jaxlib_version,
+                            "XLA_FLAGS": os.environ.get("XLA_FLAGS", ""),
+                            "attention": "the whole cache capacity, positions past the current "
+                                         "one masked"},
+                 bandwidth, args.steps, results)
 
 if __name__ == "__main__":
     main()
