@@ -331,8 +331,8 @@ class executor {
     int group = -1, part = 0, iter = 0;
     std::size_t offset = 0;  // floats into packed_, or (amx) bf16 elements into packed_bf16_
     bool ready = false;
-    bool amx = false;          // packed for the AMX tiles (bf16 weights, amx_bf16 opted in)
-    bool bf16_panels = false;  // bf16 weight of a few-row product, kept bf16 in packed_bf16_
+    bool amx = false;  // packed for the AMX tiles (bf16 weights, amx_bf16 opted in); otherwise
+                       // in packed_bf16_ where uses_bf16_panels(part), else f32 in packed_
     const kernels::bf16_bits* amx_data = nullptr;  // the packed panels (aligned inside the slot)
   };
 
@@ -423,9 +423,7 @@ class executor {
                 packs_.push_back({gi, q, it, packed_bf16_elements_, false, true});
                 packed_bf16_elements_ += kernels::packed_b_bf16_elements(p.k, p.n) + 32;
               } else if (uses_bf16_panels(p)) {
-                packed_ref r{gi, q, it, packed_bf16_elements_};
-                r.bf16_panels = true;
-                packs_.push_back(r);
+                packs_.push_back({gi, q, it, packed_bf16_elements_, false});
                 packed_bf16_elements_ += kernels::packed_b_floats<arch>(p.k, p.n) + 32;
               } else {
                 packs_.push_back({gi, q, it, packed_floats_, false});
@@ -464,7 +462,7 @@ class executor {
       if (p.amx) {
         p.amx_data = pack_bf16_into(
             part, s.data, reinterpret_cast<kernels::bf16_bits*>(packed_bf16_.data()) + p.offset);
-      } else if (p.bf16_panels) {
+      } else if (uses_bf16_panels(part)) {
         if (w.type != dtype::bf16)
           throw binding_error("binding \"" + s.name + "\": this matmul weight must be bf16");
         kernels::pack_b_bf16_panels<arch>(
@@ -662,12 +660,16 @@ class executor {
                                reinterpret_cast<kernels::bf16_bits*>(ws), pool);
         continue;
       }
-      if (pre && pre->bf16_panels) {
-        const kernels::packed_b<arch, kernels::bf16_bits> bp{
-            reinterpret_cast<const kernels::bf16_bits*>(packed_bf16_.data()) + pre->offset, p.k,
-            p.n};
-        kernels::gemm_with<arch>(p.m, p.n, p.k, a, q.lda, q.trans_a, bp, c, p.n, ep, ws, pool);
-        continue;
+      // A compile-time choice: the bf16-panel micro-kernels are instantiated only for the
+      // products that take them.
+      if constexpr (uses_bf16_panels(p)) {
+        if (pre) {
+          const kernels::packed_b<arch, kernels::bf16_bits> bp{
+              reinterpret_cast<const kernels::bf16_bits*>(packed_bf16_.data()) + pre->offset, p.k,
+              p.n};
+          kernels::gemm_with<arch>(p.m, p.n, p.k, a, q.lda, q.trans_a, bp, c, p.n, ep, ws, pool);
+          continue;
+        }
       }
       kernels::packed_b<arch> bp;
       float* work = ws;

@@ -740,13 +740,14 @@ struct row_kernel {
           index_of_row(b + i, idx);
           offsets_at<Desc, used_pro>(idx, R, off);
           float* tr = tile + i * (cols + 16);
-          std::int64_t j = 0;
-          for (; j + W <= cols; j += W) {
+          // Both bounds are constants (GCC otherwise cannot bound a tail that never runs).
+          constexpr std::int64_t vec_end = cols - cols % W;
+          for (std::int64_t j = 0; j < vec_end; j += W) {
             simd<Arch>::store(
                 tr + j, M::template run<seg.begin, seg.end, seg.result, V>(val, off, nullptr));
             offsets_step<Desc, used_pro>(L, W, off);
           }
-          for (; j < cols; ++j) {  // cols is a constant: the tail is bounded
+          for (std::int64_t j = vec_end; j < cols; ++j) {
             tr[j] = M::template run<seg.begin, seg.end, seg.result, float>(val, off, nullptr);
             offsets_step<Desc, used_pro>(L, 1, off);
           }
@@ -758,15 +759,15 @@ struct row_kernel {
         offsets_at<Desc, used_epi>(idx, R, off);
         const float* tr = tile + i * (cols + 16);
         constexpr std::int64_t ss = st.at.coef[std::size_t(L)];
-        std::int64_t j = 0;
-        for (; j + W <= cols; j += W) {
+        constexpr std::int64_t vec_end = cols - cols % W;
+        for (std::int64_t j = 0; j < vec_end; j += W) {
           const V in = simd<Arch>::load(tr + j);
           const V y = M::template run<D.epilogue.begin, D.epilogue.end, D.epilogue.result, V>(
               val, off, &in);
           store_lanes<V, st.type, ss>(val[st.node], off[D.store], y);
           offsets_step<Desc, used_epi>(L, W, off);
         }
-        for (; j < cols; ++j) {
+        for (std::int64_t j = vec_end; j < cols; ++j) {
           const float in = tr[j];
           const float y =
               M::template run<D.epilogue.begin, D.epilogue.end, D.epilogue.result, float>(val, off,
