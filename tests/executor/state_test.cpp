@@ -57,6 +57,45 @@ constexpr auto keys = fd::iota<std::int32_t, 1, 1, Lmax>();
 constexpr auto s = fd::matmul<false, true>(q, k2) * fd::lit<0.25>;
 constexpr auto o = fd::matmul(fd::softmax(fd::where(keys <= pos, s, fd::neg_inf)), v2);
 constexpr auto decode = fd::compile(o, fd::update(kc, k2), fd::update(vc, v2));
+// Twelve decode steps of program P (caches of element type E) on random q, k and v. After each,
+// the output matches the reference run on the same program with the caches' values before the
+// call bound as inputs, and both caches hold the reference's bits. `after(step, k_cache)` checks
+// more of a step.
+template <class P, class E, class After>
+void check_decode_steps(fd::cpu::executor<P>& ex, unsigned seed, After after) {
+  using bits = std::conditional_t<std::is_same_v<E, fd::bf16>, std::uint16_t, float>;
+  static_assert(sizeof(bits) == sizeof(E));
+  constexpr std::size_t n = H * Lmax * Dh;
+  fd::tensor<float, H, 1, Dh> qv, kv, vv, out;
+  fd::tensor<std::int32_t> pv;
+  ex.bind("q", qv), ex.bind("k", kv), ex.bind("v", vv), ex.bind("pos", pv);
+  ex.bind_output(0, out);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd;
+  std::vector<bits> kcache(n, bits{}), vcache(n, bits{});
+  for (int step = 0; step < 12; ++step) {
+    for (int i = 0; i < H * Dh; ++i) qv[i] = nd(rng), kv[i] = nd(rng), vv[i] = nd(rng);
+    pv[0] = step;
+    fd::tensor<E, H, Lmax, Dh> kin, vin;
+    std::memcpy(static_cast<void*>(kin.data()), kcache.data(), n * sizeof(bits));
+    std::memcpy(static_cast<void*>(vin.data()), vcache.data(), n * sizeof(bits));
+    const auto want = fd::reference::run(
+        fd::graph::graph_view(P::graph),
+        {{"k_cache", kin}, {"v_cache", vin}, {"q", qv}, {"k", kv}, {"v", vv}, {"pos", pv}});
+    ex.run();
+    CHECK(ft::compare(std::span<const float>(out.data(), H * Dh),
+                      std::span<const float>(want[0].template data<float>(), H * Dh),
+                      ft::rel_tol(1e-5)));
+    const bits* kst = static_cast<const bits*>(ex.state("k_cache").data);
+    const bits* vst = static_cast<const bits*>(ex.state("v_cache").data);
+    CHECK(std::memcmp(kst, want[1].template data<E>(), n * sizeof(bits)) == 0);
+    CHECK(std::memcmp(vst, want[2].template data<E>(), n * sizeof(bits)) == 0);
+    after(step, kst, kv);
+    std::copy(kst, kst + n, kcache.begin());
+    std::copy(vst, vst + n, vcache.begin());
+  }
+  CHECK(ex.stats().interpreted_groups == 0);
+}
 }  // namespace
 
 TEST_CASE("decode attention over a cache reads the keys up to the run-time position only") {
@@ -69,34 +108,7 @@ TEST_CASE("decode attention over a cache reads the keys up to the run-time posit
   CHECK(lp.desc[std::size_t(att)].att.kv_len >= 0);  // the kernel stops at pos + 1
   CHECK(lp.desc[std::size_t(att)].att.kv_len_offset == 1);
   fd::cpu::executor<P> ex{P{}};
-  fd::tensor<float, H, 1, Dh> qv, kv, vv, out;
-  fd::tensor<std::int32_t> pv;
-  ex.bind("q", qv), ex.bind("k", kv), ex.bind("v", vv), ex.bind("pos", pv);
-  ex.bind_output(0, out);
-  std::mt19937 rng(3);
-  std::normal_distribution<float> nd;
-  std::vector<float> kcache(H * Lmax * Dh, 0.0f), vcache(H * Lmax * Dh, 0.0f);
-  for (int step = 0; step < 12; ++step) {
-    for (int i = 0; i < H * Dh; ++i) qv[i] = nd(rng), kv[i] = nd(rng), vv[i] = nd(rng);
-    pv[0] = step;
-    // the reference on the same program, with the states' values before the call bound as inputs
-    fd::tensor<float, H, Lmax, Dh> kin, vin;
-    std::copy(kcache.begin(), kcache.end(), kin.data());
-    std::copy(vcache.begin(), vcache.end(), vin.data());
-    const auto want = fd::reference::run(
-        fd::graph::graph_view(P::graph),
-        {{"k_cache", kin}, {"v_cache", vin}, {"q", qv}, {"k", kv}, {"v", vv}, {"pos", pv}});
-    ex.run();
-    CHECK(ft::compare(std::span<const float>(out.data(), H * Dh),
-                      std::span<const float>(want[0].data<float>(), H * Dh), ft::rel_tol(1e-5)));
-    const float* kst = static_cast<const float*>(ex.state("k_cache").data);
-    CHECK(ft::compare(std::span<const float>(kst, H * Lmax * Dh),
-                      std::span<const float>(want[1].data<float>(), H * Lmax * Dh), ft::exact()));
-    std::copy(kst, kst + H * Lmax * Dh, kcache.begin());
-    const float* vst = static_cast<const float*>(ex.state("v_cache").data);
-    std::copy(vst, vst + H * Lmax * Dh, vcache.begin());
-  }
-  CHECK(ex.stats().interpreted_groups == 0);
+  check_decode_steps<P, float>(ex, 3, [](int, const float*, const auto&) {});
 }
 
 TEST_CASE("a GEMM that splits k into blocks never writes its result over its residual") {
@@ -129,39 +141,12 @@ TEST_CASE("a bf16 cache: written in place rounded to bf16, half the state bytes,
   using P = decltype(decode16);
   fd::cpu::executor<P> ex{P{}};
   CHECK(ex.footprint().states == 2 * H * Lmax * Dh * 2);  // bf16: 2 bytes an element
-  fd::tensor<float, H, 1, Dh> qv, kv, vv, out;
-  fd::tensor<std::int32_t> pv;
-  ex.bind("q", qv), ex.bind("k", kv), ex.bind("v", vv), ex.bind("pos", pv);
-  ex.bind_output(0, out);
-  std::mt19937 rng(5);
-  std::normal_distribution<float> nd;
-  using bits = std::uint16_t;
-  std::vector<bits> kcache(H * Lmax * Dh, 0), vcache(H * Lmax * Dh, 0);
-  for (int step = 0; step < 12; ++step) {
-    for (int i = 0; i < H * Dh; ++i) qv[i] = nd(rng), kv[i] = nd(rng), vv[i] = nd(rng);
-    pv[0] = step;
-    fd::tensor<fd::bf16, H, Lmax, Dh> kin, vin;
-    for (std::size_t i = 0; i < kcache.size(); ++i)
-      kin.data()[i] = fd::bf16::from_bits(kcache[i]),
-      vin.data()[i] = fd::bf16::from_bits(vcache[i]);
-    const auto want = fd::reference::run(
-        fd::graph::graph_view(P::graph),
-        {{"k_cache", kin}, {"v_cache", vin}, {"q", qv}, {"k", kv}, {"v", vv}, {"pos", pv}});
-    ex.run();
-    CHECK(ft::compare(std::span<const float>(out.data(), H * Dh),
-                      std::span<const float>(want[0].data<float>(), H * Dh), ft::rel_tol(1e-5)));
-    // The caches hold the reference's bits, and the row written is the inputs rounded to bf16.
-    const bits* kst = static_cast<const bits*>(ex.state("k_cache").data);
-    const bits* vst = static_cast<const bits*>(ex.state("v_cache").data);
-    CHECK(std::memcmp(kst, want[1].data<fd::bf16>(), kcache.size() * sizeof(bits)) == 0);
-    CHECK(std::memcmp(vst, want[2].data<fd::bf16>(), vcache.size() * sizeof(bits)) == 0);
+  // The row written is the step's key rounded to bf16.
+  check_decode_steps<P, fd::bf16>(ex, 5, [](int step, const std::uint16_t* kst, const auto& kv) {
     int wrong = 0;
     for (int h = 0; h < H; ++h)
       for (int x = 0; x < Dh; ++x)
         wrong += kst[(h * Lmax + step) * Dh + x] != fd::bf16::from_float(kv[h * Dh + x]);
     CHECK(wrong == 0);
-    std::copy(kst, kst + kcache.size(), kcache.begin());
-    std::copy(vst, vst + vcache.size(), vcache.begin());
-  }
-  CHECK(ex.stats().interpreted_groups == 0);
+  });
 }

@@ -392,11 +392,11 @@ class executor {
   }
   // A bf16 weight of a product with at most one register tile of rows (a decode step) stays bf16
   // in its panels (kernels::pack_b_bf16_panels): the product is as long as reading B takes, and
-  // widened f32 panels would read twice the bytes. Where the arch has no vector widening the
-  // panels are f32.
+  // widened f32 panels would read twice the bytes. On AVX-512 and AVX2 (a vector widening in
+  // kernels::load_b); elsewhere the panels are f32.
   static constexpr bool uses_bf16_panels(const plan::gemm_part& p) {
     return p.b_param && g[p.b.base].type == dtype::bf16 && p.m <= kernels::gemm_tile<arch>::mr &&
-           std::is_same_v<arch, xsimd::avx512f>;
+           (std::is_same_v<arch, xsimd::avx512f> || std::is_same_v<arch, xsimd::fma3<xsimd::avx2>>);
   }
 
   // Workspace: the most any one kernel needs (per-thread tiles, B packed when it is not a weight);

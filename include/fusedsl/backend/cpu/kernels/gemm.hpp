@@ -239,6 +239,11 @@ template <class Arch>
   if constexpr (std::is_same_v<Arch, xsimd::avx512f>)
     return from_bf16_x16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 #endif
+#if defined(__AVX2__) && defined(__FMA__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
+  if constexpr (std::is_same_v<Arch, xsimd::fma3<xsimd::avx2>>)  // zero-extend, shift up 16
+    return vec_t<Arch>(_mm256_castsi256_ps(_mm256_slli_epi32(
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16)));
+#endif
   if constexpr (std::is_same_v<Arch, scalar_arch>) {
     return from_bf16(*p);
   } else {
