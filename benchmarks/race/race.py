@@ -505,7 +505,14 @@ def report(a):
     with open(a.results) as f:
         results = json.load(f)
     os.makedirs(a.out, exist_ok=True)
-    text = rep.markdown(results, plots=not a.no_plots)
+    # The other benchmarks of a `scripts/bench --all` run, beside results.json.
+    extra = {}
+    for name in ("embed", "decode"):
+        path = os.path.join(os.path.dirname(os.path.abspath(a.results)), f"{name}.json")
+        if os.path.exists(path):
+            with open(path) as f:
+                extra[name] = json.load(f)
+    text = rep.markdown(results, plots=not a.no_plots, **extra)
     with open(os.path.join(a.out, "race.md"), "w") as f:
         f.write(text)
     written = [os.path.join(a.out, "race.md")]

@@ -463,8 +463,61 @@ def low_peak_warning(results):
     return ""
 
 
-def markdown(results, plots=True):
+# The models that run as benchmarks of their own beside the race (scripts/bench --all): which
+# race peer each of their peers is, and why a race peer has no cell there.
+EMBED_PEERS = {"torch_eager": "sentence_transformers", "onnxruntime": "onnxruntime"}
+DECODE_PEERS = {"torch_eager": "transformers", "xla": "xla"}
+DECODE_CASES = [("f32/ctx:128", "f32, ctx 128"), ("f32/ctx:1023", "f32, ctx 1023"),
+                ("bf16/ctx:128", "bf16, ctx 128"), ("bf16/ctx:1023", "bf16, ctx 1023")]
+
+
+def all_models_table(results, embed=None, decode=None):
+    """fusedsl's speedup over each peer on every model at one thread: the race's models (time a
+    call), all-MiniLM-L6-v2 embeddings (embed.json: sentences/s, tokenisation included) and GPT-2
+    small decode (decode.json: tokens/s). An empty cell says why."""
+    cells = cells_by(results)
+    cols = [("race", m) for m in models_of(results)]
+    names = ["peer"] + [f"{MODEL_SHORT.get(m, m)}" for m in models_of(results)]
+    if embed:
+        runs = {(r["peer"], r["threads"], r["batch"]): r for r in embed["runs"]}
+        batches = sorted({r["batch"] for r in embed["runs"] if r["threads"] == 1})
+        cols += [("embed", b) for b in batches]
+        names += [f"MiniLM-L6, batch {b}" for b in batches]
+    if decode:
+        cols += [("decode", c) for c, _ in DECODE_CASES]
+        names += [f"GPT-2 decode, {t}" for _, t in DECODE_CASES]
+
+    def cell(peer, kind, what):
+        if kind == "race":
+            x = speedup(cells, what, 1, peer)
+            if x is not None:
+                return f"{x:.2f}x"
+            return why_empty(cells.get((what, 1, peer))) or "fusedsl has no time"
+        if kind == "embed":
+            if peer not in EMBED_PEERS:
+                return "not run: no embedding peer of this kind"
+            f, r = runs.get(("fusedsl", 1, what)), runs.get((EMBED_PEERS[peer], 1, what))
+            if not f or not r:
+                return "not run"
+            return f"{f['sentences_per_second'] / r['sentences_per_second']:.2f}x"
+        if peer not in DECODE_PEERS:
+            return "not run: no decode peer of this kind"
+        v = decode["summary"].get(DECODE_PEERS[peer], {}).get(what, {})
+        return f"{v['fusedsl_speedup']:.2f}x" if "fusedsl_speedup" in v else "not run"
+
+    rows = [(PEER_NAMES[p], [cell(p, k, w) for k, w in cols]) for p in RIVALS
+            if any((m, 1, p) in cells for m in models_of(results)) or
+            (embed and p in EMBED_PEERS) or (decode and p in DECODE_PEERS)]
+    return table("Speedup of fusedsl over each peer on every model, one thread (the race's models: "
+                 "time a call; MiniLM-L6: sentences/s, tokenisation included, embed.json; GPT-2 "
+                 "decode: tokens/s of a step, decode.json; the PyTorch eager peer is "
+                 "sentence-transformers for MiniLM and transformers for decode):", names, rows)
+
+
+def markdown(results, plots=True, embed=None, decode=None):
     out = ["# The race: results", "", header(results), ""]
+    if embed or decode:
+        out += [all_models_table(results, embed, decode), ""]
     for t in threads_of(results):
         out += [time_table(results, t), ""]
     out += [speedup_table(results), "", gflops_table(results), "", memory_table(results), ""]

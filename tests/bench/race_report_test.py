@@ -106,6 +106,51 @@ check("| the document's claim (XLA on a TPU against eager) |  | 2-3x |  | 20-30%
 check(seed_row[2] in text, "the targets table holds the verdict")
 check("| Eigen, hand-written | 750 µs, 1.50x | not run |" in text, "the CPU-time table")
 
+# ---- scripts/bench --all: decode.py's summary and the every-model matrix ----
+import decode  # noqa: E402
+
+
+def decode_round(f32_128, xla_128):
+    r = {}
+    for key, base in (("fusedsl", f32_128), ("transformers", 20.0), ("xla", xla_128)):
+        r[key] = {c: {"tokens_per_second": base * (1 + 0.5 * i), "roofline_fraction": 0.5}
+                  for i, c in enumerate(decode.CASES)}
+    return r
+
+
+dec = {"rounds": [decode_round(30.0, 25.0), decode_round(40.0, 10.0), decode_round(20.0, 20.0)],
+       "machine": {"cpu_model": "AMD EPYC", "cpu_family": 25, "cpu_model_number": 1,
+                   "cores_online": 2, "avx512f": False},
+       "started_utc": "t0", "finished_utc": "t1",
+       "load_average": [{"load": [0.1, 0.1, 0.1]}, {"load": [0.9, 0.9, 0.9]}]}
+decode.summarise(dec)
+s128 = dec["summary"]["fusedsl"]["f32/ctx:128"]
+check(s128["tokens_per_second"] == 30.0 and abs(s128["p10"] - 22.0) < 1e-12,
+      f"decode median and p10 over rounds: {s128}")
+check(abs(dec["summary"]["xla"]["f32/ctx:128"]["fusedsl_speedup"] - 1.5) < 1e-12,
+      "decode speedup: fusedsl's median 30 over XLA's 20")
+check(abs(dec["summary"]["transformers"]["bf16/ctx:1023"]["fusedsl_speedup"] - 1.5) < 1e-12,
+      "decode speedup, last case")
+check(decode.case_of("hf_decode/weights:bf16/ctx:1023") == "bf16/ctx:1023" and
+      decode.case_of("decode_paged/batch:8/ctx:128") is None, "decode case names")
+dmd = decode.markdown(dec)
+check("| XLA:CPU (jax.jit, static cache) | 20.0 [12.0-24.0], 0.50 of roofline, **1.50x** |" in dmd,
+      "the decode table's XLA cell: " + dmd)
+emb = {"runs": [{"peer": "fusedsl", "threads": 1, "batch": 1, "sentences_per_second": 60.0},
+                {"peer": "sentence_transformers", "threads": 1, "batch": 1,
+                 "sentences_per_second": 20.0},
+                {"peer": "onnxruntime", "threads": 1, "batch": 1, "sentences_per_second": 40.0}]}
+every = report.all_models_table(results, emb, dec)
+check("| peer | seed | medium | MiniLM-L6, batch 1 | GPT-2 decode, f32, ctx 128 |" in every,
+      "the every-model matrix's columns: " + every)
+check("| PyTorch eager | 3.00x | not run | 3.00x | 1.50x |" in every,
+      "PyTorch eager's row takes sentence-transformers and transformers")
+check("| Eigen, hand-written | 1.50x | not run | not run: no embedding peer of this kind | "
+      "not run: no decode peer of this kind |" in every, "a peer with no such benchmark says so")
+check(every in report.markdown(results, plots=False, embed=emb, decode=dec),
+      "the report holds the matrix when the run has the other models")
+check("MiniLM" not in report.markdown(results, plots=False), "and not when it has not")
+
 # ---- 2. the committed results regenerate the committed tables ----
 committed = sorted(glob.glob(os.path.join(repo, "benchmarks", "results", "*", "race.md")))
 check(committed, "no committed race.md under benchmarks/results/")
