@@ -164,9 +164,10 @@ def run(a):
     summarise(results)
     with open(os.path.join(a.out, "decode.json"), "w") as f:
         json.dump(results, f, indent=1)
+    text = markdown(results)
     with open(os.path.join(a.out, "decode.md"), "w") as f:
-        f.write(markdown(results))
-    print(markdown(results))
+        f.write(text)
+    print(text)
 
 
 def main(argv=None):
