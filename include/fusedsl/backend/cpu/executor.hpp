@@ -392,11 +392,11 @@ class executor {
   }
   // A bf16 weight of a product with at most one register tile of rows (a decode step) stays bf16
   // in its panels (kernels::pack_b_bf16_panels): the product is as long as reading B takes, and
-  // widened f32 panels would read twice the bytes. On AVX-512 and AVX2 (a vector widening in
-  // kernels::load_b); elsewhere the panels are f32.
+  // widened f32 panels would read twice the bytes. Only where kernels::load_b widens bf16 in
+  // registers; elsewhere the panels are f32.
   static constexpr bool uses_bf16_panels(const plan::gemm_part& p) {
     return p.b_param && g[p.b.base].type == dtype::bf16 && p.m <= kernels::gemm_tile<arch>::mr &&
-           (std::is_same_v<arch, xsimd::avx512f> || std::is_same_v<arch, xsimd::fma3<xsimd::avx2>>);
+           kernels::widens_bf16_in_registers<arch>;
   }
 
   // Workspace: the most any one kernel needs (per-thread tiles, B packed when it is not a weight);
@@ -661,15 +661,13 @@ class executor {
         continue;
       }
       // A compile-time choice: the bf16-panel micro-kernels are instantiated only for the
-      // products that take them.
+      // products that take them (a weight's B, so `pre` is set).
       if constexpr (uses_bf16_panels(p)) {
-        if (pre) {
-          const kernels::packed_b<arch, kernels::bf16_bits> bp{
-              reinterpret_cast<const kernels::bf16_bits*>(packed_bf16_.data()) + pre->offset, p.k,
-              p.n};
-          kernels::gemm_with<arch>(p.m, p.n, p.k, a, q.lda, q.trans_a, bp, c, p.n, ep, ws, pool);
-          continue;
-        }
+        const kernels::packed_b<arch, kernels::bf16_bits> bp{
+            reinterpret_cast<const kernels::bf16_bits*>(packed_bf16_.data()) + pre->offset, p.k,
+            p.n};
+        kernels::gemm_with<arch>(p.m, p.n, p.k, a, q.lda, q.trans_a, bp, c, p.n, ep, ws, pool);
+        continue;
       }
       kernels::packed_b<arch> bp;
       float* work = ws;

@@ -170,6 +170,18 @@ struct packed_b {
   const T* panel(std::ptrdiff_t p) const { return data + p * k * nr; }
 };
 
+// The arches whose load_b widens bf16 in vector registers; elsewhere it goes through a scalar copy
+// (cpu::executor keeps bf16 weight panels only where this holds).
+template <class Arch>
+inline constexpr bool widens_bf16_in_registers =
+#if defined(__AVX512F__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
+    std::is_same_v<Arch, xsimd::avx512f> ||
+#endif
+#if defined(__AVX2__) && defined(__FMA__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
+    std::is_same_v<Arch, xsimd::fma3<xsimd::avx2>> ||
+#endif
+    false;
+
 namespace detail {
 
 inline void check_gemm_size(const char* what, std::ptrdiff_t v) {
