@@ -16,7 +16,14 @@ block_until_ready; the others return host arrays).
 
 Every peer computes fusedsl's function (models.py's docstring) with the same weights. The Python
 models fuse Q, K and V into one [d, 3d] linear (the layout of torch.nn.MultiheadAttention and of
-GPT-2's checkpoints): the same function, one GEMM instead of three.
+GPT-2's checkpoints): the same function, one GEMM instead of three. The LLaMA block is written as
+Hugging Face's LlamaDecoderLayer is (separate q/k/v and gate/up projections without biases,
+RMSNorm, rotary embeddings with cos and sin computed once, key/value heads repeated for the query
+heads); PyTorch's attention is scaled_dot_product_attention, XLA's jax.nn.dot_product_attention with
+its grouped-query form. A model with bf16 weights runs
+as each framework runs a bf16 model: PyTorch with the module and the input in torch.bfloat16
+(oneDNN's bf16 kernels, on AMX where the CPU has it), XLA with every parameter and the input in
+bfloat16; the output is widened to float32.
 """
 import argparse
 import json
@@ -64,6 +71,8 @@ def layer_params(cfg, w, i):
 # ---- PyTorch ----
 
 def torch_module(cfg, w):
+    if models.is_llama(cfg):
+        return torch_llama(cfg, w)
     import torch
     from torch import nn
     import torch.nn.functional as F
@@ -123,6 +132,56 @@ def torch_module(cfg, w):
     return Stack().eval()
 
 
+def torch_llama(cfg, w):
+    """The LLaMA block (models.py) as Hugging Face's LlamaDecoderLayer computes it, on x [1, L, d]."""
+    import torch
+    from torch import nn
+    import torch.nn.functional as F
+
+    d, heads, kv_heads = cfg["d"], cfg["heads"], cfg["kv_heads"]
+    dh = d // heads
+
+    def linear(weight):  # [in, out] -> nn.Linear's [out, in], no bias
+        m = nn.Linear(weight.shape[0], weight.shape[1], bias=False)
+        with torch.no_grad():
+            m.weight.copy_(torch.from_numpy(np.ascontiguousarray(weight.T)))
+        return m
+
+    def rmsnorm(weight):
+        m = nn.RMSNorm(d, eps=models.RMSNORM_EPS)
+        with torch.no_grad():
+            m.weight.copy_(torch.from_numpy(weight))
+        return m
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q, self.k, self.v, self.o = (linear(w[f"attn.{n}.w"]) for n in "qkvo")
+            self.gate, self.up, self.down = (linear(w[f"ffn.{n}.w"]) for n in ("gate", "up", "down"))
+            self.attn_norm, self.ffn_norm = rmsnorm(w["attn_norm"]), rmsnorm(w["ffn_norm"])
+            # [L, dh]: each angle twice, for the two halves (Hugging Face's rotate_half form).
+            self.register_buffer("cos", torch.from_numpy(np.concatenate([w["cos"]] * 2, -1)))
+            self.register_buffer("sin", torch.from_numpy(np.concatenate([w["sin"]] * 2, -1)))
+
+        def rope(self, t):  # [1, h, L, dh]
+            t1, t2 = t[..., : dh // 2], t[..., dh // 2:]
+            return t * self.cos + torch.cat((-t2, t1), -1) * self.sin
+
+        def forward(self, x):
+            b, l, _ = x.shape
+            n = self.attn_norm(x)
+            q = self.rope(self.q(n).view(b, l, heads, dh).transpose(1, 2))
+            k = self.rope(self.k(n).view(b, l, kv_heads, dh).transpose(1, 2))
+            v = self.v(n).view(b, l, kv_heads, dh).transpose(1, 2)
+            k, v = (t.repeat_interleave(heads // kv_heads, dim=1) for t in (k, v))
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=cfg["causal"])
+            h = x + self.o(o.transpose(1, 2).reshape(b, l, d))
+            n = self.ffn_norm(h)
+            return h + self.down(F.silu(self.gate(n)) * self.up(n))
+
+    return Block().eval()
+
+
 def torch_threads(threads):
     import torch
     torch.set_num_threads(threads)
@@ -140,6 +199,10 @@ def setup_torch(cfg, w, threads, compiled):
     info = {"torch": torch.__version__, "mkl": torch.backends.mkl.is_available(),
             "mkldnn": torch.backends.mkldnn.is_available(), "threads": settings,
             "parallel_info": torch.__config__.parallel_info().splitlines()[:8]}
+    if models.is_bf16(cfg):
+        module, x = module.to(torch.bfloat16), x.to(torch.bfloat16)
+        info["dtype"] = "torch.bfloat16 (module and input)"
+        info["mkldnn_bf16_supported"] = bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
     fn = module
     if compiled:
         import torch._inductor.config as inductor_config
@@ -155,7 +218,7 @@ def setup_torch(cfg, w, threads, compiled):
     t0 = time.perf_counter()
     y = call()
     info["first_call_seconds"] = time.perf_counter() - t0
-    return call, lambda: call().numpy().reshape(cfg["seq"], cfg["d"]), info
+    return call, lambda: call().float().numpy().reshape(cfg["seq"], cfg["d"]), info
 
 
 def export_onnx(cfg, w, path):
@@ -206,6 +269,45 @@ def setup_onnxruntime(cfg, w, threads, onnx_path):
 
 # ---- XLA:CPU through jax.jit ----
 
+def xla_llama(cfg):
+    """forward(params, x) of the LLaMA block in jax.numpy, and its params from the weights."""
+    import jax
+    import jax.numpy as jnp
+
+    d, heads, kv_heads, seq = cfg["d"], cfg["heads"], cfg["kv_heads"], cfg["seq"]
+    dh = d // heads
+
+    def rms(x, g):
+        return x * jax.lax.rsqrt(jnp.mean(jnp.square(x), -1, keepdims=True) +
+                                 models.RMSNORM_EPS) * g
+
+    def rope(t, cos, sin):  # [1, L, h, dh]; cos, sin [L, dh / 2]
+        c, s = cos[None, :, None, :], sin[None, :, None, :]
+        t1, t2 = t[..., : dh // 2], t[..., dh // 2:]
+        return jnp.concatenate([t1 * c - t2 * s, t2 * c + t1 * s], -1)
+
+    def forward(params, x):
+        for p in params:
+            n = rms(x, p["attn_norm"])
+            q = rope((n @ p["q"]).reshape(1, seq, heads, dh), p["cos"], p["sin"])
+            k = rope((n @ p["k"]).reshape(1, seq, kv_heads, dh), p["cos"], p["sin"])
+            v = (n @ p["v"]).reshape(1, seq, kv_heads, dh)
+            o = jax.nn.dot_product_attention(q, k, v, is_causal=cfg["causal"],
+                                             implementation="xla")
+            h = x + o.reshape(1, seq, d) @ p["o"]
+            n = rms(h, p["ffn_norm"])
+            x = h + (jax.nn.silu(n @ p["gate"]) * (n @ p["up"])) @ p["down"]
+        return x
+
+    def params_of(w):
+        names = {"q": "attn.q.w", "k": "attn.k.w", "v": "attn.v.w", "o": "attn.o.w",
+                 "gate": "ffn.gate.w", "up": "ffn.up.w", "down": "ffn.down.w",
+                 "attn_norm": "attn_norm", "ffn_norm": "ffn_norm", "cos": "cos", "sin": "sin"}
+        return [{k: w[n] for k, n in names.items()}]
+
+    return forward, params_of
+
+
 def setup_xla(cfg, w, threads):
     import jax
     import jax.numpy as jnp
@@ -237,9 +339,16 @@ def setup_xla(cfg, w, threads):
                 x = ln(x + ffn(p, x), p["ln2_g"], p["ln2_b"])
         return x
 
+    if models.is_llama(cfg):
+        forward, llama_params = xla_llama(cfg)
+        layers = llama_params(w)
+    else:
+        layers = [layer_params(cfg, w, i) for i in range(cfg["layers"])]
     device = jax.devices("cpu")[0]
-    params = jax.device_put([layer_params(cfg, w, i) for i in range(cfg["layers"])], device)
-    x = jax.device_put(w["x"].reshape(1, seq, d), device)
+    dtype = jnp.bfloat16 if models.is_bf16(cfg) else jnp.float32
+    params = jax.device_put([{k: np.asarray(v, dtype) for k, v in p.items()} for p in layers],
+                            device)
+    x = jax.device_put(np.asarray(w["x"].reshape(1, seq, d), dtype), device)
     t0 = time.perf_counter()
     compiled = jax.jit(forward).lower(params, x).compile()
     compile_seconds = time.perf_counter() - t0
@@ -250,13 +359,14 @@ def setup_xla(cfg, w, threads):
     import jaxlib
     info = {"jax": jax.__version__, "jaxlib": jaxlib.__version__, "device": str(device),
             "compile_seconds": compile_seconds, "memory_analysis": mem,
+            "dtype": str(np.dtype(dtype)),
             "threads": {"XLA_FLAGS": os.environ.get("XLA_FLAGS", ""),
                         "PJRT_NPROC": os.environ.get("PJRT_NPROC", "")}}
 
     def call():
         return compiled(params, x).block_until_ready()
 
-    return call, lambda: np.asarray(call()).reshape(seq, d), info
+    return call, lambda: np.asarray(call(), np.float32).reshape(seq, d), info
 
 
 def serve(args):

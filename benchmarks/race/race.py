@@ -19,9 +19,16 @@ per-round mean call time, with the 10th and 90th percentiles. The start-up FMA-c
 (benchmarks/cpu/fma_peak.hpp) is measured on each core at the start and again at the end. It
 writes RUNDIR/results.json, then the report (RUNDIR/race.md and PNG plots).
 
-`--quick`: the two small models (one and two threads for the pre-LN one, one thread for the
-other; torch.compile at one thread only), every peer's output checked, one short round, and the check shown to refuse wrong functions
-(GELU-erf, the causal mask flipped, the norm placement flipped); nothing about speed is asserted.
+`--quick`: the three small models (one and two threads for the pre-LN one, one thread for the
+others; torch.compile at one thread only), every peer's output checked, one short round, and the
+check shown to refuse wrong functions (GELU-erf, the causal mask flipped, the norm placement
+flipped; for the LLaMA block RoPE on interleaved pairs and the wrong key/value head for a query
+head); nothing about speed is asserted.
+
+The bf16-weight models (seed_bf16, medium_bf16) race fusedsl with cpu::amx_bf16{} against PyTorch
+and XLA running the model in bfloat16, held to models.BF16_TOLERANCE; the hand-written Eigen model
+and ONNX Runtime are f32 only and get a cell saying so. The LLaMA block (models.py) has no
+hand-written Eigen peer; its other peers are those of the f32 models.
 """
 import argparse
 import datetime
@@ -40,12 +47,23 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)
 import models  # noqa: E402
 
-FULL_MODELS = ["seed", "medium", "gpt2_seq128", "gpt2_seq1024"]
-QUICK_MODELS = ["quick_post_ln", "quick_pre_ln"]
+FULL_MODELS = ["seed", "medium", "gpt2_seq128", "gpt2_seq1024", "llama", "seed_bf16",
+               "medium_bf16"]
+QUICK_MODELS = ["quick_post_ln", "quick_pre_ln", "quick_llama"]
 # --quick's thread counts: both for the pre-LN model only, which keeps it under two minutes
 # (torch.compile's setup is most of the time).
-QUICK_THREADS = {"quick_post_ln": [1], "quick_pre_ln": [1, 2]}
+QUICK_THREADS = {"quick_post_ln": [1], "quick_pre_ln": [1, 2], "quick_llama": [1]}
 PYTHON_PEERS = ["torch_eager", "torch_compile", "onnxruntime", "xla"]
+# The peers that do not run a model, and why: ONNX Runtime and the hand-written Eigen model with
+# bf16 weights; the Eigen model on the LLaMA block.
+NO_BF16 = {"eigen": "the hand-written Eigen model is f32 only",
+           "onnxruntime": "not raced in bf16 (the race's ONNX model is the f32 export)"}
+NO_LLAMA = {"eigen": "no hand-written Eigen LLaMA block (the Eigen model is the GPT/BERT stack)"}
+
+
+def left_out(cfg):
+    """{peer: why} for the peers that do not run the model `cfg`."""
+    return dict(NO_BF16 if models.is_bf16(cfg) else {}, **(NO_LLAMA if models.is_llama(cfg) else {}))
 # One-thread cores and two-thread cores: CPU 0 also carries the driver and the system.
 CORES = {1: "1", 2: "0,1"}
 # fusedsl on two threads: the polling pool (threads{2, 50us}) splits even the seed's kernels on
@@ -282,11 +300,14 @@ class Race:
             "settings": {"rounds": a.rounds, "long_rounds": a.long_rounds,
                          "round_seconds": a.round_seconds,
                          "gap_seconds": a.gap, "tolerance": models.TOLERANCE,
+                         "bf16_tolerance": models.BF16_TOLERANCE,
                          "tolerance_rule": "max |y - y_fusedsl| <= tolerance * max |y_fusedsl|, "
                                            "every element finite",
                          "weights": "x ~ normal(0, 1); linear weights [in, out] ~ normal(0, "
                                     f"1/in); biases, betas normal(0, {models.WEIGHT_STD}); gammas "
-                                    f"1 + normal(0, {models.WEIGHT_STD}); NumPy seed {a.seed}",
+                                    f"and RMSNorm weights 1 + normal(0, {models.WEIGHT_STD}); "
+                                    "LLaMA's cos and sin of the rotary angles (base "
+                                    f"{models.ROPE_BASE:g}); NumPy seed {a.seed}",
                          "cores": {str(k): v for k, v in CORES.items()},
                          "threads": a.threads or "default",
                          "timing": "wall clock per call; per-round mean; median over rounds, p10, "
@@ -327,9 +348,12 @@ class Race:
         ref = models.reference(cfg, w)
         entry = {"config": cfg, "flops": models.flops(cfg), "title": models.TITLES[m],
                  "arena_bytes": desc["arena_bytes"],
-                 "param_bytes": sum(v.nbytes for k, v in w.items() if k != "x")}
+                 "param_bytes": sum(v.nbytes // (2 if models.is_bf16(cfg) and v.ndim == 2 else 1)
+                                    for k, v in w.items() if k != "x")}
         results["models"][m] = entry
         peers = a.peers or (["fusedsl", "eigen"] + PYTHON_PEERS)
+        skipped = [p for p in peers if p in left_out(cfg)]
+        peers = [p for p in peers if p not in left_out(cfg)]
         onnx_path = os.path.join(self.out, "onnx", f"{m}.onnx")
         onnx_error = None
         if "onnxruntime" in peers:
@@ -355,6 +379,10 @@ class Race:
                 keys.insert(keys.index("fusedsl") + 1, "fusedsl_sleeping")
             fused_ref = self.run_cell_group(m, cfg, threads, keys, python, wdir, ref, fused_ref,
                                             onnx_path, onnx_error, results)
+            for key in skipped:
+                results["cells"].append({"model": m, "threads": threads, "peer": key,
+                                         "status": "not run", "reason": left_out(cfg)[key],
+                                         "thread_settings": thread_settings(key, threads)})
         if a.quick:
             entry["negative_controls"] = self.negative_controls(cfg, w, fused_ref)
         self.save(results)
@@ -362,9 +390,14 @@ class Race:
     def negative_controls(self, cfg, w, fused):
         """The output check must refuse a wrong function: each variant's float64 output against
         fusedsl's must be off by more than the tolerance."""
-        variants = {"GELU with erf instead of tanh": dict(gelu=models.gelu_erf),
-                    "causal mask flipped": dict(causal=not cfg["causal"]),
-                    "pre-LN and post-LN swapped": dict(pre_ln=not cfg["pre_ln"])}
+        if models.is_llama(cfg):
+            variants = {"causal mask flipped": dict(causal=not cfg["causal"]),
+                        "RoPE on interleaved pairs instead of halves": dict(rope_pairs=True),
+                        "query head h reading kv head h mod kv_heads": dict(kv_cyclic=True)}
+        else:
+            variants = {"GELU with erf instead of tanh": dict(gelu=models.gelu_erf),
+                        "causal mask flipped": dict(causal=not cfg["causal"]),
+                        "pre-LN and post-LN swapped": dict(pre_ln=not cfg["pre_ln"])}
         out = {}
         for name, kw in variants.items():
             err = models.relative_error(fused, models.reference(cfg, w, **kw))
@@ -423,12 +456,13 @@ class Race:
                                   "rss_after_import_bytes": r.get("rss_after_import_bytes")}
                 y = np.load(out_npy)
                 err64 = models.relative_error(y, ref)
-                if key == "fusedsl" and not err64 <= models.TOLERANCE:
+                tol = models.tolerance(cfg)
+                if key == "fusedsl" and not err64 <= tol:
                     # No peer is timed against a wrong function; the run goes on with the other
                     # models and ends with exit status 1.
                     peer.stop()
                     why = (f"fusedsl's output is off the float64 reference by {err64:.3g} of its "
-                           f"scale (tolerance {models.TOLERANCE})")
+                           f"scale (tolerance {tol})")
                     cell.update(status="wrong output", reason=why,
                                 check={"vs_float64_reference": err64})
                     self.mismatches.append(f"{m}, {threads} thread(s): {why}")
@@ -443,10 +477,10 @@ class Race:
                     fused_ref = y
                 err = models.relative_error(y, fused_ref)
                 cell["check"] = {"vs_fusedsl": err, "vs_float64_reference": err64}
-                if not err <= models.TOLERANCE:
+                if not err <= tol:
                     peer.stop()
                     why = (f"output differs from fusedsl's by {err:.3g} of its scale (tolerance "
-                           f"{models.TOLERANCE}; float64 reference: {err64:.3g})")
+                           f"{tol}; float64 reference: {err64:.3g})")
                     cell.update(status="wrong output", reason=why)
                     self.mismatches.append(f"{m}, {threads} thread(s), {key}: {why}")
                     print(f"race: MISMATCH {m}, {threads} thread(s), {key}: {why}", flush=True)

@@ -2,6 +2,8 @@
 // The models benchmarks/race races, as fusedsl types. race.py holds the same list (MODELS) with
 // the shapes spelled out for the Python peers; `race_<model> --describe` prints what the program
 // binds, and the driver checks the two agree.
+#include "fusedsl/models/bf16_weights.hpp"
+#include "fusedsl/models/llama.hpp"
 #include "fusedsl/models/transformer.hpp"
 
 namespace fusedsl_race {
@@ -16,8 +18,41 @@ using medium = fd::models::medium;
 // layers, d_model 768, 12 heads, FFN 3072, GELU-tanh; at seq 128 and seq 1024.
 using gpt2_seq128 = fd::models::gpt2_small<12>;
 using gpt2_seq1024 = fd::models::transformer<1024, 768, 12, 3072, 12, fd::nn::pre_ln, true>;
-// Small shapes of both block kinds, for `scripts/bench --quick` (agreement only, no timing).
+// The seed and medium models with bf16 weights (every linear's weight a bf16 param read through
+// cast<float>; activations, biases and layernorms f32), run with cpu::amx_bf16{}.
+using seed_bf16 = fd::models::seed_bf16_weights;
+using medium_bf16 = fd::models::medium_bf16_weights;
+// One LLaMA-style block (models/llama.hpp): RMSNorm, RoPE, grouped-query causal attention, SwiGLU;
+// x [Seq, DModel] and the rotary angles' cos and sin [Seq, head_dim / 2] are inputs.
+template <std::int64_t Seq, std::int64_t DModel, int Heads, int KvHeads, std::int64_t Hidden>
+struct llama_model {
+  static constexpr std::int64_t seq = Seq, d_model = DModel, hidden = Hidden,
+                                head_dim = DModel / Heads;
+  static constexpr int heads = Heads, kv_heads = KvHeads;
+  static constexpr auto x = fd::input<"x", float, Seq, DModel>();
+  static constexpr auto cos = fd::input<"cos", float, Seq, head_dim / 2>();
+  static constexpr auto sin = fd::input<"sin", float, Seq, head_dim / 2>();
+  using program_type =
+      decltype(fd::compile(fd::models::llama_block<Heads, KvHeads, Hidden>(x, cos, sin)));
+  // Matmul FLOPs: Q, K and V (K and V kv_heads wide), the scores and P V (causal not halved), O,
+  // and SwiGLU's gate, up and down.
+  static constexpr double flops() {
+    const double l = double(Seq), d = double(DModel), kv = double(KvHeads * head_dim);
+    return 2 * l * d * (d + 2 * kv) + 2 * 2 * l * l * d + 2 * l * d * d + 3 * 2 * l * d * Hidden;
+  }
+};
+// 8 heads of 64 with 2 kv heads, SwiGLU 1376, d_model 512, seq 256 (generated_bench's block).
+using llama = llama_model<256, 512, 8, 2, 1376>;
+// The models whose linear weights are bf16 (run with cpu::amx_bf16{}).
+template <class Model>
+inline constexpr bool bf16_weights = false;
+template <>
+inline constexpr bool bf16_weights<seed_bf16> = true;
+template <>
+inline constexpr bool bf16_weights<medium_bf16> = true;
+// Small shapes of the three block kinds, for `scripts/bench --quick` (agreement only, no timing).
 using quick_post_ln = fd::models::transformer<32, 64, 4, 128, 2>;
 using quick_pre_ln = fd::models::transformer<48, 64, 4, 256, 3, fd::nn::pre_ln, true>;
+using quick_llama = llama_model<40, 64, 4, 2, 96>;
 
 }  // namespace fusedsl_race

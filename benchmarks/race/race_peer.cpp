@@ -1,6 +1,9 @@
 // One model of the race (FUSEDSL_RACE_MODEL names it at compile time, race_models.hpp) run by
 // fusedsl's CPU executor or by the hand-written Eigen implementation (eigen_transformer.hpp), as a
-// peer that benchmarks/race/race.py times beside PyTorch, ONNX Runtime and XLA.
+// peer that benchmarks/race/race.py times beside PyTorch, ONNX Runtime and XLA. A model with bf16
+// weights runs with cpu::amx_bf16{} (AMX tiles where the CPU has them); its weight files hold f32
+// values that are bf16 numbers, narrowed exactly at load. Only the f32 GPT/BERT stacks have an
+// Eigen peer.
 //
 //   race_<model> --describe          the program's bindings (name, shape), FLOPs and arena bytes
 //   race_<model> --fma-peak          the start-up FMA-chain peak of one core (fma_peak.hpp)
@@ -73,6 +76,7 @@ namespace {
 using model = fusedsl_race::FUSEDSL_RACE_MODEL;
 using program = typename model::program_type;
 constexpr const char* model_name = FUSEDSL_RACE_STR(FUSEDSL_RACE_MODEL);
+constexpr bool bf16_model = fusedsl_race::bf16_weights<model>;
 
 [[noreturn]] void fail(const std::string& what) {
   throw std::runtime_error(std::string("race_") + model_name + ": " + what);
@@ -128,16 +132,31 @@ double process_cpu_seconds() {
          1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
 }
 
-// The weights and the input, one f32 tensor per binding, by binding name.
+// The weights and the input, one tensor per binding (of the binding's dtype), by binding name.
 struct bound_tensors {
   std::vector<fd::graph::binding_info> infos;
   std::vector<fd::dynamic_tensor> tensors;
   const float* find(const std::string& name) const {
     for (std::size_t i = 0; i < infos.size(); ++i)
-      if (infos[i].name == name) return tensors[i].data<float>();
+      if (infos[i].name == name) {
+        if (infos[i].type != fd::dtype::f32) fail("binding " + name + " is not f32");
+        return tensors[i].data<float>();
+      }
     fail("no binding named " + name);
   }
 };
+
+// Stores f32 value v at element i of t: as it is, or narrowed to t's bf16 (exactly, or the
+// weights are not the ones the Python peers read: `exact` says so).
+bool store(fd::dynamic_tensor& t, std::int64_t i, float v) {
+  if (t.type() == fd::dtype::f32) {
+    t.data<float>()[i] = v;
+    return true;
+  }
+  const fd::bf16 b(v);
+  t.data<fd::bf16>()[i] = b;
+  return float(b) == v || (std::isnan(v) && std::isnan(float(b)));
+}
 
 std::vector<fd::graph::binding_info> binding_list() {
   static_assert(fd::cpu::executor<program>::kernels_plan().n_refused == 0,
@@ -157,8 +176,17 @@ bound_tensors read_weights(const std::string& dir) {
     for (int i = 0; same && i < info.shape.rank; ++i)
       same = a.shape[std::size_t(i)] == info.shape[i];
     if (!same) fail(path + ": shape differs from the program's " + fd::to_string(info.shape));
-    b.tensors.emplace_back(fd::dtype::f32, info.shape);
-    std::memcpy(b.tensors.back().raw(), a.data.data(), a.data.size());
+    if (info.type != fd::dtype::f32 && info.type != fd::dtype::bf16)
+      fail(info.name + ": a binding of dtype " + std::string(fd::name_of(info.type)));
+    b.tensors.emplace_back(info.type, info.shape);
+    const std::int64_t n = info.shape.size();
+    for (std::int64_t i = 0; i < n; ++i) {
+      float v;
+      std::memcpy(&v, a.data.data() + std::size_t(i) * sizeof(float), sizeof v);
+      if (!store(b.tensors.back(), i, v))
+        fail(path + ": element " + std::to_string(i) + " (" + std::to_string(v) +
+             ") is not a bf16 number, and " + info.name + " is bf16");
+    }
   }
   return b;
 }
@@ -170,10 +198,10 @@ bound_tensors random_weights(unsigned seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.0f, 0.05f);
   for (const auto& info : b.infos) {
-    b.tensors.emplace_back(fd::dtype::f32, info.shape);
+    b.tensors.emplace_back(info.type, info.shape);
     const float base = info.name.find("gamma") != std::string::npos ? 1.0f : 0.0f;
     for (std::int64_t i = 0; i < info.shape.size(); ++i)
-      b.tensors.back().data<float>()[i] = base + nd(rng);
+      store(b.tensors.back(), i, base + nd(rng));  // bf16: narrowed, which is what is bound
   }
   return b;
 }
@@ -195,7 +223,8 @@ struct fusedsl_peer final : peer {
       : threads_(threads), spin_(spin_us) {
     const std::size_t before = g_aligned_live;
     ex_ = std::make_unique<fd::cpu::executor<program>>(
-        program{}, fd::cpu::threads{threads, std::chrono::microseconds(spin_us)});
+        program{}, fd::cpu::threads{threads, std::chrono::microseconds(spin_us)},
+        fd::cpu::amx_bf16{bf16_model});
     buffer_bytes_ = g_aligned_live - before;
     for (std::size_t i = 0; i < w.infos.size(); ++i)
       ex_->bind(w.infos[i].name, const_cast<fd::dynamic_tensor&>(w.tensors[i]).ref());
@@ -204,7 +233,8 @@ struct fusedsl_peer final : peer {
   void call() override { ex_->run(); }
   std::string describe() const override {
     // Packed GEMM panels: one per [in, out] weight (every linear's B is a param, packed at bind),
-    // sized as the executor sizes them (kernels::packed_b_floats plus its 16 floats of slack).
+    // sized as the executor sizes them (kernels::packed_b_floats plus its 16 floats of slack); not
+    // given for bf16 weights, whose panels take the AMX or bf16 layouts.
     std::size_t packed = 0;
     for (const auto& b : ex_->bindings())
       if (b.kind == fd::graph::op_kind::param && b.shape.rank == 2)
@@ -217,10 +247,14 @@ struct fusedsl_peer final : peer {
            ", \"isa\": " + json_string(fd::cpu::instruction_set()) +
            ", \"arena_bytes\": " + std::to_string(ex_->arena_bytes()) +
            ", \"executor_buffer_bytes\": " + std::to_string(buffer_bytes_) +
-           ", \"packed_weight_bytes\": " + std::to_string(packed) +
+           ", \"packed_weight_bytes\": " + (bf16_model ? "null" : std::to_string(packed)) +
            ", \"fast_groups\": " + std::to_string(st.fast_groups) +
            ", \"interpreted_groups\": " + std::to_string(st.interpreted_groups) +
-           ", \"parallel_groups\": " + std::to_string(st.parallel_groups) + "}";
+           ", \"parallel_groups\": " + std::to_string(st.parallel_groups) +
+           ", \"amx_bf16_requested\": " + (bf16_model ? "true" : "false") +
+           ", \"amx_available\": " + (fd::cpu::kernels::amx_available() ? "true" : "false") +
+           ", \"amx_matmuls\": " + std::to_string(st.amx_matmuls) +
+           ", \"amx_attention_groups\": " + std::to_string(st.amx_attention) + "}";
   }
 
  private:
@@ -230,6 +264,7 @@ struct fusedsl_peer final : peer {
   std::unique_ptr<fd::cpu::executor<program>> ex_;
 };
 
+template <class Model>
 struct eigen_peer final : peer {
   eigen_peer(const bound_tensors& w, int threads)
       : threads_(threads),
@@ -247,7 +282,7 @@ struct eigen_peer final : peer {
  private:
   int threads_;
   const float* x_;
-  fusedsl_bench::eigen_transformer<model> eigen_;
+  fusedsl_bench::eigen_transformer<Model> eigen_;
 };
 
 std::string times_reply(peer& p, long calls) {
@@ -315,29 +350,45 @@ int fma_peak() {
 }
 
 // fusedsl on one and two threads against the Eigen implementation, on random weights: the largest
-// difference relative to the output's largest magnitude must stay under 2e-5 (NaN fails).
+// difference relative to the output's largest magnitude must stay under 2e-5 (NaN fails). A
+// template, so that a model without an Eigen implementation does not instantiate one.
+template <class Model = model>
 int self_check() {
-  const bound_tensors w = random_weights(7);
-  eigen_peer e(w, 1);
-  e.call();
-  double scale = 0;
-  for (float v : e.out) scale = std::max(scale, double(std::fabs(v)));
-  int failures = 0;
-  for (int threads : {1, 2}) {
-    fusedsl_peer f(w, threads, threads > 1 ? 50 : 0);
-    f.call();
-    double worst = 0;
-    for (std::size_t i = 0; i < e.out.size(); ++i) {
-      const double err = std::fabs(double(f.out[i]) - double(e.out[i])) / std::max(scale, 1e-30);
-      if (!(err <= worst)) worst = err;  // NaN becomes the worst error
+  if constexpr (!fusedsl_bench::eigen_transformer_traits<Model>::f32_transformer) {
+    fail("no Eigen implementation of this model to check against");
+  } else {
+    const bound_tensors w = random_weights(7);
+    eigen_peer<Model> e(w, 1);
+    e.call();
+    double scale = 0;
+    for (float v : e.out) scale = std::max(scale, double(std::fabs(v)));
+    int failures = 0;
+    for (int threads : {1, 2}) {
+      fusedsl_peer f(w, threads, threads > 1 ? 50 : 0);
+      f.call();
+      double worst = 0;
+      for (std::size_t i = 0; i < e.out.size(); ++i) {
+        const double err = std::fabs(double(f.out[i]) - double(e.out[i])) / std::max(scale, 1e-30);
+        if (!(err <= worst)) worst = err;  // NaN becomes the worst error
+      }
+      const bool ok = std::isfinite(worst) && worst <= 2e-5 && std::isfinite(scale);
+      failures += !ok;
+      std::printf(
+          "%s: fusedsl threads{%d} vs Eigen: max |diff| / max |y| = %.3g (%s, tolerance 2e-5)\n",
+          model_name, threads, worst, ok ? "ok" : "FAIL");
     }
-    const bool ok = std::isfinite(worst) && worst <= 2e-5 && std::isfinite(scale);
-    failures += !ok;
-    std::printf(
-        "%s: fusedsl threads{%d} vs Eigen: max |diff| / max |y| = %.3g (%s, tolerance 2e-5)\n",
-        model_name, threads, worst, ok ? "ok" : "FAIL");
+    return failures ? 1 : 0;
   }
-  return failures ? 1 : 0;
+}
+
+template <class Model = model>
+int serve_eigen(const bound_tensors& w, int threads, const std::string& output) {
+  if constexpr (!fusedsl_bench::eigen_transformer_traits<Model>::f32_transformer) {
+    fail("no Eigen peer for this model");
+  } else {
+    eigen_peer<Model> p(w, threads);
+    return serve(p, output);
+  }
 }
 
 int run(int argc, char** argv) {
@@ -366,10 +417,7 @@ int run(int argc, char** argv) {
     fusedsl_peer p(w, threads, spin);
     return serve(p, opt["output"]);
   }
-  if (opt["peer"] == "eigen") {
-    eigen_peer p(w, threads);
-    return serve(p, opt["output"]);
-  }
+  if (opt["peer"] == "eigen") return serve_eigen(w, threads, opt["output"]);
   fail("unknown --peer " + opt["peer"] + " (fusedsl or eigen)");
 }
 

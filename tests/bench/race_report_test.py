@@ -91,6 +91,33 @@ med = rows["medium, f32, 1 thread: >= 0.9 of the FMA peak or >= 1.15x the fastes
 check(med[1] == "1.000 of the peak; 1.20x ONNX Runtime; on process CPU time 1.20x (ONNX Runtime)"
       and med[2] == "met", f"medium: {med}")
 check(rows["bf16 on AMX"][1] == "not measured: no AMX", "the AMX row")
+# A bf16-weight model on a CPU with AMX: judged against the faster PyTorch bf16 cell, only where
+# fusedsl's matmuls ran on the tiles; a peer left out says why.
+bf16 = dict(results, machine=dict(results["machine"], amx_bf16=True),
+            models={"seed_bf16": {"flops": seed_flops, "param_bytes": 500,
+                                  "config": {"seq": 128, "d": 128, "weights": "bf16"}}},
+            cells=[cell("seed_bf16", 1, "fusedsl", [1e-3] * 3, config={"amx_matmuls": 12}),
+                   cell("seed_bf16", 1, "torch_eager", [1.5e-3] * 3),
+                   cell("seed_bf16", 1, "torch_compile", [1.2e-3] * 3),
+                   {"model": "seed_bf16", "threads": 1, "peer": "eigen", "status": "not run",
+                    "reason": "the hand-written Eigen model is f32 only", "thread_settings": {}}])
+b_rows = {r[0]: r for r in report.target_rows(bf16)}
+b_row = b_rows.get("seed, bf16 weights, 1 thread: fusedsl on AMX >= 1.3x PyTorch in bf16")
+check(b_row is not None and b_row[1].startswith("1.20x (torch.compile (Inductor) 1.2 ms") and
+      b_row[2] == "missed by 0.10x (fusedsl needs 8% more speed)", f"the bf16 row: {b_row}")
+b_off = dict(bf16, cells=[dict(bf16["cells"][0], config={"amx_matmuls": 0})] + bf16["cells"][1:])
+b_row = {r[0]: r for r in report.target_rows(b_off)}[b_row[0] if b_row else ""]
+check(b_row[2].startswith("not measured: no AMX"), f"no tiles, no verdict: {b_row}")
+check("| Eigen, hand-written | the hand-written Eigen model is f32 only |" in
+      report.markdown(bf16, plots=False), "a peer left out of a bf16 model says why")
+# The peers each model leaves out: the f32 stacks none; bf16 weights ONNX Runtime and Eigen; the
+# LLaMA block Eigen (no hand-written one).
+check(race.left_out(race.models.MODELS["seed"]) == {}, "the seed leaves no peer out")
+check(sorted(race.left_out(race.models.MODELS["medium_bf16"])) == ["eigen", "onnxruntime"],
+      "bf16 weights leave out Eigen and ONNX Runtime")
+check(sorted(race.left_out(race.models.MODELS["llama"])) == ["eigen"] and
+      "no hand-written Eigen LLaMA block" in race.left_out(race.models.MODELS["llama"])["eigen"],
+      "the LLaMA block leaves out Eigen, saying why")
 text = report.markdown(results, plots=False)
 check("| torch.compile (Inductor) | failed: InductorError: no C++ compiler | not run |" in text,
       "a failed cell says why, a missing one says not run")
