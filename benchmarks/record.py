@@ -32,6 +32,9 @@ CPU benchmark steps, in this order; the compile-time steps run only when named):
                  steps; --torch-python) into the build directory, then gpt2_small_check
                  (gpt2_small_hf.json)
   compile_tu     benchmarks/compile_time/tu_cost.py on the main translation units (compile_tu.json)
+  compile_vs_base  benchmarks/compile_time/compare_trees.sh: the units of COMPARE_TUS compiled
+                 from --base (a checkout of an earlier commit) and from this tree, alternating,
+                 three times (compile_vs_base.jsonl; the .cu unit when nvcc is found)
   test_suite     ctest --preset ci (test_suite.xml, JUnit; test_suite.json: wall time, load)
 
 Build the binaries first (a Release build: the `ci` or `release` preset):
@@ -46,6 +49,7 @@ import datetime
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -55,6 +59,7 @@ REPO = os.path.dirname(HERE)
 CPU_STEPS = ["targets", "gemm", "attention", "row", "clock", "models", "generated", "footprint",
              "gpt2_decode", "profile", "xla"]
 OTHER_STEPS = ["hf_gpt2_decode", "xla_gpt2_decode", "gpt2_small_hf", "compile_depth", "compile_tu",
+               "compile_vs_base",
                "test_suite"]
 
 # The translation units whose compile time and memory docs/compile-time.md reports: the examples
@@ -69,8 +74,17 @@ MAIN_TUS = ["examples/quickstart.cpp", "examples/transformer_demo.cpp", "example
             "tests/cuda_executor/executor_test.cu"]
 
 
+# What compile_vs_base compiles from both trees: the seed and medium programs with the CPU executor
+# and nothing else (seed_medium_executor.cpp, compiled from this tree against each tree's headers),
+# the README's example (which adds the HLO export), the model benchmark (which adds the bf16
+# programs, the reference backend and the hand-written Eigen model) and the CUDA executor's
+# benchmark (nvcc).
+COMPARE_TUS = [os.path.join(HERE, "compile_time", "seed_medium_executor.cpp"),
+               "examples/quickstart.cpp", "benchmarks/model/model_bench.cpp",
+               "benchmarks/gpu/bench_executor.cu"]
+
 # (vendor, family, model) -> the microarchitecture's name, for the machines results were taken on.
-MICROARCHITECTURES = {("AuthenticAMD", 25, 17): "Zen 4",
+MICROARCHITECTURES = {("AuthenticAMD", 25, 17): "Zen 4", ("AuthenticAMD", 26, 2): "Zen 5",
                       ("GenuineIntel", 6, 143): "Sapphire Rapids"}
 
 
@@ -243,6 +257,15 @@ def step(name, args, out):
                "--json", os.path.join(out, "compile_tu.json"), *MAIN_TUS]
         run(cmd)
         return [cmd], ["compile_tu.json"]
+    if name == "compile_vs_base":
+        if not args.base:
+            sys.exit("record: compile_vs_base needs --base TREE (a checkout of the earlier commit)")
+        tus = [t for t in COMPARE_TUS if not t.endswith(".cu") or shutil.which("nvcc")]
+        cmd = ["bash", os.path.join(HERE, "compile_time/compare_trees.sh"),
+               os.path.abspath(args.base), REPO, os.path.join(out, "compile_vs_base.jsonl"),
+               *(tus * 3)]
+        run(cmd, stdout=subprocess.DEVNULL)
+        return [cmd], ["compile_vs_base.jsonl"]
     if name == "test_suite":
         xml = os.path.abspath(os.path.join(out, "test_suite.xml"))
         cmd = ["ctest", "--preset", "ci", "-j", str(os.cpu_count()), "--no-tests=error",
@@ -272,6 +295,7 @@ def main(argv=None):
                    help="the jax venv's python, for the xla step")
     p.add_argument("--torch-python", default=os.path.join(REPO, ".venv-models", "bin", "python"),
                    help="a python with torch and transformers, for the hf_gpt2_decode step")
+    p.add_argument("--base", help="the earlier tree that compile_vs_base compares with")
     p.add_argument("--note", default="", help="a note kept in the manifest (what else ran)")
     p.add_argument("steps", nargs="*", help="steps to run (default: " + " ".join(CPU_STEPS) + ")")
     args = p.parse_args(argv)

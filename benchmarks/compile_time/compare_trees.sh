@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Compile time and peak memory of the same translation units in two source trees, alternating
-# between them in one run (g++ 12, the ci preset's flags, no ccache), as JSON lines:
+# between them in one run (g++ 12 with the ci preset's flags, nvcc with the GPU benchmarks' flags;
+# no ccache), as JSON lines:
 #   benchmarks/compile_time/compare_trees.sh BASE_TREE NEW_TREE OUT.jsonl [SOURCE...]
 # BASE_TREE, NEW_TREE: checkouts of the repository (e.g. `git worktree add /tmp/base main`).
-# SOURCE defaults to examples/quickstart.cpp and benchmarks/model/model_bench.cpp. CPU seconds are
-# user + system (less sensitive to other load than wall time); peak RSS is the compiler's.
+# SOURCE: a path inside each tree, or an absolute path, compiled as it is against each tree's
+# include/ (a unit that one of the trees lacks, such as benchmarks/compile_time/
+# seed_medium_executor.cpp); a .cu source is compiled by nvcc. SOURCE defaults to
+# examples/quickstart.cpp and benchmarks/model/model_bench.cpp. CPU seconds are user + system of
+# the compiler and its children (less sensitive to other load than wall time); peak RSS is that of
+# the largest of them.
 set -euo pipefail
 base="$1"; new="$2"; out="$3"; shift 3
 sources=("$@")
@@ -13,18 +18,33 @@ tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
 : > "$out"
 for src in "${sources[@]}"; do
   for tree in "$base" "$new"; do
+    path="$tree/$src"
+    case "$src" in /*) path="$src" ;; esac
     extra=()
     case "$src" in benchmarks/model/*) extra=(-I "$tree/benchmarks/cpu" -O3) ;; esac
     load="$(cut -d' ' -f1 /proc/loadavg)"
-    /usr/bin/time -f "%U %S %e %M" -o "$tmp/time" g++ -D_GNU_SOURCE -DBOOST_ALL_NO_LIB -DNDEBUG \
-      -I "$tree/include" -isystem /usr/include/eigen3 -march=native -O2 "${extra[@]}" -Wall \
-      -Wextra -Wpedantic -Werror -std=gnu++20 -c "$tree/$src" -o "$tmp/tu.o"
+    if [[ "$src" == *.cu ]]; then
+      compiler="$(nvcc --version | tail -1)"
+      /usr/bin/time -f "%U %S %e %M" -o "$tmp/time" nvcc -DBOOST_ALL_NO_LIB -DNDEBUG \
+        -DFUSEDSL_CUDA_WGMMA=1 -I "$tree/include" -I "$tree/benchmarks/gpu" -I "$tree/tests/cuda" \
+        -isystem /usr/include/eigen3 -O3 \
+        "--generate-code=arch=compute_80,code=[compute_80,sm_80]" \
+        "--generate-code=arch=compute_90a,code=[compute_90a,sm_90a]" -std=c++20 \
+        --expt-relaxed-constexpr -Xcompiler=-Wall,-Wextra -Werror=all-warnings -c "$path" \
+        -o "$tmp/tu.o"
+    else
+      compiler="$(g++ --version | head -1)"
+      /usr/bin/time -f "%U %S %e %M" -o "$tmp/time" g++ -D_GNU_SOURCE -DBOOST_ALL_NO_LIB \
+        -DNDEBUG -I "$tree/include" -isystem /usr/include/eigen3 -march=native -O2 \
+        "${extra[@]}" -Wall -Wextra -Wpedantic -Werror -std=gnu++20 -c "$path" -o "$tmp/tu.o"
+    fi
     read -r user sys wall rss < "$tmp/time"
     printf '{"tree": "%s", "commit": "%s", "source": "%s", "cpu_s": %s, "wall_s": %s, ' \
       "$([ "$tree" = "$base" ] && echo base || echo new)" \
-      "$(git -C "$tree" rev-parse --short=12 HEAD)" "$src" "$(echo "$user + $sys" | bc)" "$wall" >> "$out"
+      "$(git -C "$tree" rev-parse --short=12 HEAD)" "${src#"$new"/}" "$(echo "$user + $sys" | bc)" \
+      "$wall" >> "$out"
     printf '"peak_rss_mib": %d, "load_1min_before": %s, "compiler": "%s", "date": "%s"}\n' \
-      "$((rss / 1024))" "$load" "$(g++ --version | head -1)" "$(date -u +%FT%TZ)" >> "$out"
+      "$((rss / 1024))" "$load" "$compiler" "$(date -u +%FT%TZ)" >> "$out"
   done
 done
 cat "$out"

@@ -1,9 +1,10 @@
-"""Generators for docs/compile-time.md: measure.sh, tu_cost.py and CTest's JUnit output."""
+"""Generators for docs/compile-time.md: measure.sh, tu_cost.py, compare_trees.sh and CTest's JUnit
+output."""
 
 import re
 import xml.etree.ElementTree as ET
 
-from . import TableError, generator, path_of, read_json, table
+from . import TableError, generator, path_of, read_json, read_jsonl, table
 
 
 def compiler_name(version):
@@ -94,3 +95,59 @@ def test_suite(files, options):
     slow = sorted(cases, key=lambda c: -c[1])[:n]
     rows.append([f"the {n} slowest", "; ".join(f"`{c[0]}` {c[1]:.0f} s" for c in slow)])
     return table(["", ""], rows, ["l", "l"])
+
+
+@generator("compile_vs_base")
+def compile_vs_base(files, options):
+    """The same translation units compiled from two trees, alternating in one run: the tree before
+    a change ("base") and the current one ("new"). Reads the JSON lines of
+    benchmarks/compile_time/compare_trees.sh (tree, commit, source, cpu_s, peak_rss_mib,
+    compiler). Per source: the median CPU seconds of each tree, the largest peak RSS, and the
+    median of the new/base CPU-time ratios of consecutive pairs. Options: max_ratio=R and
+    max_rss_mib=M add a column judging the new tree against those limits."""
+    rows_in = read_jsonl(files[0])
+    by_source = {}
+    for r in rows_in:
+        by_source.setdefault(r["source"], {"base": [], "new": []})[r["tree"]].append(r)
+    max_ratio = float(options["max_ratio"]) if "max_ratio" in options else None
+    max_rss = int(options["max_rss_mib"]) if "max_rss_mib" in options else None
+
+    def median(xs):
+        s = sorted(xs)
+        n = len(s)
+        return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+    rows = []
+    for src, t in by_source.items():
+        base, new = t["base"], t["new"]
+        if not base or not new:
+            raise TableError(f"{files[0]}: {src} has no {'base' if not base else 'new'} row")
+        ratios = [n["cpu_s"] / b["cpu_s"] for b, n in zip(base, new)]
+        ratio = median(ratios)
+        rss = max(n["peak_rss_mib"] for n in new)
+        row = [f"`{src}`", "nvcc" if "cuda" in new[0].get("compiler", "").lower() else "g++",
+               str(len(ratios)), num(median([b["cpu_s"] for b in base]), 2),
+               str(max(b["peak_rss_mib"] for b in base)), num(median([n["cpu_s"] for n in new]), 2),
+               str(rss), f"{ratio:.2f}" + (f" ({min(ratios):.2f}-{max(ratios):.2f})"
+                                           if len(ratios) > 1 else "")]
+        if max_ratio is not None or max_rss is not None:
+            missed = []
+            if max_ratio is not None and ratio > max_ratio:
+                missed.append(f"time {ratio:.2f}x > {max_ratio:g}x")
+            if max_rss is not None and rss > max_rss:
+                missed.append(f"{rss} MiB > {max_rss} MiB, by {rss - max_rss} MiB")
+            row.append("met" if not missed else "missed: " + "; ".join(missed))
+        rows.append(row)
+    if not rows:
+        raise TableError(f"{files[0]}: no rows")
+    cols = ["translation unit", "compiler", "pairs", "base: CPU s", "base: peak RSS MiB",
+            "new: CPU s", "new: peak RSS MiB", "time ratio (range)"]
+    align = ["l", "l", "r", "r", "r", "r", "r", "r"]
+    if len(rows[0]) > len(cols):
+        cols.append(f"target (<= {max_ratio:g}x, <= {max_rss} MiB)")
+        align.append("l")
+    commits = {r["tree"]: r["commit"] for r in rows_in}
+    return table(cols, rows, align) + [
+        "", f"base: `{commits.get('base', '?')}`, new: `{commits.get('new', '?')}`; medians over "
+        "the pairs, peak RSS the largest; CPU s is user + system time of the compiler and its "
+        "children; no ccache."]

@@ -90,6 +90,28 @@ with tempfile.TemporaryDirectory() as root:
     os.remove(os.path.join(res, "manifest.json"))
     fails_with(marker + "\n<!-- end table -->\n", ["no manifest.json"])
 
+# compile_vs_base: medians over the pairs, the largest peak RSS, and the verdict against limits.
+sys.path.insert(0, os.path.join(here, "..", "..", "scripts"))
+import doc_tables as dt  # noqa: E402
+import doc_tables.compile_time  # noqa: E402,F401 - registers the compile-time generators
+
+with tempfile.TemporaryDirectory() as root:
+    dt.REPO = root
+    rows = []
+    for base_s, new_s, rss in ((10.0, 12.0, 900), (10.0, 13.0, 1030), (11.0, 12.1, 950)):
+        for tree, cpu, mib in (("base", base_s, 800), ("new", new_s, rss)):
+            rows.append({"tree": tree, "commit": tree[0] * 12, "source": "a.cpp", "cpu_s": cpu,
+                         "peak_rss_mib": mib, "compiler": "g++ 12"})
+    with open(os.path.join(root, "cmp.jsonl"), "w") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in rows))
+    lines = dt.GENERATORS["compile_vs_base"](["cmp.jsonl"], {"max_ratio": "1.35",
+                                                              "max_rss_mib": "1024"})
+    check("| `a.cpp` | g++ | 3 | 10.00 | 800 | 12.10 | 1030 | 1.20 (1.10-1.30) | missed: 1030 MiB > "
+          "1024 MiB, by 6 MiB |" in lines, f"compile_vs_base's row: {lines}")
+    lines = dt.GENERATORS["compile_vs_base"](["cmp.jsonl"], {"max_ratio": "1.15"})
+    check(any("missed: time 1.20x > 1.15x" in line for line in lines),
+          f"compile_vs_base judges the time ratio: {lines}")
+
 listing = subprocess.run([sys.executable, script, "--list"], capture_output=True, text=True)
 check(listing.returncode == 0 and "row_kernels:" in listing.stdout and "gemm:" in listing.stdout,
       "--list names the generators")
