@@ -38,8 +38,10 @@ CASE_TITLES = {"f32/ctx:128": "f32, ctx 128", "f32/ctx:1023": "f32, ctx 1023",
 
 
 def case_of(name):
-    """'decode/weights:f32/ctx:128' (and the hf_/xla_ forms) -> 'f32/ctx:128'."""
-    parts = name.split("/")
+    """'decode/weights:f32/ctx:128' (and the hf_/xla_ forms) -> 'f32/ctx:128'. The parts Google
+    Benchmark adds for a case's settings ('min_time:1.000', 'repeats:3', ...) are left out."""
+    parts = [p for p in name.split("/")
+             if not p.startswith(("min_time:", "min_warmup_time:", "repeats:", "iterations:"))]
     if len(parts) != 3 or not parts[1].startswith("weights:"):
         return None
     return parts[1][len("weights:"):] + "/" + parts[2]

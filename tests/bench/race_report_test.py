@@ -159,6 +159,7 @@ check(abs(dec["summary"]["xla"]["f32/ctx:128"]["fusedsl_speedup"] - 1.5) < 1e-12
 check(abs(dec["summary"]["transformers"]["bf16/ctx:1023"]["fusedsl_speedup"] - 1.5) < 1e-12,
       "decode speedup, last case")
 check(decode.case_of("hf_decode/weights:bf16/ctx:1023") == "bf16/ctx:1023" and
+      decode.case_of("decode/weights:f32/ctx:128/min_time:1.000") == "f32/ctx:128" and
       decode.case_of("decode_paged/batch:8/ctx:128") is None, "decode case names")
 dmd = decode.markdown(dec)
 check("| XLA:CPU (jax.jit, static cache) | 20.0 [12.0-24.0], 0.50 of roofline, **1.50x** |" in dmd,
