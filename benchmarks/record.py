@@ -284,6 +284,8 @@ def shown(arg):
     """A command-line word as the manifest keeps it: paths relative to the repository."""
     if arg == sys.executable:
         return "python3"
+    if arg == REPO:
+        return "."
     return arg.replace(REPO + os.sep, "")
 
 
