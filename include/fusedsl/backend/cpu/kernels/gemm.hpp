@@ -363,14 +363,14 @@ struct micro_kernel {
     static constexpr tail_fn<TB> table[] = {&compute_rows < R == 0 ? 1 : R, PrefetchB, TB > ...};
     return table;
   }
-  // How many rank-1 updates ahead B is prefetched: 4, but 4 KiB of the panel ahead for a one-row
-  // product on bf16 panels (a decode step's GEMV): each update there is a few cycles and half a
-  // cache line, and 4 updates ahead left the stream short of memory-level parallelism (GPT-2
-  // small's bf16 decode step on a Zen 5: 93 tokens/s with 4, 115 with 4 KiB; f32 panels gained
-  // nothing from more).
+  // How many rank-1 updates ahead B is prefetched: 4 for a full tile; 4 KiB of the panel ahead
+  // for a tile of fewer rows (decode steps, small batches), whose updates take a few cycles each,
+  // so that 4 updates ahead left the stream short of memory-level parallelism. On a Zen 5: GPT-2
+  // small's bf16 decode step (one row) 93 -> 115 tokens/s, its paged batch of 8 (f32) 292-308 ->
+  // 354-366; a one-row product on f32 panels gained nothing and keeps 4.
   template <int R, class TB>
   static constexpr int prefetch_distance =
-      R == 1 && !std::is_same_v<TB, float> ? 4096 / int(NR * sizeof(TB)) : 4;
+      R >= MR || (R == 1 && std::is_same_v<TB, float>) ? 4 : 4096 / int(NR * sizeof(TB));
 };
 
 // Stores one vector of output (W lanes) as f32 or bf16.
