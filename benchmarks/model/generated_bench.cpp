@@ -174,15 +174,9 @@ void ffn_swiglu(benchmark::State& state) {
 }
 
 // ---- a LLaMA-style block ----
-constexpr std::int64_t LL = 256, LD = 512, LH = 8, LKV = 2, LF = 1376, LDH = LD / LH;
-constexpr auto lx = fd::input<"x", float, LL, LD>();
-constexpr auto lcos = fd::input<"cos", float, LL, LDH / 2>();
-constexpr auto lsin = fd::input<"sin", float, LL, LDH / 2>();
-using llama_program = decltype(fd::compile(fd::models::llama_block<LH, LKV, LF>(lx, lcos, lsin)));
-constexpr double llama_flops = 2.0 * double(LL * LD) * double(LD + 2 * LKV * LDH) +  // q, k, v
-                               2.0 * 2.0 * double(LL * LL * LDH * LH) +              // scores, P V
-                               2.0 * double(LL * LD * LD) +                          // o
-                               3.0 * 2.0 * double(LL * LD * LF);  // gate, up, down
+using llama_model = fd::models::llama_block_model<256, 512, 8, 2, 1376>;
+using llama_program = llama_model::program_type;
+constexpr double llama_flops = llama_model::flops();
 
 void llama_block(benchmark::State& state) {
   bound<llama_program> p(4);

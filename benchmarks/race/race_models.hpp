@@ -23,24 +23,9 @@ using gpt2_seq1024 = fd::models::transformer<1024, 768, 12, 3072, 12, fd::nn::pr
 using seed_bf16 = fd::models::seed_bf16_weights;
 using medium_bf16 = fd::models::medium_bf16_weights;
 // One LLaMA-style block (models/llama.hpp): RMSNorm, RoPE, grouped-query causal attention, SwiGLU;
-// x [Seq, DModel] and the rotary angles' cos and sin [Seq, head_dim / 2] are inputs.
+// x and the rotary angles' cos and sin are inputs.
 template <std::int64_t Seq, std::int64_t DModel, int Heads, int KvHeads, std::int64_t Hidden>
-struct llama_model {
-  static constexpr std::int64_t seq = Seq, d_model = DModel, hidden = Hidden,
-                                head_dim = DModel / Heads;
-  static constexpr int heads = Heads, kv_heads = KvHeads;
-  static constexpr auto x = fd::input<"x", float, Seq, DModel>();
-  static constexpr auto cos = fd::input<"cos", float, Seq, head_dim / 2>();
-  static constexpr auto sin = fd::input<"sin", float, Seq, head_dim / 2>();
-  using program_type =
-      decltype(fd::compile(fd::models::llama_block<Heads, KvHeads, Hidden>(x, cos, sin)));
-  // Matmul FLOPs: Q, K and V (K and V kv_heads wide), the scores and P V (causal not halved), O,
-  // and SwiGLU's gate, up and down.
-  static constexpr double flops() {
-    const double l = double(Seq), d = double(DModel), kv = double(KvHeads * head_dim);
-    return 2 * l * d * (d + 2 * kv) + 2 * 2 * l * l * d + 2 * l * d * d + 3 * 2 * l * d * Hidden;
-  }
-};
+using llama_model = fd::models::llama_block_model<Seq, DModel, Heads, KvHeads, Hidden>;
 // 8 heads of 64 with 2 kv heads, SwiGLU 1376, d_model 512, seq 256 (generated_bench's block).
 using llama = llama_model<256, 512, 8, 2, 1376>;
 // The models whose linear weights are bf16 (run with cpu::amx_bf16{}).

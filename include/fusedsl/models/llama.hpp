@@ -11,6 +11,7 @@
 // (position p, frequency i: theta = p * base^(-2i/dh)), as Hugging Face's LLaMA does.
 #include <string_view>
 
+#include "fusedsl/compile.hpp"
 #include "fusedsl/expr/nn.hpp"
 
 namespace fusedsl::models {
@@ -104,5 +105,24 @@ constexpr auto llama_block(X, C, S) {
       "llama_block: cos and sin must be [seq, head_dim / 2]");
   return expr::composite_of_t<llama_block_fn<Heads, KvHeads, Hidden, Eps, W>, X, C, S>{};
 }
+
+// One block as a ready-made model, like models::transformer: inputs "x" [Seq, DModel] and the
+// rotary angles' "cos" and "sin" [Seq, head_dim / 2].
+template <std::int64_t Seq, std::int64_t DModel, int Heads, int KvHeads, std::int64_t Hidden>
+struct llama_block_model {
+  static constexpr std::int64_t seq = Seq, d_model = DModel, hidden = Hidden,
+                                head_dim = DModel / Heads;
+  static constexpr int heads = Heads, kv_heads = KvHeads;
+  static constexpr auto x = input<"x", float, Seq, DModel>();
+  static constexpr auto cos = input<"cos", float, Seq, head_dim / 2>();
+  static constexpr auto sin = input<"sin", float, Seq, head_dim / 2>();
+  using program_type = decltype(compile(llama_block<Heads, KvHeads, Hidden>(x, cos, sin)));
+  // FLOPs of one call, matmuls only (2 per multiply-add): Q, K and V (K and V kv_heads wide), the
+  // scores and P V (causal not halved), O, and SwiGLU's gate, up and down.
+  static constexpr double flops() {
+    const double l = double(Seq), d = double(DModel), kv = double(KvHeads * head_dim);
+    return 2 * l * d * (d + 2 * kv) + 2 * 2 * l * l * d + 2 * l * d * d + 3 * 2 * l * d * Hidden;
+  }
+};
 
 }  // namespace fusedsl::models
