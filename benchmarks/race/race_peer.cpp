@@ -146,8 +146,9 @@ struct bound_tensors {
   }
 };
 
-// Stores f32 value v at element i of t: as it is, or narrowed to t's bf16 (exactly, or the
-// weights are not the ones the Python peers read: `exact` says so).
+// Stores f32 value v at element i of t: as it is, or narrowed to t's bf16. Returns whether the
+// stored value is v (false: v is not a bf16 number, so the bound weights would differ from those
+// the Python peers read).
 bool store(fd::dynamic_tensor& t, std::int64_t i, float v) {
   if (t.type() == fd::dtype::f32) {
     t.data<float>()[i] = v;
