@@ -269,8 +269,8 @@ def setup_onnxruntime(cfg, w, threads, onnx_path):
 
 # ---- XLA:CPU through jax.jit ----
 
-def xla_llama(cfg):
-    """forward(params, x) of the LLaMA block in jax.numpy, and its params from the weights."""
+def xla_llama(cfg, w):
+    """forward(params, x) of the LLaMA block in jax.numpy, and its params."""
     import jax
     import jax.numpy as jnp
 
@@ -299,16 +299,14 @@ def xla_llama(cfg):
             x = h + (jax.nn.silu(n @ p["gate"]) * (n @ p["up"])) @ p["down"]
         return x
 
-    def params_of(w):
-        names = {"q": "attn.q.w", "k": "attn.k.w", "v": "attn.v.w", "o": "attn.o.w",
-                 "gate": "ffn.gate.w", "up": "ffn.up.w", "down": "ffn.down.w",
-                 "attn_norm": "attn_norm", "ffn_norm": "ffn_norm", "cos": "cos", "sin": "sin"}
-        return [{k: w[n] for k, n in names.items()}]
-
-    return forward, params_of
+    names = {"q": "attn.q.w", "k": "attn.k.w", "v": "attn.v.w", "o": "attn.o.w",
+             "gate": "ffn.gate.w", "up": "ffn.up.w", "down": "ffn.down.w",
+             "attn_norm": "attn_norm", "ffn_norm": "ffn_norm", "cos": "cos", "sin": "sin"}
+    return forward, [{k: w[n] for k, n in names.items()}]
 
 
-def setup_xla(cfg, w, threads):
+def xla_transformer(cfg, w):
+    """forward(params, x) of the transformer stack in jax.numpy, and its layers' params."""
     import jax
     import jax.numpy as jnp
 
@@ -339,11 +337,15 @@ def setup_xla(cfg, w, threads):
                 x = ln(x + ffn(p, x), p["ln2_g"], p["ln2_b"])
         return x
 
-    if models.is_llama(cfg):
-        forward, llama_params = xla_llama(cfg)
-        layers = llama_params(w)
-    else:
-        layers = [layer_params(cfg, w, i) for i in range(cfg["layers"])]
+    return forward, [layer_params(cfg, w, i) for i in range(cfg["layers"])]
+
+
+def setup_xla(cfg, w, threads):
+    import jax
+    import jax.numpy as jnp
+
+    seq, d = cfg["seq"], cfg["d"]
+    forward, layers = (xla_llama if models.is_llama(cfg) else xla_transformer)(cfg, w)
     device = jax.devices("cpu")[0]
     dtype = jnp.bfloat16 if models.is_bf16(cfg) else jnp.float32
     params = jax.device_put([{k: np.asarray(v, dtype) for k, v in p.items()} for p in layers],
