@@ -182,6 +182,18 @@ def gelu_erf(x):
     return 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))
 
 
+def attention_weights(q, k, causal):
+    """softmax(q kᵀ / sqrt(head_dim)) per head, q and k [heads, seq, head_dim]; query i sees keys
+    0..i where causal."""
+    import numpy as np
+
+    s = q @ k.transpose(0, 2, 1) / math.sqrt(q.shape[-1])
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
+    s = np.exp(s - s.max(-1, keepdims=True))
+    return s / s.sum(-1, keepdims=True)
+
+
 def reference(cfg, w, dtype="float64", gelu=gelu_tanh, causal=None, pre_ln=None, **llama):
     """The model on w["x"] in `dtype`. `gelu`, `causal` and `pre_ln` (and reference_llama's
     keywords) can be changed to build a wrong model on purpose (the driver's check must refuse
@@ -207,12 +219,7 @@ def reference(cfg, w, dtype="float64", gelu=gelu_tanh, causal=None, pre_ln=None,
     def attn(x, prefix):
         q, k, v = (linear(x, f"{prefix}.{n}").reshape(seq, heads, dh).transpose(1, 0, 2)
                    for n in "qkv")
-        s = q @ k.transpose(0, 2, 1) / math.sqrt(dh)
-        if causal:
-            s = np.where(np.tril(np.ones((seq, seq), bool)), s, -np.inf)
-        s = np.exp(s - s.max(-1, keepdims=True))
-        s /= s.sum(-1, keepdims=True)
-        o = (s @ v).transpose(1, 0, 2).reshape(seq, d)
+        o = (attention_weights(q, k, causal) @ v).transpose(1, 0, 2).reshape(seq, d)
         return linear(o, prefix + ".o")
 
     def ffn(x, prefix):
@@ -261,12 +268,8 @@ def reference_llama(cfg, w, dtype="float64", causal=None, rope_pairs=False, kv_c
         k, v = (np.tile(t, (heads // kv_heads, 1, 1)) for t in (k, v))
     else:
         k, v = (np.repeat(t, heads // kv_heads, axis=0) for t in (k, v))
-    s = q @ k.transpose(0, 2, 1) / math.sqrt(dh)
-    if causal:
-        s = np.where(np.tril(np.ones((seq, seq), bool)), s, -np.inf)
-    s = np.exp(s - s.max(-1, keepdims=True))
-    s /= s.sum(-1, keepdims=True)
-    h = x + (s @ v).transpose(1, 0, 2).reshape(seq, d) @ p["attn.o.w"]
+    o = (attention_weights(q, k, causal) @ v).transpose(1, 0, 2).reshape(seq, d)
+    h = x + o @ p["attn.o.w"]
     n2 = rms(h, "ffn_norm")
     gate = n2 @ p["ffn.gate.w"]
     return h + (gate / (1 + np.exp(-gate)) * (n2 @ p["ffn.up.w"])) @ p["ffn.down.w"]
