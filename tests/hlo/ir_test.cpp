@@ -260,6 +260,9 @@ TEST_CASE("inconsistent gather dimension numbers are errors naming the problem a
   CHECK_THROWS_WITH_AS(b.add_gather(table, ids, take, {2, 4}),
                        doctest::Contains("collapsed and batching dimensions need slice size 1"),
                        ir_error);
+  // size 0: every output element would read an empty slice (found by the TPU fuzz test)
+  CHECK_THROWS_WITH_AS(b.add_gather(table, ids, take, {0, 4}),
+                       doctest::Contains("need slice size 1 (dim 0 has 0)"), ir_error);
   CHECK_THROWS_WITH_AS(b.add_gather(table, ids, take, {1, 5}),
                        doctest::Contains("slice size 5 out of range for dim 1"), ir_error);
   CHECK_THROWS_WITH_AS(b.add_gather(table, ids, {{2}, {0}, {0, 1}, {}, {}, 2}, {1, 4}),

@@ -664,8 +664,11 @@ class computation_builder {
     for (std::size_t d = 0; d < collapsed.size(); ++d) {
       if (collapsed[d] && batching[d])
         bad("dimension " + std::to_string(d) + " is both collapsed and batching");
-      if ((collapsed[d] || batching[d]) && slice_sizes[d] > 1)
-        bad("collapsed and batching dimensions need slice size 1");
+      // Size 1 exactly: a collapsed dim of size 0 would leave each output element an empty slice
+      // to read from (its start clamped to the end of the dim).
+      if ((collapsed[d] || batching[d]) && slice_sizes[d] != 1)
+        bad("collapsed and batching dimensions need slice size 1 (dim " + std::to_string(d) +
+            " has " + std::to_string(slice_sizes[d]) + ")");
     }
     for (std::int64_t d : dn.start_index_map)
       if (batching[idx(d)]) bad("start_index_map names a batching dimension");
