@@ -5,9 +5,14 @@
 //                          traffic floor (the fused case moves the same bytes)
 //   elementwise_eigen      Eigen Tensor's expression of the fused case's math (one pass)
 //   ffn_gelu               feed_forward<"ffn", 1376> on x [256, 512] (the packed GEMM's shape)
-//   ffn_swiglu             down(silu(gate(x)) * up(x)), the same shapes
+//   ffn_swiglu_two_gemms   down(silu(gate(x)) * up(x)), the same shapes, gate and up as two GEMMs
+//                          (cpu::gemm_pairs{false}: up's product stored, then read by gate's
+//                          epilogue)
+//   ffn_swiglu             the same with gate and up as one GEMM pair (the default)
+//   ffn_swiglu_row_two_gemms, ffn_swiglu_row
+//                          the same FFN on one row (a decode step's shape), both ways
 //   llama_block            RMSNorm, RoPE, 8 heads of 64 with 2 kv heads, causal, SwiGLU 1376;
-//                          seq 256, d 512
+//                          seq 256, d 512 (llama_block_two_gemms: its SwiGLU as two GEMMs)
 //   bert_block             post-LN, 12 heads of 32, FFN 1536, erf GELU, eps 1e-12, a key-padding
 //                          mask; batch 4, seq 128, d 384
 // Counters:
@@ -17,6 +22,9 @@
 //   peak_fraction                       matmul FLOPs (attention's included, causal not halved)
 //                                       over time over the FMA peak measured at start-up
 //   gflops_fraction_of_ffn              ffn_swiglu's GFLOP/s over ffn_gelu's
+//   speedup_vs_two_gemms                ffn_swiglu, ffn_swiglu_row and llama_block against their
+//                                       two-GEMM runs
+//   paired_gemms                        GEMM pairs run per call
 //   interpreted_groups                  groups the interpreter ran (0: every group generated)
 // Run: build/release/benchmarks/model/generated_bench --benchmark_out=generated.json
 //        --benchmark_out_format=json
@@ -42,16 +50,20 @@ double g_peak = 0;
 double g_floor_rate = 0;   // bytes / s of elementwise_floor
 double g_eigen_time = 0;   // s per call of elementwise_eigen
 double g_ffn_rate = 0;     // FLOP / s of ffn_gelu
+double g_swiglu_two_gemms = 0;  // s per call of ffn_swiglu_two_gemms
+double g_swiglu_row_two_gemms = 0;  // s per call of ffn_swiglu_row_two_gemms
+double g_llama_two_gemms = 0;   // s per call of llama_block_two_gemms
 
 template <class Program>
 struct bound {
   static_assert(fd::cpu::executor<Program>::kernels_plan().n_refused == 0,
                 "every group of a benchmarked program runs a generated kernel");
-  fd::cpu::executor<Program> ex{Program{}};
+  fd::cpu::executor<Program> ex;
   std::vector<fd::dynamic_tensor> storage;
   std::vector<fd::dynamic_tensor> outs;
 
-  explicit bound(unsigned seed) {
+  explicit bound(unsigned seed, fd::cpu::gemm_pairs pairs = {true})
+      : ex(Program{}, fd::cpu::threads{1}, pairs) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> nd(0.0f, 0.05f);
     for (const auto& b : ex.bindings()) {
@@ -144,7 +156,11 @@ constexpr auto fx = fd::input<"x", float, FL, FD>();
 using ffn_program = decltype(fd::compile(fd::nn::feed_forward<"ffn", FH>(fx)));
 using swiglu_program = decltype(fd::compile(fd::nn::linear<"down", FD, false>(
     fd::silu(fd::nn::linear<"gate", FH, false>(fx)) * fd::nn::linear<"up", FH, false>(fx))));
+constexpr auto fx1 = fd::input<"x", float, 1, FD>();
+using swiglu_row_program = decltype(fd::compile(fd::nn::linear<"down", FD, false>(
+    fd::silu(fd::nn::linear<"gate", FH, false>(fx1)) * fd::nn::linear<"up", FH, false>(fx1))));
 constexpr double ffn_flops = 2.0 * 2.0 * double(FL * FD * FH);
+constexpr double swiglu_row_flops = 3.0 * 2.0 * double(FD * FH);
 constexpr double swiglu_flops = 3.0 * 2.0 * double(FL * FD * FH);
 
 template <class Program>
@@ -159,7 +175,22 @@ double timed(benchmark::State& state, bound<Program>& p, double flops) {
   state.counters["peak_fraction"] = flops / t / g_peak;
   state.counters["interpreted_groups"] = p.ex.stats().interpreted_groups;
   state.counters["fast_groups"] = p.ex.stats().fast_groups;
+  state.counters["paired_gemms"] = p.ex.stats().paired_gemms;
   return flops / t;
+}
+
+// Program timed with its GEMM pairs run apart (keeping the time per call in `two_gemms`) or as
+// pairs (reporting the speedup over that time); the FLOP rate.
+template <class Program>
+double apart_or_paired(benchmark::State& state, unsigned seed, double flops, bool paired,
+                       double& two_gemms) {
+  bound<Program> p(seed, fd::cpu::gemm_pairs{paired});
+  const double rate = timed(state, p, flops);
+  if (paired)
+    state.counters["speedup_vs_two_gemms"] = two_gemms * rate / flops;
+  else
+    two_gemms = flops / rate;
+  return rate;
 }
 
 void ffn_gelu(benchmark::State& state) {
@@ -167,10 +198,22 @@ void ffn_gelu(benchmark::State& state) {
   g_ffn_rate = timed(state, p, ffn_flops);
 }
 
+void ffn_swiglu_two_gemms(benchmark::State& state) {
+  apart_or_paired<swiglu_program>(state, 3, swiglu_flops, false, g_swiglu_two_gemms);
+}
+
 void ffn_swiglu(benchmark::State& state) {
-  bound<swiglu_program> p(3);
-  const double rate = timed(state, p, swiglu_flops);
+  const double rate =
+      apart_or_paired<swiglu_program>(state, 3, swiglu_flops, true, g_swiglu_two_gemms);
   state.counters["gflops_fraction_of_ffn"] = g_ffn_rate > 0 ? rate / g_ffn_rate : 0.0;
+}
+
+void ffn_swiglu_row_two_gemms(benchmark::State& state) {
+  apart_or_paired<swiglu_row_program>(state, 6, swiglu_row_flops, false, g_swiglu_row_two_gemms);
+}
+
+void ffn_swiglu_row(benchmark::State& state) {
+  apart_or_paired<swiglu_row_program>(state, 6, swiglu_row_flops, true, g_swiglu_row_two_gemms);
 }
 
 // ---- a LLaMA-style block ----
@@ -178,9 +221,12 @@ using llama_model = fd::models::llama_block_model<256, 512, 8, 2, 1376>;
 using llama_program = llama_model::program_type;
 constexpr double llama_flops = llama_model::flops();
 
+void llama_block_two_gemms(benchmark::State& state) {
+  apart_or_paired<llama_program>(state, 4, llama_flops, false, g_llama_two_gemms);
+}
+
 void llama_block(benchmark::State& state) {
-  bound<llama_program> p(4);
-  timed(state, p, llama_flops);
+  apart_or_paired<llama_program>(state, 4, llama_flops, true, g_llama_two_gemms);
 }
 
 // ---- a BERT-style block with a key-padding mask ----
@@ -205,7 +251,11 @@ BENCHMARK(elementwise_floor)->Unit(benchmark::kMicrosecond)->MinTime(0.3);
 BENCHMARK(elementwise_eigen)->Unit(benchmark::kMicrosecond)->MinTime(0.3);
 BENCHMARK(elementwise_fused)->Unit(benchmark::kMicrosecond)->MinTime(0.3);
 BENCHMARK(ffn_gelu)->Unit(benchmark::kMicrosecond)->MinTime(0.5);
+BENCHMARK(ffn_swiglu_two_gemms)->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 BENCHMARK(ffn_swiglu)->Unit(benchmark::kMicrosecond)->MinTime(0.5);
+BENCHMARK(ffn_swiglu_row_two_gemms)->Unit(benchmark::kMicrosecond)->MinTime(0.5);
+BENCHMARK(ffn_swiglu_row)->Unit(benchmark::kMicrosecond)->MinTime(0.5);
+BENCHMARK(llama_block_two_gemms)->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 BENCHMARK(llama_block)->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 BENCHMARK(bert_block)->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 

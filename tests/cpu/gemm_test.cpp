@@ -278,3 +278,114 @@ TEST_CASE("gemm rejects a packed B of the wrong shape, a null A or workspace and
   CHECK_THROWS_WITH_AS(k::gemm(2, 3, 4, nullptr, 4, false, pb, c.data(), 3, {}, ws.data()),
                        doctest::Contains("A is null"), std::invalid_argument);
 }
+
+namespace {
+
+// A pair epilogue: the two products' sums multiplied (Heavy: staged in L1 first, as a
+// transcendental epilogue would be).
+template <bool Heavy>
+struct product_pair {
+  static constexpr bool heavy = Heavy, paired = true;
+  template <class V>
+  V operator()(const V& g, const V& u, std::ptrdiff_t, std::ptrdiff_t) const {
+    return g * u;
+  }
+};
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("gemm_pair_with equals two gemms and the epilogue on their results, bitwise",
+                   Arch, FUSEDSL_CPU_ARCHS) {
+  // Odd shapes (a tile's rows and a tail; half-panels and an edge), B in place or transposed,
+  // f32 and bf16 panels, f32 and bf16 C, one thread or two, a staged (heavy) epilogue.
+  for (std::ptrdiff_t m : {1, 7, 13, 33})
+    for (std::ptrdiff_t n : {1, 17, 33, 65})
+      for (std::ptrdiff_t kk : {1, 64, 127, 300})
+        for (bool tb : {false, true}) {
+          CAPTURE(m);
+          CAPTURE(n);
+          CAPTURE(kk);
+          CAPTURE(tb);
+          problem gate(m, n, kk, false, tb), up(m, n, kk, false, tb);
+          up.b = random_floats(up.b.size(), 21);
+          std::vector<k::bf16_bits> g16(gate.b.size()), u16(up.b.size());
+          for (std::size_t i = 0; i < g16.size(); ++i) {
+            g16[i] = k::to_bf16(gate.b[i]), gate.b[i] = k::from_bf16(g16[i]);
+            u16[i] = k::to_bf16(up.b[i]), up.b[i] = k::from_bf16(u16[i]);
+          }
+          const auto g = run<Arch, float>(gate, {}), u = run<Arch, float>(up, {});
+          const std::ptrdiff_t sk = tb ? 1 : gate.ldb, sn = tb ? gate.ldb : 1;
+          std::vector<float> p32(k::packed_b_floats<Arch>(kk, 2 * n));
+          std::vector<k::bf16_bits> p16(p32.size());
+          k::pack_b_pair_half<Arch>(kk, n, gate.b.data(), sk, sn, 0, p32.data());
+          k::pack_b_pair_half<Arch>(kk, n, up.b.data(), sk, sn, 1, p32.data());
+          k::pack_b_pair_half<Arch>(kk, n, g16.data(), sk, sn, 0, p16.data());
+          k::pack_b_pair_half<Arch>(kk, n, u16.data(), sk, sn, 1, p16.data());
+          const k::packed_b<Arch> b32{p32.data(), kk, 2 * n};
+          const k::packed_b<Arch, k::bf16_bits> b16{p16.data(), kk, 2 * n};
+          for (int threads : {1, 2}) {
+            CAPTURE(threads);
+            k::thread_pool pool(threads);
+            std::vector<float> ws(k::gemm_workspace_floats<Arch>(kk, threads));
+            std::vector<float> c(std::size_t(m * gate.ldc), 7.0f), c16(c.size(), 7.0f);
+            std::vector<k::bf16_bits> cb(c.size(), 7);
+            k::gemm_pair_with<Arch>(m, n, kk, gate.a.data(), gate.lda, false, b32, c.data(),
+                                    gate.ldc, product_pair<false>{}, ws.data(), &pool);
+            k::gemm_pair_with<Arch>(m, n, kk, gate.a.data(), gate.lda, false, b16, c16.data(),
+                                    gate.ldc, product_pair<true>{}, ws.data(), &pool);
+            k::gemm_pair_with<Arch>(m, n, kk, gate.a.data(), gate.lda, false, b32, cb.data(),
+                                    gate.ldc, product_pair<true>{}, ws.data(), &pool);
+            int bad = 0;
+            for (std::ptrdiff_t i = 0; i < m; ++i)
+              for (std::ptrdiff_t j = 0; j < gate.ldc; ++j) {
+                const std::size_t at = std::size_t(i * gate.ldc + j);
+                if (j >= n) {  // past n: untouched
+                  bad += c[at] != 7.0f || c16[at] != 7.0f || cb[at] != 7;
+                  continue;
+                }
+                const float want = g[at] * u[at];
+                bad += std::memcmp(&c[at], &want, sizeof(float)) != 0;
+                bad += std::memcmp(&c16[at], &want, sizeof(float)) != 0;
+                bad += cb[at] != k::to_bf16(want);
+              }
+            CHECK(bad == 0);
+          }
+        }
+}
+
+TEST_CASE("gemm_pair_with propagates NaN and infinity from either product") {
+  const std::ptrdiff_t m = 3, n = 5, kk = 4;
+  std::vector<float> a(std::size_t(m * kk), 1.0f), bg(std::size_t(kk * n), 0.5f),
+      bu(std::size_t(kk * n), 0.25f);
+  a[0] = std::numeric_limits<float>::quiet_NaN();  // row 0: NaN in both products
+  bg[1] = std::numeric_limits<float>::infinity();  // column 1 of gate: +inf in rows 1, 2
+  bu[2] = -std::numeric_limits<float>::infinity();  // column 2 of up: -inf
+  std::vector<float> packed(k::packed_b_floats(kk, 2 * n)), ws(k::gemm_workspace_floats(kk)),
+      c(std::size_t(m * n));
+  k::pack_b_pair_half(kk, n, bg.data(), n, 1, 0, packed.data());
+  k::pack_b_pair_half(kk, n, bu.data(), n, 1, 1, packed.data());
+  k::gemm_pair_with(m, n, kk, a.data(), kk, false, k::packed_b<>{packed.data(), kk, 2 * n},
+                    c.data(), n, product_pair<false>{}, ws.data());
+  for (std::ptrdiff_t j = 0; j < n; ++j) CHECK(std::isnan(c[std::size_t(j)]));
+  CHECK(c[std::size_t(n + 1)] == std::numeric_limits<float>::infinity());   // +inf * 1
+  CHECK(c[std::size_t(n + 2)] == -std::numeric_limits<float>::infinity());  // 2 * -inf
+  CHECK(c[std::size_t(n + 0)] == 2.0f);                                     // 2 * 1
+}
+
+TEST_CASE("gemm_pair_with rejects panels of the wrong shape, and pack_b_pair_half a bad half") {
+  std::vector<float> b(12), packed(k::packed_b_floats(4, 6)), a(8), c(6), ws(64);
+  k::pack_b_pair_half(4, 3, b.data(), 3, 1, 0, packed.data());
+  CHECK_THROWS_WITH_AS(k::pack_b_pair_half(4, 3, b.data(), 3, 1, 2, packed.data()),
+                       doctest::Contains("half must be 0 or 1"), std::invalid_argument);
+  CHECK_THROWS_AS(k::pack_b_pair_half(4, 3, static_cast<const float*>(nullptr), 3, 1, 0,
+                                      packed.data()),
+                  std::invalid_argument);
+  const k::packed_b<> one_weight{packed.data(), 4, 3};  // a plain B, not a pair's panels
+  CHECK_THROWS_WITH_AS(k::gemm_pair_with(2, 3, 4, a.data(), 4, false, one_weight, c.data(), 3,
+                                         product_pair<false>{}, ws.data()),
+                       doctest::Contains("the pair needs 4x6"), std::invalid_argument);
+  const k::packed_b<> pair{packed.data(), 4, 6};
+  CHECK_THROWS_AS(k::gemm_pair_with(2, 3, 4, a.data(), 4, false, pair, c.data(), 2,
+                                    product_pair<false>{}, ws.data()),
+                  std::invalid_argument);
+}

@@ -82,6 +82,15 @@ struct gemm_part {
   program_range epilogue{};  // over the output's index space (batch..., m, n); input 0: the acc
   int store = -1;            // access of the output's element
   int rows_per_batch = 0;    // folded: m of one batch index (the epilogue splits rows by it)
+  // Horizontal fusion (pair_gemms): `pair` is a matmul of another group whose product the
+  // epilogue reads (load `pair_access`, at the output's own element) and nothing else does, with
+  // the same A, shape and rows and a parameter B of B's dtype (`pair_b`, B(p, j) at
+  // pair_b[p * pair_b_ks + j * pair_b_ns]). A backend may compute both products in one pass over
+  // [B | pair_b] and hand the second accumulator to the epilogue in place of that load; the other
+  // group is then not run (its kernel_desc::paired_into names this group).
+  int pair = -1, pair_access = -1;
+  strided_view pair_b{};
+  std::int64_t pair_b_ks = 0, pair_b_ns = 0;
 };
 
 struct attention_part {
@@ -133,6 +142,8 @@ struct kernel_desc {
   int update_axis = 0;
   bool start_is_constant = false;
   std::int64_t start_constant = 0;
+  // gemm: the group one of whose parts computes this group's one product as its pair (-1: none)
+  int paired_into = -1;
 
   constexpr bool refused() const { return kind == kernel_kind::refused; }
 };
@@ -827,6 +838,77 @@ struct lowered_plan {
   constexpr const kernel_desc& operator[](int gi) const { return desc[std::size_t(gi)]; }
 };
 
+namespace detail {
+
+constexpr bool same_view(const strided_view& x, const strided_view& y) {
+  if (x.base != y.base || x.offset != y.offset || !(x.shape == y.shape)) return false;
+  for (int c = 0; c < x.shape.rank; ++c)
+    if (x.stride[std::size_t(c)] != y.stride[std::size_t(c)]) return false;
+  return true;
+}
+
+// Whether part u (the one product of group gu) can be computed as part p's pair: its product is
+// an f32 matmul with no epilogue, read by p's epilogue at p's output element and by nothing else,
+// in the same region, over the same A with the same rows and shape, and B is a parameter of the
+// dtype of p's B.
+template <std::size_t N>
+constexpr bool pairs_with(const graph::graph<N>& g, const fusion_plan<N>& f, const kernel_desc& d,
+                          const gemm_part& p, const kernel_desc& du, int access) {
+  if (du.kind != kernel_kind::gemm || du.n_gemm != 1 || du.paired_into >= 0) return false;
+  const gemm_part& u = du.gemm[0];
+  if (u.out != u.matmul || g[u.matmul].type != dtype::f32) return false;
+  if (f.n_users[std::size_t(u.matmul)] != 1) return false;  // a program output counts as a user
+  if (f.groups[std::size_t(du.group)].region != f.groups[std::size_t(d.group)].region)
+    return false;
+  if (!p.b_param || !u.b_param || g[p.b.base].type != g[u.b.base].type) return false;
+  if (!same_view(p.a, u.a) || p.trans_a != u.trans_a || p.lda != u.lda || p.m != u.m ||
+      p.n != u.n || p.k != u.k || p.folded != u.folded || !(p.batch == u.batch) ||
+      p.rows_per_batch != u.rows_per_batch || g[p.matmul].trans_a != g[u.matmul].trans_a)
+    return false;
+  if (p.batch.size() != 1 && !p.folded) return false;
+  if (!(g[u.matmul].shape == g[p.out].shape)) return false;
+  // The load reads the product at the element the epilogue writes (over the output's index space;
+  // an axis of extent 1 may carry any coefficient).
+  const affine_row &x = d.c.acc[std::size_t(access)].at, &y = d.c.acc[std::size_t(p.store)].at;
+  if (x.base != y.base) return false;
+  const dims& s = g[p.out].shape;
+  for (int t = 0; t < max_iter_rank; ++t)
+    if (x.coef[std::size_t(t)] != y.coef[std::size_t(t)] && (t >= s.rank || s[t] != 1))
+      return false;
+  return true;
+}
+
+// Horizontal fusion of GEMM pairs: for each GEMM part whose epilogue loads the product of another
+// group's lone matmul (SwiGLU's silu(gate) * up), record that matmul as the part's pair.
+template <std::size_t N, int G>
+constexpr void pair_gemms(const graph::graph<N>& g, const fusion_plan<N>& f,
+                          std::array<kernel_desc, std::size_t(G > 0 ? G : 1)>& desc) {
+  for (int gi = 0; gi < G; ++gi) {
+    kernel_desc& d = desc[std::size_t(gi)];
+    if (d.kind != kernel_kind::gemm || d.paired_into >= 0) continue;
+    for (int q = 0; q < d.n_gemm; ++q) {
+      gemm_part& p = d.gemm[std::size_t(q)];
+      for (int i = p.epilogue.begin; i < p.epilogue.end && p.pair < 0; ++i) {
+        const ins& x = d.c.instr[std::size_t(i)];
+        if (x.kind != ins_kind::load) continue;
+        const int u = d.c.acc[std::size_t(x.ref)].node;
+        if (u < 0 || g[u].op != op_kind::matmul) continue;
+        const int gu = f.group_of[std::size_t(u)];
+        if (gu < 0 || gu == gi || !pairs_with(g, f, d, p, desc[std::size_t(gu)], x.ref)) continue;
+        const gemm_part& o = desc[std::size_t(gu)].gemm[0];
+        p.pair = u;
+        p.pair_access = x.ref;
+        p.pair_b = o.b;
+        p.pair_b_ks = o.b_ks;
+        p.pair_b_ns = o.b_ns;
+        desc[std::size_t(gu)].paired_into = gi;
+      }
+    }
+  }
+}
+
+}  // namespace detail
+
 template <int G, std::size_t N>
 constexpr lowered_plan<N, G> lower(const graph::graph<N>& g, const fusion_plan<N>& f) {
   lowered_plan<N, G> p;
@@ -834,6 +916,7 @@ constexpr lowered_plan<N, G> lower(const graph::graph<N>& g, const fusion_plan<N
     p.desc[std::size_t(gi)] = lower_group(g, f, gi);
     p.n_refused += p.desc[std::size_t(gi)].refused();
   }
+  detail::pair_gemms<N, G>(g, f, p.desc);
   return p;
 }
 

@@ -16,7 +16,10 @@
 //   loop, reduce  the group's ops unrolled over xsimd batches, no intermediate in memory;
 //   row           the row kernels with a generated prologue and epilogue;
 //   gemm          the packed GEMM with the group's epilogue applied to the tile in registers,
-//                 operands read through their layout ops as strided views;
+//                 operands read through their layout ops as strided views; a part with a pair
+//                 (plan::gemm_part::pair, SwiGLU's gate and up) runs both products in one pass
+//                 over the two weights packed side by side, and the pair's own group is not run
+//                 (`gemm_pairs{false}`: two GEMMs, the second product through memory);
 //   attention     flash attention (online softmax, causal blocks skipped, grouped heads, batch),
 //                 any score ops between Q Kᵀ and the softmax (masks of any kind) generated into
 //                 the kernel, no [L, L] buffer;
@@ -88,6 +91,12 @@ struct amx_bf16 {
   bool attention = true;
 };
 
+// Run a GEMM part and its pair (plan::gemm_part::pair) as one GEMM over both weights (the
+// default), or as two GEMMs with the second product stored and read back (false).
+struct gemm_pairs {
+  bool value = true;
+};
+
 // Time spent in each fusion group, when profiling is on (executor::profile(true)).
 struct group_profile {
   plan::group_kind kind = plan::group_kind::loop;
@@ -104,6 +113,8 @@ struct executor_stats {
   int amx_matmuls = 0;      // matmuls with bf16 weights bound and packed for AMX tiles (all layers)
   int amx_attention = 0;    // attention groups run on AMX tiles (per layer)
   int parallel_groups = 0;  // groups whose kernels were split across the pool (per layer)
+  int paired_gemms = 0;     // GEMM pairs run as one GEMM (per layer); the group whose product
+                            // the pair computes counts as a generated group
 };
 
 // What an executor holds, in bytes: everything it allocated.
@@ -138,11 +149,13 @@ class executor {
   static constexpr const plan::lowered_plan<N, G>& kernels_plan() { return lowered::value; }
 
   explicit executor(Program = {}, threads t = threads{1}, interpreter_only io = {false},
-                    amx_bf16 amx = {false})
+                    amx_bf16 amx = {false}, gemm_pairs pairs = {true})
       : pool_(t.count, t.spin),
         interpreter_only_(io.value),
         amx_(amx.value && kernels::amx_available()),
-        amx_attention_(amx_ && amx.attention) {
+        amx_attention_(amx_ && amx.attention),
+        pair_gemms_(pairs.value) {
+    for (int gi = 0; gi < G; ++gi) paired_away_[std::size_t(gi)] = runs_as_pair_of(gi);
     build_bindings();
     plan_workspace();
     arena_ = aligned_buffer(std::size_t(mp.arena_bytes) + 64);
@@ -158,6 +171,8 @@ class executor {
     counted_.reserve(std::size_t(G) + 1);
   }
   executor(Program p, threads t, amx_bf16 amx) : executor(p, t, interpreter_only{false}, amx) {}
+  executor(Program p, threads t, gemm_pairs pairs)
+      : executor(p, t, interpreter_only{false}, amx_bf16{false}, pairs) {}
 
   // Names this program needs bound, with their dtypes and shapes ("layers.0.attn.q.w", ...).
   using binding_info = graph::binding_info;
@@ -334,6 +349,8 @@ class executor {
     bool amx = false;  // packed for the AMX tiles (bf16 weights, amx_bf16 opted in); otherwise
                        // in packed_bf16_ where uses_bf16_panels(part), else f32 in packed_
     const kernels::bf16_bits* amx_data = nullptr;  // the packed panels (aligned inside the slot)
+    bool pair = false;      // the part's B and its pair's, side by side (pack_b_pair_half)
+    std::uint8_t halves = 0;  // pair: which of the two have been packed (bits 0 and 1)
   };
 
   // ---- setup ----
@@ -390,6 +407,25 @@ class executor {
   static constexpr bool uses_amx_tiles(const plan::gemm_part& p) {
     return p.b_param && g[p.b.base].type == dtype::bf16;
   }
+  // A part with a pair runs it as one GEMM unless pairs are off, its k is long enough to be cut
+  // into blocks (the pair's partial sums would need both products' columns), or its weights go
+  // to the AMX tiles.
+  static constexpr bool can_pair(const plan::gemm_part& p) {
+    return p.pair >= 0 && p.k <= kernels::detail::k_block_threshold;
+  }
+  bool pair_active(const plan::gemm_part& p) const {
+    return can_pair(p) && pair_gemms_ && !interpreter_only_ && !(amx_ && uses_amx_tiles(p));
+  }
+  // Whether group gu's product is computed by another group's part as its pair.
+  bool runs_as_pair_of(int gu) const {
+    const int gi = lowered::value.desc[std::size_t(gu)].paired_into;
+    if (gi < 0) return false;
+    const plan::kernel_desc& d = lowered::value.desc[std::size_t(gi)];
+    const int u = lowered::value.desc[std::size_t(gu)].gemm[0].matmul;
+    for (int q = 0; q < d.n_gemm; ++q)
+      if (d.gemm[std::size_t(q)].pair == u) return pair_active(d.gemm[std::size_t(q)]);
+    return false;
+  }
   // A bf16 weight of a product with at most one register tile of rows (a decode step) stays bf16
   // in its panels (kernels::pack_b_bf16_panels): the product is as long as reading B takes, and
   // widened f32 panels would read twice the bytes. Only where kernels::load_b widens bf16 in
@@ -408,6 +444,7 @@ class executor {
       const plan::kernel_desc& d = lowered::value.desc[std::size_t(gi)];
       const int iters = iterations_of_region(fp.groups[std::size_t(gi)].region);
       if (d.kind == plan::kernel_kind::gemm) {
+        if (paired_away_[std::size_t(gi)]) continue;  // its weight is packed with its pair's
         for (int q = 0; q < d.n_gemm; ++q) {
           const plan::gemm_part& p = d.gemm[std::size_t(q)];
           std::size_t w = kernels::gemm_workspace_floats<arch>(p.k, int(threads)) + 64;
@@ -417,7 +454,20 @@ class executor {
           const bool amx = amx_ && uses_amx_tiles(p);
           if (amx) w = std::max(w, kernels::gemm_amx_workspace_elements(p.m, p.k) / 2 + 64);
           need = std::max(need, w);
-          if (p.b_param)
+          if (p.b_param && pair_active(p)) {
+            for (int it = 0; it < iters; ++it) {
+              packed_ref r{gi, q, it, 0, false};
+              r.pair = true;
+              if (uses_bf16_panels(p)) {
+                r.offset = packed_bf16_elements_;
+                packed_bf16_elements_ += kernels::packed_b_floats<arch>(p.k, 2 * p.n) + 32;
+              } else {
+                r.offset = packed_floats_;
+                packed_floats_ += kernels::packed_b_floats<arch>(p.k, 2 * p.n) + 16;
+              }
+              packs_.push_back(r);
+            }
+          } else if (p.b_param)
             for (int it = 0; it < iters; ++it) {
               if (amx) {
                 packs_.push_back({gi, q, it, packed_bf16_elements_, false, true});
@@ -457,6 +507,12 @@ class executor {
       if (p.iter != s.iter) continue;
       const plan::gemm_part& part =
           lowered::value.desc[std::size_t(p.group)].gemm[std::size_t(p.part)];
+      if (p.pair) {
+        if (part.b.base == s.node) pack_pair_half(part, p, s, part.b, part.b_ks, part.b_ns, 0);
+        if (part.pair_b.base == s.node)
+          pack_pair_half(part, p, s, part.pair_b, part.pair_b_ks, part.pair_b_ns, 1);
+        continue;
+      }
       if (part.b.base != s.node) continue;
       const graph::node& w = g[s.node];
       if (p.amx) {
@@ -484,6 +540,31 @@ class executor {
       }
       p.ready = true;
     }
+  }
+
+  // One weight of a GEMM pair into its half of the pair's panels; the pair is ready with both.
+  void pack_pair_half(const plan::gemm_part& part, packed_ref& p, const slot& s,
+                      const plan::strided_view& b, std::int64_t ks, std::int64_t ns, int half) {
+    const graph::node& w = g[s.node];
+    if (uses_bf16_panels(part)) {
+      if (w.type != dtype::bf16)
+        throw binding_error("binding \"" + s.name + "\": this matmul weight must be bf16");
+      kernels::pack_b_pair_half<arch>(
+          part.k, part.n, static_cast<const kernels::bf16_bits*>(s.data) + b.offset, ks, ns, half,
+          reinterpret_cast<kernels::bf16_bits*>(packed_bf16_.data()) + p.offset);
+    } else if (w.type == dtype::bf16) {
+      kernels::pack_b_pair_half<arch>(
+          part.k, part.n, static_cast<const kernels::bf16_bits*>(s.data) + b.offset, ks, ns, half,
+          reinterpret_cast<float*>(packed_.data()) + p.offset);
+    } else if (w.type == dtype::f32) {
+      kernels::pack_b_pair_half<arch>(part.k, part.n, static_cast<const float*>(s.data) + b.offset,
+                                      ks, ns, half,
+                                      reinterpret_cast<float*>(packed_.data()) + p.offset);
+    } else {
+      throw binding_error("binding \"" + s.name + "\": a matmul weight must be f32 or bf16");
+    }
+    p.halves = std::uint8_t(p.halves | (1u << half));
+    p.ready = p.halves == 3;
   }
 
   static const kernels::bf16_bits* pack_bf16_into(const plan::gemm_part& part, const void* data,
@@ -544,7 +625,12 @@ class executor {
         profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     const double c0 = profiling_ ? thread_cpu_seconds() : 0.0;
     split_ = false;
+    pairs_ran_ = 0;
     const bool generated = !lowered::value.desc[std::size_t(gi)].refused();
+    if (paired_away_[std::size_t(gi)]) {  // its product is its pair's second accumulator
+      count_group(gi, it, true);
+      return;
+    }
     if (generated)
       (this->*kernels_[std::size_t(gi)])(it);
     else
@@ -565,6 +651,7 @@ class executor {
     counted_.push_back(gi);
     (generated ? stats_.fast_groups : stats_.interpreted_groups) += 1;
     stats_.parallel_groups += split_;
+    stats_.paired_gemms += pairs_ran_;
     if (generated && fp.groups[std::size_t(gi)].kind == plan::group_kind::attention &&
         amx_attention_ && lowered::value.desc[std::size_t(gi)].att.score.empty())
       stats_.amx_attention += 1;
@@ -632,7 +719,8 @@ class executor {
     }
     float* ws = scratch();
     const auto pool =
-        pool_for(double(p.m) * double(p.n) * double(p.k) * double(p.folded ? 1 : p.batch.size()));
+        pool_for(double(p.m) * double(p.n) * double(p.k) * double(p.folded ? 1 : p.batch.size()) *
+                 (pre && pre->pair ? 2.0 : 1.0));
     const std::int64_t batches = p.folded ? 1 : p.batch.size();
     // A of another dtype: widened into the workspace, in its logical row-major order.
     constexpr bool widen_a = g[p.a.base].type != dtype::f32;
@@ -653,6 +741,26 @@ class executor {
       }
       const float* a = a_base + a_off;
       OutT* c = static_cast<OutT*>(val_[std::size_t(p.out)]) + (p.folded ? 0 : b * p.m * p.n);
+      if constexpr (can_pair(p)) {
+        if (pre->pair) {
+          static_assert(p.folded || p.batch.size() == 1, "a GEMM pair has no batch loop");
+          const kernels::gen::gemm_pair_epilogue<D, P> ep2{val_.data()};
+          if constexpr (uses_bf16_panels(p)) {
+            const kernels::packed_b<arch, kernels::bf16_bits> bp{
+                reinterpret_cast<const kernels::bf16_bits*>(packed_bf16_.data()) + pre->offset,
+                p.k, 2 * p.n};
+            kernels::gemm_pair_with<arch>(p.m, p.n, p.k, a, q.lda, q.trans_a, bp, c, p.n, ep2,
+                                          ws, pool);
+          } else {
+            const kernels::packed_b<arch> bp{
+                reinterpret_cast<const float*>(packed_.data()) + pre->offset, p.k, 2 * p.n};
+            kernels::gemm_pair_with<arch>(p.m, p.n, p.k, a, q.lda, q.trans_a, bp, c, p.n, ep2,
+                                          ws, pool);
+          }
+          ++pairs_ran_;
+          continue;
+        }
+      }
       const kernels::gen::gemm_epilogue<D, P> ep{val_.data(), b};
       if (pre && pre->amx) {
         kernels::gemm_amx_with(p.m, p.n, p.k, a, q.lda, q.trans_a,
@@ -1027,6 +1135,9 @@ class executor {
   bool interpreter_only_ = false;
   bool amx_ = false;            // amx_bf16 asked for and available
   bool amx_attention_ = false;  // and attention on the tiles too
+  bool pair_gemms_ = true;      // gemm_pairs
+  std::array<bool, std::size_t(G > 0 ? G : 1)> paired_away_{};  // groups run by their pair
+  int pairs_ran_ = 0;           // GEMM pairs the current group ran
   bool profiling_ = false;
   std::array<group_profile, std::size_t(G > 0 ? G : 1)> profile_{};
   std::vector<slot> slots_;

@@ -840,43 +840,96 @@ void run_update(void* const* val) {
 
 // ---- GEMM epilogues ----
 
+// The epilogue program of part P of a gemm descriptor at output element (row i of a call whose
+// batch index is `batch`, column j), with input registers `in` (the accumulator, and a pair's).
+template <class Desc, int P>
+struct gemm_epilogue_program {
+  static constexpr const kernel_desc& D = Desc::value;
+  static constexpr plan::gemm_part part = D.gemm[std::size_t(P)];
+  static constexpr int R = part.batch_rank + 2;
+  static constexpr access_list used = accesses_of(D, part.epilogue.begin, part.epilogue.end);
+  static constexpr bool heavy = range_is_heavy(D, part.epilogue.begin, part.epilogue.end);
+  using M = machine<Desc, R - 1>;
+
+  template <class V>
+  [[gnu::always_inline]] static V run(void* const* val, std::int64_t batch, std::ptrdiff_t i,
+                                      std::ptrdiff_t j, const V* in) {
+    std::int64_t idx[plan::max_iter_rank]{};
+    std::int64_t b = batch, row = i;
+    if constexpr (part.folded) {
+      b = i / part.rows_per_batch;
+      row = i % part.rows_per_batch;
+    }
+    for (int t = R - 3; t >= 0; --t) {
+      idx[t] = b % part.batch[t];
+      b /= part.batch[t];
+    }
+    idx[R - 2] = row;
+    idx[R - 1] = j;
+    std::int64_t off[plan::max_accesses];
+    offsets_at<Desc, used>(idx, R, off);
+    return M::template run<part.epilogue.begin, part.epilogue.end, part.epilogue.result, V>(
+        val, off, in);
+  }
+};
+
 // The epilogue of part P of a gemm descriptor, as gemm.hpp's functor: the value at output element
 // (row i of this call, column j), from the accumulator and the epilogue program's loads.
 template <class Desc, int P>
 struct gemm_epilogue {
-  static constexpr const kernel_desc& D = Desc::value;
-  static constexpr plan::gemm_part part = D.gemm[std::size_t(P)];
-  static constexpr int R = D.gemm[std::size_t(P)].batch_rank + 2;
-  static constexpr access_list used = accesses_of(D, part.epilogue.begin, part.epilogue.end);
-  static constexpr bool heavy = range_is_heavy(D, part.epilogue.begin, part.epilogue.end);
-  static constexpr bool identity = part.epilogue.empty();
-  using M = machine<Desc, R - 1>;
+  using E = gemm_epilogue_program<Desc, P>;
+  static constexpr bool heavy = E::heavy;
+  static constexpr bool identity = E::part.epilogue.empty();
 
   void* const* val;
   std::int64_t batch = 0;  // the batch index of this call (unfolded parts)
 
   template <class V>
   [[gnu::always_inline]] V operator()(const V& acc, std::ptrdiff_t i, std::ptrdiff_t j) const {
-    if constexpr (identity) {
+    if constexpr (identity)
       return acc;
-    } else {
-      std::int64_t idx[plan::max_iter_rank]{};
-      std::int64_t b = batch, row = i;
-      if constexpr (part.folded) {
-        b = i / part.rows_per_batch;
-        row = i % part.rows_per_batch;
+    else
+      return E::template run<V>(val, batch, i, j, &acc);
+  }
+};
+
+// Desc with part P's load of its pair's product (plan::gemm_part::pair_access) read from input
+// register 1 instead: the second accumulator of a GEMM pair.
+template <class Desc, int P>
+struct pair_desc {
+  static constexpr kernel_desc value = [] {
+    kernel_desc d = Desc::value;
+    const plan::gemm_part& p = d.gemm[std::size_t(P)];
+    for (int i = p.epilogue.begin; i < p.epilogue.end; ++i) {
+      plan::ins& x = d.c.instr[std::size_t(i)];
+      if (x.kind == ins_kind::load && x.ref == p.pair_access) {
+        x.kind = ins_kind::input;
+        x.ref = 1;
       }
-      for (int t = R - 3; t >= 0; --t) {
-        idx[t] = b % part.batch[t];
-        b /= part.batch[t];
-      }
-      idx[R - 2] = row;
-      idx[R - 1] = j;
-      std::int64_t off[plan::max_accesses];
-      offsets_at<Desc, used>(idx, R, off);
-      return M::template run<part.epilogue.begin, part.epilogue.end, part.epilogue.result, V>(
-          val, off, &acc);
     }
+    return d;
+  }();
+  static constexpr const auto& nodes = Desc::nodes;
+};
+
+// The epilogue of part P run as a GEMM pair (gemm.hpp's gemm_pair_with): the part's sum and its
+// pair's sum at the same element as input registers 0 and 1. A pair has no batch loop (its batch,
+// if any, is folded into the rows: plan::detail::pairs_with).
+template <class Desc, int P>
+struct gemm_pair_epilogue {
+  static_assert(Desc::value.gemm[std::size_t(P)].pair >= 0,
+                "gemm_pair_epilogue: a part without a pair");
+  using E = gemm_epilogue_program<pair_desc<Desc, P>, P>;
+  static constexpr bool heavy = E::heavy;
+  static constexpr bool paired = true;
+
+  void* const* val;
+
+  template <class V>
+  [[gnu::always_inline]] V operator()(const V& acc, const V& acc2, std::ptrdiff_t i,
+                                      std::ptrdiff_t j) const {
+    const V in[2] = {acc, acc2};
+    return E::template run<V>(val, 0, i, j, in);
   }
 };
 

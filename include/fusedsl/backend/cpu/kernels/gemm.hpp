@@ -20,6 +20,12 @@
 // A rows stream from L2.
 // Operands may be transposed: A(i, p) is a[i*lda + p], or a[p*lda + i] when trans_a; B(p, j) is
 // b[p*ldb + j], or b[j*ldb + p] when trans_b. Packing reads both forms.
+//
+// A pair of products over the same A (SwiGLU's gate and up: C = ep(A.B1, A.B2)) runs as one GEMM
+// over both weights (`gemm_pair_with`): each nr-column panel holds nr/2 columns of B1 and the same
+// nr/2 columns of B2 (`pack_b_pair_half`), so one micro-kernel tile has both accumulators of
+// nr/2 output columns in registers and the epilogue combines them; the second product is never
+// stored.
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
@@ -82,6 +88,12 @@ struct no_epilogue {
     return x;
   }
 };
+
+// A pair epilogue (gemm_pair_with) says `static constexpr bool paired = true` and has
+// `V operator()(V sum1, V sum2, i, j) const`: the value stored at C(i, j .. j + lanes) given both
+// products' sums there.
+template <class Ep>
+inline constexpr bool is_pair_epilogue = requires { requires Ep::paired; };
 
 // V lanes from p (a float when V is one lane).
 template <class V>
@@ -464,6 +476,55 @@ template <class Arch, class Ep, class OutT>
   }
 }
 
+// store_tile for a pair tile (gemm_pair_with): vectors [0, NV/2) of each row are the first
+// product's sums for output columns [j0, j0 + nr/2), vectors [NV/2, NV) the second's; `cols`
+// (<= nr/2) output columns are written.
+template <class Arch, class Ep, class OutT>
+[[gnu::always_inline]] inline void store_pair_tile(typename micro_kernel<Arch>::tile& acc,
+                                                   std::ptrdiff_t rows, std::ptrdiff_t cols,
+                                                   std::ptrdiff_t i0, std::ptrdiff_t j0, OutT* c,
+                                                   std::ptrdiff_t ldc, const Ep& ep) {
+  using mk = micro_kernel<Arch>;
+  constexpr int W = mk::W, NH = mk::NV / 2, H = mk::NR / 2;
+  static_assert(mk::NV % 2 == 0, "gemm_pair_with: a tile of an even number of vectors per row");
+  if (cols == H) {
+    if constexpr (Ep::heavy) {  // staged in L1 first, as in store_tile
+      alignas(64) float staged[mk::MR][mk::NR];
+#pragma GCC unroll 16
+      for (int i = 0; i < mk::MR; ++i) {
+        if (i >= rows) break;
+#pragma GCC unroll 4
+        for (int v = 0; v < mk::NV; ++v) simd<Arch>::store(&staged[i][v * W], acc[i][v]);
+      }
+      for (std::ptrdiff_t i = 0; i < rows; ++i) {
+        OutT* crow = c + (i0 + i) * ldc + j0;
+#pragma GCC unroll 4
+        for (int v = 0; v < NH; ++v)
+          store_out<Arch>(crow + v * W, ep(simd<Arch>::load(&staged[i][v * W]),
+                                           simd<Arch>::load(&staged[i][H + v * W]), i0 + i,
+                                           j0 + v * W));
+      }
+    } else {
+#pragma GCC unroll 16
+      for (int i = 0; i < mk::MR; ++i) {  // unrolled: acc[i] must name a register, not memory
+        if (i >= rows) break;
+        OutT* crow = c + (i0 + i) * ldc + j0;
+#pragma GCC unroll 4
+        for (int v = 0; v < NH; ++v)
+          store_out<Arch>(crow + v * W, ep(acc[i][v], acc[i][NH + v], i0 + i, j0 + v * W));
+      }
+    }
+    return;
+  }
+  // Right edge: one element at a time from a small buffer.
+  alignas(64) float t[mk::MR][mk::NR];
+  for (int i = 0; i < mk::MR; ++i)
+    for (int v = 0; v < mk::NV; ++v) simd<Arch>::store(&t[i][v * W], acc[i][v]);
+  for (std::ptrdiff_t i = 0; i < rows; ++i)
+    for (std::ptrdiff_t j = 0; j < cols; ++j)
+      store_one(c + (i0 + i) * ldc + j0 + j, ep(t[i][j], t[i][H + j], i0 + i, j0 + j));
+}
+
 // Long k (f32 C only): k is cut into blocks of <= 256 so one copied mr x kc A panel (12 KiB) stays
 // in L1 and the kc x n slice of B in L2; partial sums go through C, and the epilogue runs with
 // the last block. Each element still sums its k blocks in the same order on any thread count.
@@ -532,7 +593,11 @@ void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float*
   const std::ptrdiff_t max_block = std::max<std::ptrdiff_t>(1, l2_budget / panel_bytes);
   const std::ptrdiff_t blocks = (n_panels + max_block - 1) / max_block;
   const std::ptrdiff_t block = blocks > 0 ? (n_panels + blocks - 1) / blocks : 1;
-  if constexpr (std::is_same_v<OutT, float>) {
+  // A pair (gemm_pair_with): n output columns, each panel nr/2 of them; k is never blocked (the
+  // partial sums would need both products' columns in C).
+  constexpr bool paired = is_pair_epilogue<Ep>;
+  constexpr std::ptrdiff_t cols_per_panel = paired ? NR / 2 : NR;
+  if constexpr (std::is_same_v<OutT, float> && !paired) {
     if (k > k_block_threshold) {
       gemm_run_k_blocked<Arch>(m, n, k, a, lda, trans_a, b, c, ldc, ep, workspace, pool);
       return;
@@ -548,9 +613,13 @@ void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float*
   // streams from L2 (std::true_type) or its panel stays in L1 (std::false_type).
   auto tile_at = [&](auto prefetch_b, std::ptrdiff_t i0, std::ptrdiff_t rows, std::ptrdiff_t jp,
                      const float* ap, std::ptrdiff_t a_is, std::ptrdiff_t a_ks) {
-    const std::ptrdiff_t j0 = jp * NR, cols = std::min<std::ptrdiff_t>(NR, n - j0);
+    const std::ptrdiff_t j0 = jp * cols_per_panel,
+                         cols = std::min<std::ptrdiff_t>(cols_per_panel, n - j0);
     auto store = [&](typename mk::tile& acc) {
-      store_tile<Arch>(acc, rows, cols, i0, j0, c, ldc, ep);
+      if constexpr (paired)
+        store_pair_tile<Arch>(acc, rows, cols, i0, j0, c, ldc, ep);
+      else
+        store_tile<Arch>(acc, rows, cols, i0, j0, c, ldc, ep);
     };
     mk::template compute<decltype(prefetch_b)::value>(rows, k, ap, a_is, a_ks, b.panel(jp), NR,
                                                       store);
@@ -662,6 +731,38 @@ packed_b<Arch, bf16_bits> pack_b_bf16_panels(std::ptrdiff_t k, std::ptrdiff_t n,
   return packed_b<Arch, bf16_bits>{dst, k, n};
 }
 
+// One of the two weights of a GEMM pair (gemm_pair_with) packed into its half of the pair's
+// panels at dst: B (k x n, B(p, j) at b[p*s_k + j*s_n]) goes to columns [half * nr/2, half * nr/2
+// + nr/2) of each panel, panel q taking columns [q * nr/2, q * nr/2 + nr/2) of B (zero past n).
+// dst holds packed_b_floats<Arch>(k, 2 * n) elements: f32 (B widened), or bf16 bits (B bf16,
+// copied: the panels the micro-kernel widens as it loads). The pair's packed_b is
+// {dst, k, 2 * n} once both halves are written.
+template <class Arch = native_arch, class T, class D>
+void pack_b_pair_half(std::ptrdiff_t k, std::ptrdiff_t n, const T* b, std::ptrdiff_t s_k,
+                      std::ptrdiff_t s_n, int half, D* dst) {
+  static_assert(std::is_same_v<D, float> || std::is_same_v<T, D>,
+                "pack_b_pair_half: bf16 panels take a bf16 weight");
+  detail::check_gemm_size("k", k);
+  detail::check_gemm_size("n", n);
+  if (half != 0 && half != 1)
+    throw std::invalid_argument("pack_b_pair_half: half must be 0 or 1, got " +
+                                std::to_string(half));
+  if (k * n > 0 && (dst == nullptr || b == nullptr))
+    throw std::invalid_argument("pack_b_pair_half: B or the destination is null");
+  constexpr int NR = gemm_tile<Arch>::nr, H = NR / 2;
+  for (std::ptrdiff_t q = 0; q < (n + H - 1) / H; ++q)
+    for (std::ptrdiff_t p = 0; p < k; ++p) {
+      D* out = dst + (q * k + p) * NR + half * H;
+      for (std::ptrdiff_t jj = 0; jj < H; ++jj) {
+        const std::ptrdiff_t j = q * H + jj;
+        if constexpr (std::is_same_v<D, float>)
+          out[jj] = j < n ? detail::load_as_float(b + p * s_k + j * s_n) : 0.0f;
+        else
+          out[jj] = j < n ? b[p * s_k + j * s_n] : D(0);
+      }
+    }
+}
+
 namespace detail {
 template <class Arch, class OutT, class TB>
 void check_gemm_call(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a,
@@ -694,6 +795,26 @@ void gemm_with(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float
                std::ptrdiff_t lda, bool trans_a, const packed_b<Arch, TB>& b, OutT* c,
                std::ptrdiff_t ldc, const Ep& ep, float* workspace, thread_pool* pool = nullptr) {
   detail::check_gemm_call<Arch, OutT>(m, n, k, a, b, ldc, workspace);
+  if (m == 0 || n == 0) return;
+  detail::gemm_run<Arch>(m, n, k, a, lda, trans_a, b, c, ldc, ep, workspace, pool);
+}
+
+// C = ep(A.B1, A.B2) for a pair epilogue (is_pair_epilogue): both products in one pass over
+// `b`, the two weights packed side by side by pack_b_pair_half (b.k == k, b.n == 2 * n); C has
+// n columns. Otherwise as gemm_with, except that a long k is not cut into blocks.
+template <class Arch = native_arch, class OutT, class Ep, class TB>
+void gemm_pair_with(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a,
+                    std::ptrdiff_t lda, bool trans_a, const packed_b<Arch, TB>& b, OutT* c,
+                    std::ptrdiff_t ldc, const Ep& ep, float* workspace,
+                    thread_pool* pool = nullptr) {
+  static_assert(is_pair_epilogue<Ep>, "gemm_pair_with: the epilogue takes both products' sums");
+  detail::check_gemm_size("n", n);
+  if (b.k != k || b.n != 2 * n)
+    throw std::invalid_argument("gemm_pair_with: packed B is " + std::to_string(b.k) + "x" +
+                                std::to_string(b.n) + ", the pair needs " + std::to_string(k) +
+                                "x" + std::to_string(2 * n));
+  detail::check_gemm_call<Arch, OutT>(m, n, k, a, packed_b<Arch, TB>{b.data, k, n}, ldc,
+                                      workspace);
   if (m == 0 || n == 0) return;
   detail::gemm_run<Arch>(m, n, k, a, lda, trans_a, b, c, ldc, ep, workspace, pool);
 }
