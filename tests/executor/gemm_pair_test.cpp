@@ -225,3 +225,15 @@ TEST_CASE("a LLaMA-style block runs its SwiGLU as one GEMM pair") {
   CHECK(pairs_of<decltype(p)>().parts == 1);
   check_pair(p, 11, 1, 1e-4);
 }
+
+TEST_CASE("a stack of SwiGLU layers pairs in every layer, with each layer's own weights") {
+  constexpr auto x = fd::input<"x", float, 9, 32>();
+  constexpr auto p = fd::compile(fd::nn::stack<"layers", 3>(
+      fd::nn::block([](auto v) {
+        const auto h = fd::silu(linear<"gate", 40, false>(v)) * linear<"up", 40, false>(v);
+        return v + linear<"down", 32, false>(h);
+      }),
+      x));
+  CHECK(pairs_of<decltype(p)>().parts == 1);  // in the body's plan
+  check_pair(p, 14, 1, 1e-4);                 // per layer
+}
