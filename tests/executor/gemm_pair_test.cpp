@@ -110,12 +110,15 @@ TEST_CASE("SwiGLU's gate and up are one GEMM pair, at shapes off the register ti
       (fd::silu(linear<"gate", 100, false>(x)) * linear<"up", 100, false>(x)) * fd::lit<0.5>);
   CHECK(pairs_of<decltype(q)>().parts == 1);
   check_pair(q, 2, 1);
-  // up written first: its GEMM group takes the product and reads silu(gate) from gate's group,
-  // whose product has an epilogue of its own; a pair takes a bare product only
+  // up written first: up's epilogue stops before the product, which gate's group takes
   constexpr auto r = fd::compile(linear<"up", 100, false>(x) *
                                  fd::silu(linear<"gate", 100, false>(x)));
-  CHECK(pairs_of<decltype(r)>().parts == 0);
-  check_pair(r, 13, 0);
+  CHECK(pairs_of<decltype(r)>().parts == 1);
+  check_pair(r, 13, 1);
+  // neither has an activation (a bilinear GLU): the first matmul's epilogue takes the product
+  constexpr auto b = fd::compile(linear<"w", 100, false>(x) * linear<"v", 100, false>(x));
+  CHECK(pairs_of<decltype(b)>().parts == 1);
+  check_pair(b, 15, 1);
 }
 
 TEST_CASE("a GEMM pair split across two threads gives the same bits as one thread") {
@@ -156,6 +159,12 @@ TEST_CASE("a long k keeps the pair in the plan but runs two GEMMs (k is cut into
 
 TEST_CASE("no pair where the second product is read elsewhere, has its own epilogue, or reads "
           "another A") {
+  // up with a bias, written first: its epilogue keeps the bias and stops before the product
+  constexpr auto x0 = fd::input<"x", float, 13, 40>();
+  constexpr auto p0 =
+      fd::compile(linear<"up", 24, true>(x0) * fd::silu(linear<"gate", 24, false>(x0)));
+  CHECK(pairs_of<decltype(p0)>().parts == 0);
+  check_pair(p0, 16, 0);
   constexpr auto x = fd::input<"x", float, 13, 40>();
   constexpr auto y = fd::input<"y", float, 13, 40>();
   constexpr auto up = linear<"up", 24, false>(x);

@@ -104,8 +104,12 @@ struct fuser {
     }
   }
 
-  // Extend an epilogue: while the tail's only consumer is elementwise over the same shape.
-  constexpr int absorb_epilogue(int tail, int gi) {
+  // Extend an epilogue: while the tail's only consumer is elementwise over the same shape. For the
+  // epilogue of matmul `mm`, it stops before an op whose other operand is a sibling matmul's
+  // product through unary ops (SwiGLU written `up(x) * silu(gate(x))`): that matmul's group takes
+  // the op, reading mm's product bare, which makes the two a GEMM pair (plan/lower.hpp); the
+  // sibling is left in `held_back`.
+  constexpr int absorb_epilogue(int tail, int gi, int mm = -1, int* held_back = nullptr) {
     for (;;) {
       if (!single_use(tail)) return tail;
       const int c = user(tail);
@@ -118,10 +122,39 @@ struct fuser {
       for (int k = 0; k < cn.n_in; ++k) {
         const int o = cn.in[std::size_t(k)];
         if (o != tail && depends_on_group(o, gi)) return tail;
+        if (o != tail && mm >= 0 && held_back != nullptr) {
+          if (const int j = pair_sibling(o, mm); j >= 0) {
+            *held_back = j;
+            return tail;
+          }
+        }
       }
       take(c, gi);
       tail = c;
     }
+  }
+
+  // The free matmul that `o` reaches through one or more single-consumer unary elementwise ops of
+  // matmul mm's shape, if it reads mm's left operand with a parameter right operand (read directly
+  // or through a widening cast); else -1. (A bare product, zero ops, is read by mm's epilogue and
+  // paired from mm's side.)
+  constexpr int pair_sibling(int o, int mm) const {
+    const node& a = g[mm];
+    int ops = 0;
+    while (free(o) && single_use(o) && g[o].n_in == 1 && graph::is_elementwise(g[o].op) &&
+           g[o].shape == a.shape && ops < 16) {
+      o = g[o].in[0];
+      ++ops;
+    }
+    const node& b = g[o];
+    if (ops == 0 || o == mm || b.op != op_kind::matmul || !free(o) || !single_use(o) ||
+        b.region != a.region || b.in[0] != a.in[0] || b.trans_a != a.trans_a ||
+        !(b.shape == a.shape))
+      return -1;
+    const node& w = g[b.in[1]];
+    const bool param = detail::is_external(w.op) ||
+                       (w.op == op_kind::cast && detail::is_external(g[w.in[0]].op));
+    return param ? o : -1;
   }
 
   // Does node id, or any node it reads directly or indirectly, belong to group gi?
@@ -281,13 +314,14 @@ struct fuser {
       const int gi = new_group(group_kind::matmul, i);
       take(i, gi);
       if (level == 2) absorb_operands(i, gi, true);
-      set_root(gi, level >= 1 ? absorb_epilogue(i, gi) : i);
+      int held_back = -1;  // a sibling left to pair with this matmul from its own group
+      set_root(gi, level >= 1 ? absorb_epilogue(i, gi, i, &held_back) : i);
       const node& a = g[i];
       for (int j = i + 1; level == 2 && j < int(N) && p.groups[std::size_t(gi)].n_roots < max_roots;
            ++j) {
         const node& b = g[j];
-        if (b.op != op_kind::matmul || !free(j) || b.region != a.region || b.in[0] != a.in[0] ||
-            b.trans_a != a.trans_a || !detail::is_external(g[b.in[1]].op) ||
+        if (j == held_back || b.op != op_kind::matmul || !free(j) || b.region != a.region ||
+            b.in[0] != a.in[0] || b.trans_a != a.trans_a || !detail::is_external(g[b.in[1]].op) ||
             !detail::is_external(g[a.in[1]].op) || b.shape.rank != a.shape.rank ||
             group_inputs_depend_on(gi, j))
           continue;
