@@ -290,3 +290,33 @@ TEST_CASE("flash attention rejects bad head counts, sizes and a null workspace")
   c.s.head_dim = 0;
   CHECK_THROWS_AS(k::flash_attention(c.s, c.a, ws.data()), std::invalid_argument);
 }
+
+TEST_CASE("K^T packing (whole 16 x 16 blocks transposed, the rest gathered) is exact") {
+  // Every element lands at its panel position times the scale, padded keys are zero, for shapes
+  // with and without whole 16-key groups and 16-dim blocks, NaN and infinities included.
+  using Arch = k::native_arch;
+  constexpr int NR = k::gemm_tile<Arch>::nr;
+  const float scale = 0.3f;
+  for (std::ptrdiff_t d : {1, 8, 16, 17, 32, 33, 64})
+    for (std::ptrdiff_t n : {1, 15, 16, 17, 31, 32, 33, 130}) {
+      CAPTURE(d);
+      CAPTURE(n);
+      const std::ptrdiff_t ld = d + 5;
+      auto kk = random_floats(std::size_t(n * ld), unsigned(d * 1000 + n), -2.0f, 2.0f);
+      kk[0] = std::nanf("");
+      kk[std::size_t((n - 1) * ld + d - 1)] = inf;
+      if (n > 1) kk[std::size_t(ld)] = -inf;
+      const std::ptrdiff_t panels = (n + NR - 1) / NR;
+      std::vector<float> kt(std::size_t(panels * d * NR), 7.0f);
+      k::detail::pack_scaled_kt<Arch>(d, n, kk.data(), ld, scale, kt.data());
+      int wrong = 0;
+      for (std::ptrdiff_t j = 0; j < panels * NR; ++j)
+        for (std::ptrdiff_t p = 0; p < d; ++p) {
+          const float got = kt[std::size_t((j / NR) * d * NR + p * NR + j % NR)];
+          const float want = j < n ? kk[std::size_t(j * ld + p)] * scale : 0.0f;
+          const bool same = std::isnan(want) ? std::isnan(got) : got == want;
+          wrong += !same;
+        }
+      CHECK(wrong == 0);
+    }
+}
