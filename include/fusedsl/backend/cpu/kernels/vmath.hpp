@@ -234,15 +234,17 @@ template <class V>
 V gelu_tanh(const V& x) {
   const V t = x * fmadd(x * x, V(detail::gelu_t3), V(detail::gelu_t1));
   const V lim(detail::gelu_t_max);
-  const V y = x * reciprocal(V(1.0f) + vexp2_in_range(maximum(minimum(t, lim), -lim)));
+  const V y = quotient(x, V(1.0f) + vexp2_in_range(maximum(minimum(t, lim), -lim)));
   return where(t > lim, V(0.0f), y);
 }
 #if defined(__AVX512F__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
-// The same function in two fewer vector operations (18; 21 with exp): no upper clamp on t, since
+// The same function in two fewer vector operations (15; 18 with exp): no upper clamp on t, since
 // the lanes where it exceeds the limit are zeroed anyway (their exp2 may overflow to +inf and give
-// NaN, which the zeroing replaces), and that zeroing folded into the last multiply (a zero-masked
-// VMULPS). The lower clamp stays: 2^t must not be subnormal. Results are bitwise those of the
-// generic form.
+// NaN, which the zeroing replaces), and that zeroing folded into the division (a zero-masked
+// VDIVPS). The lower clamp stays: 2^t must not be subnormal. Results are bitwise those of the
+// generic form. A division rather than VRCP14PS, a Newton step and a multiply: the divider works
+// beside the FMA pipes, which a GEMM epilogue shares with the next tile (on an AMD Zen 5 core,
+// 8.3 cycles a vector against 10.2, and the seed model's FFN-up GEMM with this epilogue 2% faster).
 inline xsimd::batch<float, xsimd::avx512f> gelu_tanh(
     const xsimd::batch<float, xsimd::avx512f>& xb) {
   const __m512 x = xb;
@@ -254,9 +256,7 @@ inline xsimd::batch<float, xsimd::avx512f> gelu_tanh(
   // VMAXPS returns its second operand for NaN, so a NaN t passes through.
   const __m512 e = vexp2_in_range(
       xsimd::batch<float, xsimd::avx512f>(_mm512_max_ps(_mm512_set1_ps(-detail::gelu_t_max), t)));
-  const __m512 r =
-      reciprocal(xsimd::batch<float, xsimd::avx512f>(_mm512_add_ps(_mm512_set1_ps(1.0f), e)));
-  return _mm512_maskz_mul_ps(keep, x, r);
+  return _mm512_maskz_div_ps(keep, x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
 }
 #endif
 
