@@ -10,6 +10,7 @@
 
 #include "../common/compare.hpp"
 #include "fusedsl/backend/cuda/codegen.cuh"
+#include "fusedsl/backend/cuda/executor_schedule.hpp"
 #include "programs.hpp"
 
 namespace fd = fusedsl;
@@ -285,17 +286,7 @@ TEST_CASE("groups no CUDA launch computes are refused with the group and the rea
     CHECK(fd::cuda::refusal_message(P::graph, P::fusion, lp).find("head_dim above 256") !=
           std::string::npos);
   }
-  SUBCASE("a gather (an embedding lookup)") {
-    constexpr auto table = fd::param<"table", float, 11, 19>();
-    constexpr auto ids = fd::input<"ids", std::int32_t, 3, 5>();
-    using P = decltype(fd::compile(fd::gather(table, ids) * fd::lit<2.0>));
-    constexpr const auto& lp = launches_of<P>();
-    static_assert(!lp.ok());
-    CHECK(lp[lp.failed_group].why == refusal::indexing_on_cpu_only);
-    CHECK(fd::cuda::refusal_message(P::graph, P::fusion, lp).find("gather or dynamic slice") !=
-          std::string::npos);
-  }
-  SUBCASE("a KV-cache decode step: the cache update and the attention to its filled length") {
+  SUBCASE("attention stopped at a run-time key length (a KV-cache decode step)") {
     constexpr auto kc = fd::state<"k_cache", float, 4, 40, 16>();
     constexpr auto q = fd::input<"q", float, 4, 1, 16>();
     constexpr auto k = fd::input<"k", float, 4, 1, 16>();
@@ -309,10 +300,113 @@ TEST_CASE("groups no CUDA launch computes are refused with the group and the rea
     static_assert(!lp.ok());
     int update = 0, key_length = 0;
     for (int gi = 0; gi < P::fusion.n_groups; ++gi) {
-      update += lp[gi].why == refusal::indexing_on_cpu_only;
+      update += lp[gi].kind == launch_kind::update;
       key_length += lp[gi].why == refusal::runtime_key_length;
     }
-    CHECK(update == 1);
+    CHECK(update == 1);  // the cache write itself has its launch
     CHECK(key_length == 1);
+    CHECK(fd::cuda::refusal_message(P::graph, P::fusion, lp).find("run-time key length") !=
+          std::string::npos);
   }
+}
+
+namespace {
+// Whether some instruction of a group's code is a gather (a load at a run-time row).
+template <class Program>
+int gather_groups() {
+  int n = 0;
+  for (int gi = 0; gi < Program::fusion.n_groups; ++gi) {
+    const fd::plan::kernel_desc& d = plan_of<Program>::lowered::value.desc[std::size_t(gi)];
+    bool any = false;
+    for (int i = 0; i < d.c.n_ins; ++i)
+      any = any || d.c.instr[std::size_t(i)].kind == fd::plan::ins_kind::gather;
+    n += any;
+  }
+  return n;
+}
+}  // namespace
+
+TEST_CASE("an embedding gather and a dynamic slice run as generated loop launches") {
+  SUBCASE("gather") {
+    constexpr auto table = fd::param<"table", float, 11, 19>();
+    constexpr auto ids = fd::input<"ids", std::int32_t, 3, 5>();
+    using P = decltype(fd::compile(fd::gather(table, ids) * fd::lit<2.0>));
+    constexpr const auto& lp = launches_of<P>();
+    static_assert(lp.ok());
+    CHECK(gather_groups<P>() == 1);
+    for (int gi = 0; gi < P::fusion.n_groups; ++gi) CHECK(lp[gi].kind == launch_kind::loop);
+    // the gather's access: a row of 19 elements, rows 0 .. 10, packed for the device code
+    using D = decltype(fd::cuda::gen::packed_desc_of<plan_of<P>::desc<0>>::make());
+    bool found = false;
+    for (int a = 0; a < D::get().c.n_access; ++a)
+      if (D::get().c.acc[std::size_t(a)].dyn_stride != 0) {
+        CHECK(D::get().c.acc[std::size_t(a)].dyn_stride == 19);
+        CHECK(D::get().c.acc[std::size_t(a)].dyn_max == 10);
+        found = true;
+      }
+    CHECK(found);
+  }
+  SUBCASE("dynamic slice") {
+    constexpr auto x = fd::input<"x", float, 12, 8>();
+    constexpr auto pos = fd::input<"pos", std::int32_t>();
+    using P = decltype(fd::compile(fd::exp(fd::dynamic_slice<0, 3>(x, pos))));
+    constexpr const auto& lp = launches_of<P>();
+    static_assert(lp.ok());
+    CHECK(gather_groups<P>() == 1);
+  }
+}
+
+TEST_CASE("a dynamic update slice into a state is an update launch written in place") {
+  constexpr auto cache = fd::state<"cache", float, 8, 4>();
+  constexpr auto row = fd::input<"row", float, 1, 4>();
+  constexpr auto pos = fd::input<"pos", std::int32_t>();
+  constexpr auto next = fd::dynamic_update_slice<0>(cache, row, pos);
+  using P = decltype(fd::compile(fd::sum<0>(next), fd::update(cache, next)));
+  constexpr const auto& lp = launches_of<P>();
+  static_assert(lp.ok());
+  int updates = 0;
+  for (int gi = 0; gi < P::fusion.n_groups; ++gi) {
+    if (lp[gi].kind != launch_kind::update) continue;
+    ++updates;
+    const fd::cuda::update_launch& e = lp[gi].upd;
+    CHECK(lp[gi].device_launches() == 1);
+    CHECK(e.bytes == 4);
+    CHECK((e.outer == 1 && e.extent == 8 && e.len == 1 && e.inner == 4));
+    CHECK(!e.start_is_constant);
+  }
+  CHECK(updates == 1);
+  // The state has its own buffer, zeroed with the others; output 1 (its new value) is that buffer.
+  const auto layout = fd::cuda::layout_device_memory(P::graph, P::memory, 256);
+  int state = -1;
+  for (int i = 0; i < int(P::node_count); ++i)
+    if (P::graph[i].op == op_kind::state) state = i;
+  REQUIRE(state >= 0);
+  CHECK(layout.state_offset[std::size_t(state)] >= 0);
+  CHECK(layout.output_offset[1] == std::size_t(layout.state_offset[std::size_t(state)]));
+  CHECK(layout.output_offset[0] != layout.output_offset[1]);
+  CHECK(layout.states_bytes == 256);  // 128 bytes, one 256-byte aligned slot
+  CHECK(layout.states_begin + layout.states_bytes == layout.bytes);
+  CHECK(layout.arena_bytes + layout.binding_bytes + layout.output_bytes + layout.states_bytes ==
+        layout.bytes);
+  // The update reads the old state and writes the new one into the same buffer: in place.
+  fd::cuda::call_schedule<P::node_count> schedule(P::graph, P::fusion, P::memory, layout);
+  bool in_place = false;
+  schedule.for_each([&](int gi, int, const auto& addr) {
+    if (lp[gi].kind != launch_kind::update) return;
+    const fd::plan::kernel_desc& d = plan_of<P>::lowered::value.desc[std::size_t(gi)];
+    in_place = addr[std::size_t(d.update_x)] == addr[std::size_t(d.root)] &&
+               addr[std::size_t(d.root)] == layout.state_offset[std::size_t(state)];
+  });
+  CHECK(in_place);
+}
+
+TEST_CASE("argmax is a reduce launch") {
+  constexpr auto x = fd::input<"x", float, 6, 300>();
+  using P = decltype(fd::compile(fd::argmax<1>(x * fd::lit<2.0>)));
+  constexpr const auto& lp = launches_of<P>();
+  static_assert(lp.ok());
+  REQUIRE(P::fusion.n_groups == 1);
+  CHECK(lp[0].kind == launch_kind::reduce);
+  CHECK(plan_of<P>::lowered::value.desc[0].reduce_op == op_kind::argmax);
+  CHECK(lp[0].reduce_lanes == 32);
 }

@@ -4,12 +4,14 @@
 // straight-line f32 code, and the per-element pieces every CUDA kernel of the executor is made of:
 //
 //   loop_element      loop groups: the value of one element of one segment, stored
-//   reduce_partial    reduce groups: one thread's share of one output's reduction;
+//   reduce_partial    reduce groups: one thread's share of one output's reduction (argmax: the
+//                     best value and its position);
 //   reduce_store      the reduced value finished, through the epilogue, stored
 //   row_input         row groups: the prologue's value at (row, column);
 //   row_store         the row op's result there, through the epilogue, stored
 //   gemm_epilogue     the epilogue of one GEMM part, in gemm.cuh's `apply(acc, row, col, ld)` form
 //   score_program     attention's score ops on one (batch, head, query, key) score
+//   update_slice      update groups (dynamic_update_slice): one element of the result
 //
 // Everything is FUSEDSL_HD and needs no CUDA header: the kernels (plan_kernels.cuh, gemm.cuh,
 // gemm_strided.cuh, attention*.cuh) call these from device code, and the host emulation of the
@@ -25,6 +27,7 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <utility>
 
@@ -80,6 +83,7 @@ constexpr void desc_fields(IO& io, kernel_desc& d) {
     plan::access& x = d.c.acc[std::size_t(a)];
     io(x.type), io(x.at.base);
     for (int t = 0; t < plan::max_iter_rank; ++t) io(x.at.coef[std::size_t(t)]);
+    io(x.dyn_stride), io(x.dyn_max);
   }
   io(d.c.n_const);
   for (int k = 0; k < d.c.n_const; ++k) io(d.c.constant[std::size_t(k)]);
@@ -220,6 +224,16 @@ FUSEDSL_HD inline void store_access(const access_ptrs& ptr, const point& p, floa
   store_f32<t>(ptr.at[A], offset_of<Desc, A>(p), v);
 }
 
+// The row a gather reads for index value i: clamp(i, 0, hi), NaN as 0, as the CPU kernels'
+// int64 conversion and clamp (cpu/kernels/codegen.hpp) and the reference's std::clamp. The value
+// is compared before it is converted, so no conversion overflows.
+FUSEDSL_HD inline long gather_row(float i, long hi) {
+  if (!(i > 0.0f)) return 0;                   // NaN, zero, negative
+  if (i >= 4611686018427387904.0f) return hi;  // 2^62: beyond every extent
+  const long k = long(i);
+  return k > hi ? hi : k;
+}
+
 // ---- the register machine ----
 
 // Instructions [Begin, End) of Desc's code at point p, register i holding instruction i's value;
@@ -235,6 +249,12 @@ struct machine {
       return in[x.ref];
     } else if constexpr (x.kind == ins_kind::load) {
       return load_access<Desc, x.ref>(ptr, p);
+    } else if constexpr (x.kind == ins_kind::gather) {
+      // access ref's affine offset plus the row picked by the index register times its stride
+      constexpr plan::access a = Desc::get().c.acc[std::size_t(x.ref)];
+      constexpr long hi = long(a.dyn_max), stride = long(a.dyn_stride);
+      const long row = gather_row(r[x.arg[0] - Begin], hi);
+      return load_f32<a.type>(ptr.at[x.ref], offset_of<Desc, x.ref>(p) + row * stride);
     } else if constexpr (x.kind == ins_kind::constant) {
       constexpr float c = float(Desc::get().c.constant[std::size_t(x.ref)]);
       return c;
@@ -361,12 +381,22 @@ struct loop_group {
 
 // ---- reduce groups ----
 
+// What an argmax thread carries: the best value so far and its position along the reduced axes
+// (-1: none yet). Trivial (no initialisers), so kernels keep it in shared memory.
+struct arg_best {
+  float value;
+  float at;
+};
+
 template <class Desc>
 struct reduce_group {
   static constexpr const kernel_desc& d() { return Desc::get(); }
   static constexpr int rank = d().rank, rf = d().reduce_first, rc = d().reduce_count;
   static constexpr graph::op_kind op = d().reduce_op;
+  static constexpr bool is_argmax = op == graph::op_kind::argmax;
   using body = graph::op_traits<op>;
+  // a partial result: the accumulator, or argmax's best value and position
+  using carry = std::conditional_t<is_argmax, arg_best, float>;
   static constexpr bool reduced(int t) { return t >= rf && t < rf + rc; }
   static constexpr long outputs = [] {
     long o = 1;
@@ -401,28 +431,57 @@ struct reduce_group {
     set_outer<rank - 1>(p, o);
     return p;
   }
-  FUSEDSL_HD static float identity() { return body::template identity<device_math, float>(); }
-  FUSEDSL_HD static float combine(float a, float b) {
-    return body::template combine<device_math>(a, b);
+  FUSEDSL_HD static carry identity() {
+    if constexpr (is_argmax)
+      return arg_best{-std::numeric_limits<float>::infinity(), -1.0f};
+    else
+      return body::template identity<device_math, float>();
+  }
+  // argmax: whether x replaces `best` when met at a later position: x > best, or x is NaN and
+  // best is not (graph::op_traits<argmax>::take, the CPU kernels' rule).
+  FUSEDSL_HD static bool takes(float x, float best) { return best < x || (x != x && best == best); }
+  // argmax: the better of two partial results over disjoint positions, the earlier on a tie (equal
+  // values, or both NaN). Any order of combining gives the first maximum, as a scan would.
+  FUSEDSL_HD static carry combine(carry a, carry b) {
+    if constexpr (is_argmax) {
+      if (b.at < 0.0f) return a;
+      if (a.at < 0.0f) return b;
+      if (takes(b.value, a.value)) return b;
+      if (takes(a.value, b.value)) return a;
+      return b.at < a.at ? b : a;
+    } else {
+      return body::template combine<device_math>(a, b);
+    }
   }
 
   // The combination of points q = lane, lane + lanes, ... of output o's reduction, in that order.
-  FUSEDSL_HD static float partial(const access_ptrs& ptr, long o, long lane, long lanes) {
+  FUSEDSL_HD static carry partial(const access_ptrs& ptr, long o, long lane, long lanes) {
     point p = output_point(o);
     constexpr plan::segment s = d().seg[0];
-    float acc = identity();
+    carry acc = identity();
     for (long q = lane; q < length; q += lanes) {
       set_digits<rf, rf + rc - 1, space_box<Desc>>(p, q);
-      acc = combine(acc, machine<Desc>::template run<s.begin, s.end, s.result>(ptr, p, nullptr));
+      const float x = machine<Desc>::template run<s.begin, s.end, s.result>(ptr, p, nullptr);
+      if constexpr (is_argmax) {
+        // q is the position: the reduced axes' digits, row-major
+        if (takes(x, acc.value)) acc = arg_best{x, float(q)};
+      } else {
+        acc = combine(acc, x);
+      }
     }
     return acc;
   }
 
   // Output o from its combined value: finished, through the epilogue, stored.
-  FUSEDSL_HD static void store(const access_ptrs& ptr, long o, float acc) {
+  FUSEDSL_HD static void store(const access_ptrs& ptr, long o, carry acc) {
     const point p = output_point(o);
-    constexpr std::int64_t n = d().reduce_length;
-    const float r = body::template finish<device_math>(acc, n);
+    float r;
+    if constexpr (is_argmax) {
+      r = acc.at < 0.0f ? 0.0f : acc.at;  // no value above -inf: position 0
+    } else {
+      constexpr std::int64_t n = d().reduce_length;
+      r = body::template finish<device_math>(acc, n);
+    }
     constexpr plan::program_range e = d().epilogue;
     constexpr int st = d().store;
     const float y = machine<Desc>::template run<e.begin, e.end, e.result>(ptr, p, &r);
@@ -693,6 +752,57 @@ struct score_program {
       p.i[rank - 2] = i;
       p.i[rank - 1] = j;
       return machine<Desc>::template run<e.begin, e.end, e.result>(ptr, p, &s);
+    }
+  }
+};
+
+// ---- dynamic update slices ----
+
+// The buffers of one update launch: result = x with `value` at [start, start + Len) along the
+// axis (cpu/kernels/codegen.hpp's run_update).
+struct update_args {
+  const void* x = nullptr;
+  const void* value = nullptr;
+  const std::int32_t* start = nullptr;  // the run-time start (an i32 scalar), or nullptr
+  long start_constant = 0;              // the start when it is a constant
+  void* out = nullptr;
+  bool in_place = false;  // out is x's buffer: only the update's elements are written
+};
+
+// Elements of Bytes bytes, x viewed as [Outer, Extent, Inner] around the axis, the update as
+// [Outer, Len, Inner]. In place, element i of the update is written where it goes; otherwise
+// element i of the result is the update's inside the window and x's outside it, so one pass
+// writes each element once (no copy that a later write must follow).
+template <int Bytes, long Outer, long Extent, long Len, long Inner>
+struct update_slice {
+  using word = std::conditional_t<
+      Bytes == 1, std::uint8_t,
+      std::conditional_t<Bytes == 2, std::uint16_t,
+                         std::conditional_t<Bytes == 4, std::uint32_t, std::uint64_t>>>;
+  static_assert(Bytes == 1 || Bytes == 2 || Bytes == 4 || Bytes == 8,
+                "cuda::gen::update_slice: elements of 1, 2, 4 or 8 bytes");
+  static constexpr long window = Outer * Len * Inner;    // elements of the update
+  static constexpr long whole = Outer * Extent * Inner;  // elements of the result
+
+  // The start along the axis, clamped to [0, Extent - Len] (XLA's rule, the CPU's).
+  FUSEDSL_HD static long start(const update_args& a) {
+    const long s = a.start != nullptr ? long(*a.start) : a.start_constant;
+    return s < 0 ? 0 : s > Extent - Len ? Extent - Len : s;
+  }
+  // The elements one launch writes.
+  FUSEDSL_HD static long size(const update_args& a) { return a.in_place ? window : whole; }
+
+  // Element i of the launch (of the update in place, of the result otherwise); s = start(a).
+  FUSEDSL_HD static void element(const update_args& a, long s, long i) {
+    word* out = static_cast<word*>(a.out);
+    const word* u = static_cast<const word*>(a.value);
+    if (a.in_place) {
+      const long p = i / (Len * Inner), r = i % (Len * Inner);
+      out[p * Extent * Inner + s * Inner + r] = u[i];
+    } else {
+      const long p = i / (Extent * Inner), r = i % (Extent * Inner), j = r / Inner;
+      out[i] = j >= s && j < s + Len ? u[p * Len * Inner + r - s * Inner]
+                                     : static_cast<const word*>(a.x)[i];
     }
   }
 };

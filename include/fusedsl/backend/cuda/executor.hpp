@@ -6,12 +6,16 @@
 //   run.bind("x", x);                          // inputs: uploaded before each call
 //   run.run();                                 // one cudaGraphLaunch (the first call captures it)
 //   run.read_output(0, y); run.synchronize();  // asynchronous download
+//   run.read_state("k_cache", c);              // a state (fd::state), kept across calls
 //
 // Each fusion group runs as the launch executor_plan.hpp chooses for its kernel descriptor
 // (plan/lower.hpp), every shape a template argument: the generated loop, reduce and row kernels
 // (plan_kernels.cuh), GEMMs with the generated epilogue (gemm.cuh, gemm_strided.cuh), flash or
-// general attention with the generated score program (attention.cuh, attention_general.cuh). A
-// stacked block's launches are added once per layer with that layer's weights. The device memory
+// general attention with the generated score program (attention.cuh, attention_general.cuh),
+// dynamic update slices (update_slice_kernel; gathers and dynamic slices are loads of the
+// generated code). States live in the same allocation, zero at construction, and a state's new
+// value is written into it each call (in place for a dynamic update slice). A stacked block's
+// launches are added once per layer with that layer's weights. The device memory
 // never changes after construction, so the launch list is captured once into a CUDA graph and
 // replayed. A program with a group no launch computes does not compile: the error names the
 // group, its kind, the reason and the anchor's shape (group_has_no_cuda_kernel below).
@@ -76,6 +80,9 @@ struct group_has_no_cuda_kernel {
                 "cuda::refusal_message say why), and the CUDA backend has no interpreter");
   static_assert(Why != refusal::attention_head_dim_above_256,
                 "cuda::executor: attention with head_dim above 256 has no CUDA kernel");
+  static_assert(Why != refusal::runtime_key_length,
+                "cuda::executor: attention stopped at a run-time key length (a KV cache's fill) "
+                "has no CUDA kernel; the CPU executor runs it");
   static constexpr bool value = false;
 };
 
@@ -96,6 +103,15 @@ constexpr bool check_groups(std::index_sequence<GI...>) {
               std::make_index_sequence<std::size_t(Plan::get()[int(GI)].shape.rank)>{}));
 }
 }  // namespace detail
+
+// What a device executor holds, in bytes (all of it one cudaMalloc).
+struct memory_footprint {
+  std::size_t arena = 0;     // the plan's arena (constexpr size), aligned
+  std::size_t bindings = 0;  // a copy of every input and param (per layer for stacked params)
+  std::size_t outputs = 0;   // the outputs that are not a state's new value
+  std::size_t states = 0;    // the program's states (fd::state), kept across calls
+  std::size_t total() const { return arena + bindings + outputs + states; }
+};
 
 template <class Program>
 class executor {
@@ -138,6 +154,7 @@ class executor {
     }
     bound_.assign(layout_.slots.size(), false);
     arena_.emplace(layout_.bytes);
+    reset_states();
     build_launches();
   }
 
@@ -207,13 +224,65 @@ class executor {
   }
   void synchronize() const { check(cudaStreamSynchronize(stream_), "cuda::executor: synchronize"); }
 
+  // ---- states (fd::state): device memory kept across calls ----
+
+  // A state's device memory (its dtype and shape): its value between calls. Reading or writing it
+  // from the host goes through read_state / write_state.
+  tensor_ref state(std::string_view name) const {
+    const int i = state_node(name);
+    return tensor_ref{at(std::size_t(layout_.state_offset[std::size_t(i)])), g[i].type, g[i].shape};
+  }
+  // Asynchronous download of a state's value into host memory.
+  void read_state(std::string_view name, tensor_ref t) const {
+    const tensor_ref s = state(name);
+    check_state_shape(name, s, t);
+    check(cudaMemcpyAsync(t.data, s.data, s.bytes(), cudaMemcpyDeviceToHost, stream_),
+          "cuda::executor: read_state");
+  }
+  // Asynchronous upload of a state's value from host memory (`t` unchanged until synchronize()).
+  void write_state(std::string_view name, tensor_ref t) {
+    const tensor_ref s = state(name);
+    check_state_shape(name, s, t);
+    check(cudaMemcpyAsync(s.data, t.data, s.bytes(), cudaMemcpyHostToDevice, stream_),
+          "cuda::executor: write_state");
+  }
+  // Every state back to zeros, as after construction (asynchronous, on the stream).
+  void reset_states() {
+    if (layout_.states_bytes > 0)
+      check(cudaMemsetAsync(at(layout_.states_begin), 0, layout_.states_bytes, stream_),
+            "cuda::executor: reset_states");
+  }
+
   const graph_runner& runner() const { return runner_; }
   std::size_t launches_per_call() const { return runner_.size(); }
   std::size_t device_bytes() const { return arena_->capacity(); }
+  // Everything this executor allocated on the device, in bytes (total() == device_bytes()).
+  memory_footprint footprint() const {
+    memory_footprint f;
+    f.arena = layout_.arena_bytes;
+    f.bindings = layout_.binding_bytes;
+    f.outputs = layout_.output_bytes;
+    f.states = layout_.states_bytes;
+    f.arena += device_bytes() - f.total();  // an empty program's minimum allocation
+    return f;
+  }
 
  private:
   std::byte* at(std::size_t offset) const {
     return static_cast<std::byte*>(arena_->data()) + offset;
+  }
+  static int state_node(std::string_view name) {
+    for (int i = 0; i < int(N); ++i)
+      if (g[i].op == graph::op_kind::state && g[i].name.view() == name) return i;
+    throw binding_error("state \"" + std::string(name) +
+                        "\": the program has no state of that name");
+  }
+  static void check_state_shape(std::string_view name, const tensor_ref& s, const tensor_ref& t) {
+    if (t.type != s.type || !(t.shape == s.shape))
+      throw binding_error("state \"" + std::string(name) + "\": expected " +
+                          std::string(name_of(s.type)) + to_string(s.shape) + ", got " +
+                          std::string(name_of(t.type)) + to_string(t.shape));
+    if (t.data == nullptr) throw binding_error("state \"" + std::string(name) + "\": null data");
   }
   static int check_output(int k) {
     if (k < 0 || k >= g.n_outputs)
@@ -279,6 +348,8 @@ class executor {
       add_gemms<GI>(it, std::make_integer_sequence<int, L.n_gemm>{});
     } else if constexpr (L.kind == launch_kind::attention) {
       add_attention<GI>(it);
+    } else if constexpr (L.kind == launch_kind::update) {
+      add_update<GI>(it);
     } else {
       (void)it;  // a repeat (its body's groups are added per layer), or a row group run by the
                  // GEMM before it
@@ -440,6 +511,27 @@ class executor {
         attention_general<gen::attention_operands<D>, tq, tk, tv, to, Score>(s, q, k, v, o, score);
       });
     }
+  }
+
+  // ---- update ----
+  template <int GI>
+  void add_update(int it) {
+    constexpr update_launch e = launches()[GI].upd;
+    constexpr const plan::kernel_desc& d = full_desc<GI>::get();
+    constexpr int bytes = e.bytes;
+    constexpr long outer = e.outer, extent = e.extent, len = e.len, inner = e.inner;
+    gen::update_args a;
+    a.x = ptr(d.update_x);
+    a.value = ptr(d.update_value);
+    a.out = ptr(d.root);
+    a.in_place = a.out == a.x;  // the result took the operand's buffer (a state, a KV cache)
+    if constexpr (e.start_is_constant)
+      a.start_constant = e.start_constant;
+    else
+      a.start = ptr<const std::int32_t>(d.update_start);
+    runner_.add(step_name(GI, it), [a](cudaStream_t s) {
+      launch_update_slice<bytes, outer, extent, len, inner>(s, a);
+    });
   }
 
   template <std::size_t... I>

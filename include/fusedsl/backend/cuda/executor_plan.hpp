@@ -19,10 +19,16 @@
 //              operands in the [batch, seq, heads * head_dim] row layout with tile-multiple
 //              lengths and no score program; attention_general (any dtype, lengths, strides,
 //              score programs, causal with seq_q != seq_kv) otherwise;
+//   update     update_slice_kernel (plan_kernels.cuh) for a dynamic update slice: the update
+//              written at its clamped run-time start, one element per thread, in place when the
+//              result has the operand's buffer (a state, a KV cache), else the whole result;
 //   repeat     nothing of its own: the body's groups run once per layer.
+// Gathers and dynamic slices (loads at a run-time row) are instructions of the generated code, in
+// any kind of group; argmax reduces carry (best value, position) pairs.
 // What no launch computes is refused, naming the group and why: the groups the lowering refuses
-// (the CUDA backend has no interpreter) and attention with head_dim above 256. The executor turns
-// a refusal into a compile error (executor.hpp).
+// (the CUDA backend has no interpreter), attention with head_dim above 256, and attention stopped
+// at a run-time key length (the kernels' key count is a template argument). The executor turns a
+// refusal into a compile error (executor.hpp).
 //
 // Plain constexpr C++, no CUDA header: tests/cuda_executor checks it with the host compiler.
 #include <array>
@@ -44,12 +50,13 @@ enum class launch_kind : std::uint8_t {
   row,
   gemm,
   attention,
+  update,
   refused,
 };
 
 constexpr std::string_view name_of(launch_kind k) {
   constexpr std::string_view names[] = {"none", "loop",      "reduce", "row",
-                                        "gemm", "attention", "refused"};
+                                        "gemm", "attention", "update", "refused"};
   return names[std::size_t(k)];
 }
 
@@ -58,8 +65,7 @@ enum class refusal : std::uint8_t {
   none,
   lowering_refused,              // plan::lower gives no descriptor (kernel_desc::why says why)
   attention_head_dim_above_256,  // attention_general keeps a K/V tile of 32 rows in shared memory
-  indexing_on_cpu_only,          // gathers, dynamic slices and update kernels (states, KV caches)
-  runtime_key_length,            // attention stopped at a run-time key length
+  runtime_key_length,            // attention stopped at a run-time key length (a KV cache's fill)
 };
 
 enum class gemm_route : std::uint8_t {
@@ -95,6 +101,15 @@ struct attention_launch {
   long q_batch = 0, k_batch = 0, v_batch = 0, o_batch = 0;
 };
 
+// A dynamic update slice: x viewed as [outer, extent, inner] around the axis, the update as
+// [outer, len, inner], elements of `bytes` bytes (codegen.cuh's update_slice).
+struct update_launch {
+  int bytes = 4;
+  long outer = 1, extent = 1, len = 1, inner = 1;
+  bool start_is_constant = false;
+  long start_constant = 0;
+};
+
 struct group_launch {
   launch_kind kind = launch_kind::none;
   refusal why = refusal::none;
@@ -112,6 +127,8 @@ struct group_launch {
   int layernorm = -1;  // the row group this gemm group's launch finishes
   // attention
   attention_launch att{};
+  // update
+  update_launch upd{};
 
   constexpr bool refused() const { return why != refusal::none; }
   // Kernel launches of one call of the group (a layer's, for a body group).
@@ -359,8 +376,9 @@ struct realiser {
     e.score = !a.score.empty();
     if (a.kv_len >= 0)
       return refuse(gi, refusal::runtime_key_length,
-                    "attention stopped at a run-time key length (a KV cache's fill) has no device "
-                    "kernel; it runs on the CPU executor");
+                    "attention stopped at a run-time key length (a KV cache's fill) has no CUDA "
+                    "kernel (the kernels take the key count as a template argument); the CPU "
+                    "executor runs it");
     if (a.head_dim > 256)
       return refuse(gi, refusal::attention_head_dim_above_256,
                     "attention with head_dim above 256 (the CUDA kernels keep K/V tiles of up to "
@@ -388,6 +406,22 @@ struct realiser {
       e.q_batch = batch_stride[0], e.k_batch = batch_stride[1];
       e.v_batch = batch_stride[2], e.o_batch = batch_stride[3];
     }
+  }
+
+  // ---- update ----
+  constexpr void update(int gi, const plan::kernel_desc& d) {
+    group_launch& l = at(gi);
+    const node &x = g[d.update_x], &u = g[d.update_value];
+    const int axis = d.update_axis;
+    update_launch& e = l.upd;
+    l.kind = launch_kind::update;
+    e.bytes = size_of(x.type);
+    for (int c = 0; c < axis; ++c) e.outer *= long(x.shape[c]);
+    e.extent = long(x.shape[axis]);
+    e.len = long(u.shape[axis]);
+    e.inner = long(x.shape.stride(axis));
+    e.start_is_constant = d.start_is_constant;
+    e.start_constant = long(d.start_constant);
   }
 
   // ---- row, reduce ----
@@ -419,15 +453,6 @@ struct realiser {
     for (int gi = 0; gi < G; ++gi) {
       const plan::kernel_desc& d = low[gi];
       at(gi).shape = g[f.groups[std::size_t(gi)].anchor].shape;
-      bool gathers = false;
-      for (int i = 0; i < d.c.n_ins; ++i)
-        gathers = gathers || d.c.instr[std::size_t(i)].kind == plan::ins_kind::gather;
-      if (gathers) {
-        refuse(gi, refusal::indexing_on_cpu_only,
-               "a gather or dynamic slice (a load at a run-time row) has no device kernel; it runs "
-               "on the CPU executor");
-        continue;
-      }
       switch (d.kind) {
         case plan::kernel_kind::loop:
           at(gi).kind = launch_kind::loop;
@@ -445,9 +470,7 @@ struct realiser {
           attention(gi, d);
           break;
         case plan::kernel_kind::update:
-          refuse(gi, refusal::indexing_on_cpu_only,
-                 "a dynamic update slice (a state or KV-cache write) has no device kernel; it runs "
-                 "on the CPU executor");
+          update(gi, d);
           break;
         case plan::kernel_kind::repeat:
           at(gi).kind = launch_kind::none;

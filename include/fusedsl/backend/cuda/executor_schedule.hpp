@@ -3,8 +3,10 @@
 // launches of one call: plain host C++ (no CUDA header), shared by the executor, which turns the
 // byte offsets into device pointers, and by tests, which replay the same schedule on the CPU.
 //
-// Layout: [plan arena][one buffer per binding, per layer for stacked params][one per output],
-// each aligned to `alignment`. A stacked block runs its body's groups once per layer; the body's
+// Layout: [plan arena][one buffer per binding, per layer for stacked params][one per output]
+// [one per state (fd::state)], each aligned to `alignment`. An output that is a state's new value
+// has no buffer of its own: it is written into the state (in place, for a dynamic update slice),
+// as the CPU executor does. A stacked block runs its body's groups once per layer; the body's
 // values sit in the repeat's scratch area, its result ping-pongs between the repeat's output and a
 // carry buffer unless the plan runs it in place (memory.hpp), exactly as the CPU executor does.
 #include <array>
@@ -28,7 +30,10 @@ template <std::size_t N>
 struct device_layout {
   std::vector<binding_slot> slots;
   std::array<std::size_t, graph::max_outputs> output_offset{};
-  std::size_t bytes = 0;  // the whole allocation
+  std::array<std::int64_t, N> state_offset{};      // per node: its state's offset, or -1
+  std::size_t states_begin = 0, states_bytes = 0;  // the states' range (zeroed together)
+  std::size_t arena_bytes = 0, binding_bytes = 0, output_bytes = 0;  // the other parts' sizes
+  std::size_t bytes = 0;                                             // the whole allocation
 };
 
 namespace detail {
@@ -56,6 +61,7 @@ device_layout<N> layout_device_memory(const graph::graph<N>& g, const plan::memo
   };
   device_layout<N> d;
   std::size_t bytes = round_up(std::size_t(m.arena_bytes));
+  d.arena_bytes = bytes;
   for (int i = 0; i < int(N); ++i) {
     const graph::node& n = g[i];
     if (n.op != graph::op_kind::input && n.op != graph::op_kind::param) continue;
@@ -65,10 +71,24 @@ device_layout<N> layout_device_memory(const graph::graph<N>& g, const plan::memo
       bytes += round_up(std::size_t(n.bytes()));
     }
   }
+  d.binding_bytes = bytes - d.arena_bytes;
   for (int o = 0; o < g.n_outputs; ++o) {
+    if (g.output_state[std::size_t(o)] >= 0) continue;
     d.output_offset[std::size_t(o)] = bytes;
     bytes += round_up(std::size_t(g[g.outputs[std::size_t(o)]].bytes()));
   }
+  d.output_bytes = bytes - d.arena_bytes - d.binding_bytes;
+  d.states_begin = bytes;
+  d.state_offset.fill(-1);
+  for (int i = 0; i < int(N); ++i)
+    if (g[i].op == graph::op_kind::state) {
+      d.state_offset[std::size_t(i)] = std::int64_t(bytes);
+      bytes += round_up(std::size_t(g[i].bytes()));
+    }
+  d.states_bytes = bytes - d.states_begin;
+  for (int o = 0; o < g.n_outputs; ++o)
+    if (const int st = g.output_state[std::size_t(o)]; st >= 0)
+      d.output_offset[std::size_t(o)] = std::size_t(d.state_offset[std::size_t(st)]);
   d.bytes = bytes > 0 ? bytes : alignment;
   return d;
 }
@@ -105,6 +125,9 @@ class call_schedule {
     for (int i = 0; i < int(N); ++i)
       if (g_[i].region == r && m_.in_arena(i))
         addr_[std::size_t(i)] = region_base + m_.offset[std::size_t(i)];
+    for (int i = 0; i < int(N); ++i)
+      if (g_[i].region == r && d_.state_offset[std::size_t(i)] >= 0)
+        addr_[std::size_t(i)] = d_.state_offset[std::size_t(i)];
     if (r == 0)
       for (int o = 0; o < g_.n_outputs; ++o)
         addr_[std::size_t(g_.outputs[std::size_t(o)])] =

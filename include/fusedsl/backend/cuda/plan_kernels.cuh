@@ -4,7 +4,8 @@
 // registers. The split of a reduction or a row over threads is a template argument that the
 // executor's plan chooses (executor_plan.hpp), and the order in which partial results combine is
 // fixed (per thread in index order, a butterfly within each warp, then warps in order), so a
-// result does not depend on timing and the host emulation reproduces it.
+// result does not depend on timing and the host emulation reproduces it. Update groups (dynamic
+// update slices) copy elements, one per thread.
 #include <cuda_runtime_api.h>
 
 #include <fusedsl/backend/cuda/codegen.cuh>
@@ -21,19 +22,27 @@ inline unsigned grid_for(long items, long per_block) {
   return static_cast<unsigned>(blocks < 8 * 65535 ? (blocks > 0 ? blocks : 1) : 8 * 65535);
 }
 
+// Lane l's value from lane l ^ o (a float, or argmax's value and position).
+__device__ inline float shfl_xor(float v, int o) {
+  return __shfl_xor_sync(0xffffffffu, v, o);
+}
+__device__ inline gen::arg_best shfl_xor(gen::arg_best v, int o) {
+  return gen::arg_best{shfl_xor(v.value, o), shfl_xor(v.at, o)};
+}
+
 // Every lane of the warp gets combine over the warp's 32 values (xor butterfly: lanes l and
 // l ^ o combine their values, o = 16, 8, 4, 2, 1).
-template <class Combine>
-__device__ inline float warp_allreduce(float v, Combine combine) {
+template <class T, class Combine>
+__device__ inline T warp_allreduce(T v, Combine combine) {
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = combine(v, __shfl_xor_sync(0xffffffffu, v, o));
+  for (int o = 16; o > 0; o >>= 1) v = combine(v, shfl_xor(v, o));
   return v;
 }
 
 // Every thread of the block gets combine over the block's values: the warps' butterflies, then
-// the warps' results in warp order. `scratch` holds one float per warp.
-template <int Threads, class Combine>
-__device__ inline float block_allreduce(float v, Combine combine, float* scratch) {
+// the warps' results in warp order. `scratch` holds one value per warp.
+template <int Threads, class T, class Combine>
+__device__ inline T block_allreduce(T v, Combine combine, T* scratch) {
   v = warp_allreduce(v, combine);
   if constexpr (Threads > 32) {
     const int warp = static_cast<int>(threadIdx.x) / 32;
@@ -72,15 +81,16 @@ void launch_loop_group(cudaStream_t stream, const gen::access_ptrs& ptr) {
 template <class Desc, int Lanes>
 __global__ void __launch_bounds__(detail::group_block) reduce_group_kernel(gen::access_ptrs ptr) {
   using G = gen::reduce_group<Desc>;
-  __shared__ float scratch[detail::group_block / 32];
-  const auto combine = [](float a, float b) { return G::combine(a, b); };
+  using C = typename G::carry;  // a float, or argmax's (value, position)
+  __shared__ C scratch[detail::group_block / 32];
+  const auto combine = [](C a, C b) { return G::combine(a, b); };
   constexpr int per_block = detail::group_block / Lanes;  // outputs per block
   const long lane = static_cast<long>(threadIdx.x) % Lanes;
   // Every thread of a block runs the same number of rounds (block_allreduce synchronises).
   for (long base = static_cast<long>(blockIdx.x) * per_block; base < G::outputs;
        base += static_cast<long>(gridDim.x) * per_block) {
     const long o = base + static_cast<long>(threadIdx.x) / Lanes;
-    float acc = o < G::outputs ? G::partial(ptr, o, lane, Lanes) : G::identity();
+    C acc = o < G::outputs ? G::partial(ptr, o, lane, Lanes) : G::identity();
     if constexpr (Lanes == 32)
       acc = detail::warp_allreduce(acc, combine);
     else if constexpr (Lanes > 32)
@@ -180,6 +190,25 @@ void launch_row_group(cudaStream_t stream, const gen::access_ptrs& ptr) {
   row_group_kernel<Desc, Threads, Cached>
       <<<detail::grid_for(gen::row_group<Desc>::rows, block / Threads), block, 0, stream>>>(ptr);
   check_launch("row_group_kernel");
+}
+
+// ---- update groups: a dynamic update slice, one element per thread (grid-stride) ----
+
+template <int Bytes, long Outer, long Extent, long Len, long Inner>
+__global__ void __launch_bounds__(detail::group_block) update_slice_kernel(gen::update_args a) {
+  using U = gen::update_slice<Bytes, Outer, Extent, Len, Inner>;
+  const long s = U::start(a), n = U::size(a);
+  for (long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long>(gridDim.x) * blockDim.x)
+    U::element(a, s, i);
+}
+
+template <int Bytes, long Outer, long Extent, long Len, long Inner>
+void launch_update_slice(cudaStream_t stream, const gen::update_args& a) {
+  const long n = gen::update_slice<Bytes, Outer, Extent, Len, Inner>::size(a);
+  update_slice_kernel<Bytes, Outer, Extent, Len, Inner>
+      <<<detail::grid_for(n, detail::group_block), detail::group_block, 0, stream>>>(a);
+  check_launch("update_slice_kernel");
 }
 
 }  // namespace fusedsl::cuda
