@@ -1,14 +1,19 @@
 // The device executor against the Eigen reference: whole programs (the seed transformer in bf16 and
 // f32, a causal pre-LN stack, grouped-query and masked batched attention, reduce, long-row and
 // odd-size GEMM groups) bound by name, run as one CUDA graph, compared norm-wise: bf16 within
-// 1e-2, f32 within 1e-5. Without a GPU the binary exits 77.
+// 1e-2, f32 within 1e-5; and the indexing programs (an embedding gather, dynamic slices, dynamic
+// update slices into states across calls, argmax), compared element for element. Without a GPU
+// the binary exits 77.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
+#include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "cuda_test_util.hpp"
@@ -111,6 +116,92 @@ double error_against_reference(const Program& p, unsigned seed, int calls, bool&
   }
   return worst;
 }
+
+// One call's outputs against the reference: per output, the elements that differ (NaN matches
+// NaN), and the worst norm-wise relative L2 error.
+struct call_result {
+  std::vector<long> differ;
+  double error = 0.0;
+  long total() const {
+    long t = 0;
+    for (long d : differ) t += d;
+    return t;
+  }
+};
+
+// One executor kept across calls (its states too): each call binds every input and param from
+// fill(name, info, tensor), runs, and compares every output with the reference run on the same
+// bindings and each state's value before the call. An output that is a state's new value is read
+// from the state's memory.
+template <class Program>
+class device_calls {
+ public:
+  explicit device_calls(const Program& p) : ex(p, stream.s) {}
+  stream_holder stream;
+  fd::cuda::executor<Program> ex;
+
+  template <class Fill>
+  call_result call(Fill fill) {
+    constexpr auto& g = Program::graph;
+    std::vector<fd::dynamic_tensor> data;
+    std::vector<std::string> names;
+    const auto infos = ex.bindings();
+    data.reserve(infos.size() + Program::node_count);
+    names.reserve(infos.size() + Program::node_count);
+    for (const auto& info : infos) {
+      data.emplace_back(info.type, info.shape);
+      fill(info.name, info, data.back());
+      ex.bind(info.name, data.back().ref());
+      names.push_back(info.name);
+    }
+    for (int i = 0; i < int(Program::node_count); ++i) {
+      if (g[i].op != fd::graph::op_kind::state) continue;
+      data.emplace_back(g[i].type, g[i].shape);
+      ex.read_state(g[i].name.view(), data.back().ref());
+      names.emplace_back(g[i].name.view());
+    }
+    ex.synchronize();
+    std::vector<std::pair<std::string_view, fd::tensor_ref>> refs;
+    for (std::size_t i = 0; i < names.size(); ++i) refs.emplace_back(names[i], data[i].ref());
+    const auto expected = fd::test::run_reference(fd::graph::graph_view(g), refs);
+    std::vector<fd::dynamic_tensor> outs;
+    for (int o = 0; o < g.n_outputs; ++o) {
+      const fd::graph::node& n = g[g.outputs[std::size_t(o)]];
+      outs.emplace_back(n.type, n.shape);
+    }
+    ex.run();
+    for (int o = 0; o < g.n_outputs; ++o) ex.read_output(o, outs[std::size_t(o)].ref());
+    ex.synchronize();
+    call_result r;
+    for (std::size_t o = 0; o < outs.size(); ++o) {
+      std::vector<double> got(std::size_t(outs[o].shape().size())), want(got.size());
+      long differ = 0;
+      for (std::int64_t i = 0; i < outs[o].shape().size(); ++i) {
+        const double x = element(outs[o], i), y = element(expected[o], i);
+        got[std::size_t(i)] = x, want[std::size_t(i)] = y;
+        differ += !(x == y || (x != x && y != y));
+      }
+      r.differ.push_back(differ);
+      r.error = std::max(r.error, fd::cuda::testing::compare_rel_l2(got, want, 0.0).max_error);
+    }
+    return r;
+  }
+
+ private:
+  static double element(const fd::dynamic_tensor& t, std::int64_t i) {
+    return t.type() == fd::dtype::i32 ? double(t.data<std::int32_t>()[i]) : value_at(t, i);
+  }
+};
+
+// Normal values, inputs larger than weights (as error_against_reference's).
+struct normal_fill {
+  std::mt19937 rng;
+  void operator()(const std::string&, const fd::graph::binding_info& info, fd::dynamic_tensor& t) {
+    std::normal_distribution<float> nd(0.0f, 0.1f);
+    for (std::int64_t i = 0; i < info.shape.size(); ++i)
+      t.data<float>()[i] = nd(rng) * (info.kind == fd::graph::op_kind::input ? 10.0f : 1.0f);
+  }
+};
 
 using namespace fd::test::cuda_programs;
 
@@ -244,4 +335,83 @@ TEST_CASE("running before every weight is bound names the missing binding") {
   } catch (const fd::binding_error& e) {
     CHECK(std::string(e.what()).find("not bound") != std::string::npos);
   }
+}
+
+TEST_CASE("an embedding gather reads the clamped row for ids outside the table, as the reference") {
+  device_calls<decltype(embedding)> calls(embedding);
+  normal_fill normal{std::mt19937(40)};
+  std::mt19937 rng(41);
+  const auto fill = [&](const std::string& name, const auto& info, fd::dynamic_tensor& t) {
+    if (name == "ids")
+      fill_ids(t.data<std::int32_t>(), info.shape.size(), rng);
+    else
+      normal(name, info, t);
+  };
+  const call_result r = calls.call(fill);
+  MESSAGE("embedding: relative L2 error " << r.error);
+  CHECK(r.differ[0] == 0);                 // the scaled rows are exact
+  CHECK(r.error < 1e-6);                   // their softmax may round differently
+  CHECK(calls.call(fill).differ[0] == 0);  // new ids, the graph replayed
+}
+
+TEST_CASE("dynamic slices and a dynamic update slice at run-time starts (clamped) match exactly") {
+  device_calls<decltype(windows)> calls(windows);
+  normal_fill normal{std::mt19937(42)};
+  for (const std::int32_t start : {-3, 0, 4, 7, 11, 40}) {
+    CAPTURE(start);
+    CHECK(calls
+              .call([&](const std::string& name, const auto& info, fd::dynamic_tensor& t) {
+                if (name == "start")
+                  t.data<std::int32_t>()[0] = start;
+                else
+                  normal(name, info, t);
+              })
+              .total() == 0);
+  }
+  CHECK(calls.ex.runner().captured());
+}
+
+TEST_CASE(
+    "a miniature KV cache: a row of two states (f32, bf16) written in place per call, read back") {
+  using P = decltype(cache_step);
+  device_calls<P> calls(cache_step);
+  // f32 keys [2, 8, 6] and bf16 values: 384 and 192 bytes, each in a 256-byte aligned slot
+  CHECK(calls.ex.footprint().states == 512 + 256);
+  CHECK(calls.ex.footprint().total() == calls.ex.device_bytes());
+  normal_fill normal{std::mt19937(43)};
+  for (const std::int32_t pos : {0, 1, 2, 3, 4, 5, 6, 7, 9, -2, 3}) {
+    CAPTURE(pos);
+    CHECK(calls
+              .call([&](const std::string& name, const auto& info, fd::dynamic_tensor& t) {
+                if (name == "pos")
+                  t.data<std::int32_t>()[0] = pos;
+                else
+                  normal(name, info, t);
+              })
+              .total() == 0);
+  }
+  // write_state, read_state and reset_states
+  fd::dynamic_tensor keys(fd::dtype::f32, fd::make_dims(2, 8, 6)), back(keys.type(), keys.shape());
+  for (std::int64_t i = 0; i < keys.shape().size(); ++i) keys.data<float>()[i] = float(i);
+  calls.ex.write_state("k_cache", keys.ref());
+  calls.ex.read_state("k_cache", back.ref());
+  calls.ex.synchronize();
+  CHECK(std::memcmp(keys.raw(), back.raw(), keys.ref().bytes()) == 0);
+  calls.ex.reset_states();
+  calls.ex.read_state("k_cache", back.ref());
+  calls.ex.synchronize();
+  int nonzero = 0;
+  for (std::int64_t i = 0; i < back.shape().size(); ++i) nonzero += back.data<float>()[i] != 0.0f;
+  CHECK(nonzero == 0);
+  CHECK_THROWS_AS(calls.ex.state("kv"), fd::binding_error);
+}
+
+TEST_CASE("argmax picks the first maximum, NaN as the maximum (first NaN), index 0 for all -inf") {
+  device_calls<decltype(argmaxes)> calls(argmaxes);
+  std::mt19937 rng(44);
+  CHECK(calls
+            .call([&](const std::string& name, const auto& info, fd::dynamic_tensor& t) {
+              fill_argmax(name, t.data<float>(), info.shape, rng);
+            })
+            .total() == 0);
 }

@@ -4,6 +4,9 @@
 // plans. The f32 twins are the same programs in f32, for the reference run on the bf16-rounded
 // values.
 #include <cstdint>
+#include <limits>
+#include <random>
+#include <string_view>
 
 #include "fusedsl/models/transformer.hpp"
 
@@ -91,5 +94,86 @@ constexpr auto odd_gemms() {
 }
 using odd_bf16 = decltype(odd_gemms<bf16>());
 using odd_f32 = decltype(odd_gemms<float>());
+
+// An embedding lookup: rows of a [50, 24] table picked by [4, 7] i32 ids (ids outside the table
+// read its nearest row), scaled, and a softmax over the picked rows (a gather in a row group's
+// prologue).
+namespace embedding_parts {
+inline constexpr auto table = param<"table", float, 50, 24>();
+inline constexpr auto ids = input<"ids", std::int32_t, 4, 7>();
+}  // namespace embedding_parts
+inline constexpr auto embedding =
+    compile(gather(embedding_parts::table, embedding_parts::ids) * lit<2.0>,
+            softmax(gather(embedding_parts::table, embedding_parts::ids)));
+
+// Windows at a run-time start (clamped into the operand): a dynamic slice of rows and one of
+// columns, and a dynamic update slice of an input's columns (not in place: the input keeps its
+// own buffer, so the launch writes the whole result).
+namespace window_parts {
+inline constexpr auto x = input<"x", float, 16, 9>();
+inline constexpr auto u = input<"u", float, 16, 2>();
+inline constexpr auto start = input<"start", std::int32_t>();
+}  // namespace window_parts
+inline constexpr auto windows =
+    compile(dynamic_slice<0, 5>(window_parts::x, window_parts::start) + lit<1.0>,
+            dynamic_slice<1, 3>(window_parts::x, window_parts::start),
+            dynamic_update_slice<1>(window_parts::x, window_parts::u, window_parts::start));
+
+// A key/value cache in miniature: states [2 heads, 8 positions, 6] (f32 keys, bf16 values), row
+// `pos` of each written in place every call, then read back at `pos`; the keys' column sums over
+// all positions.
+namespace cache_parts {
+inline constexpr auto keys = state<"k_cache", float, 2, 8, 6>();
+inline constexpr auto values = state<"v_cache", bf16, 2, 8, 6>();
+inline constexpr auto k = input<"k", float, 2, 1, 6>();
+inline constexpr auto v = input<"v", float, 2, 1, 6>();
+inline constexpr auto pos = input<"pos", std::int32_t>();
+inline constexpr auto keys2 = dynamic_update_slice<1>(keys, k, pos);
+inline constexpr auto values2 = dynamic_update_slice<1>(values, cast<bf16>(v), pos);
+}  // namespace cache_parts
+inline constexpr auto cache_step =
+    compile(dynamic_slice<1, 1>(cache_parts::keys2, cache_parts::pos) * lit<1.0>,
+            cast<float>(dynamic_slice<1, 1>(cache_parts::values2, cache_parts::pos)),
+            sum<1>(cache_parts::keys2), update(cache_parts::keys, cache_parts::keys2),
+            update(cache_parts::values, cache_parts::values2));
+
+// argmax over 300 columns (a warp per row), over 5000 (a block per row) and over a middle axis of
+// 50 (a thread per output), with a prologue.
+namespace argmax_parts {
+inline constexpr auto x = input<"x", float, 6, 300>();
+inline constexpr auto wide = input<"wide", float, 3, 5000>();
+inline constexpr auto mid = input<"mid", float, 4, 50, 3>();
+}  // namespace argmax_parts
+inline constexpr auto argmaxes = compile(argmax<1>(argmax_parts::x), argmax<1>(argmax_parts::wide),
+                                         argmax<1>(argmax_parts::mid* lit<-1.0>));
+
+// Data the normal random bindings do not cover, for the programs above: ids from -8 to 61 over
+// the embedding's 50 rows (out of range on both sides), and argmax rows with ties, NaNs and -inf
+// (the expected index of each special row is in the comment beside it).
+inline void fill_ids(std::int32_t* ids, std::int64_t n, std::mt19937& rng) {
+  std::uniform_int_distribution<std::int32_t> id(-8, 61);
+  for (std::int64_t i = 0; i < n; ++i) ids[i] = id(rng);
+}
+inline void fill_argmax(std::string_view name, float* v, const dims& shape, std::mt19937& rng) {
+  std::uniform_int_distribution<int> small(0, 3);  // few distinct values: many ties
+  const float nan = std::numeric_limits<float>::quiet_NaN(),
+              inf = std::numeric_limits<float>::infinity();
+  const std::int64_t cols = shape[1];
+  for (std::int64_t i = 0; i < shape.size(); ++i) v[i] = float(small(rng));
+  if (name == "x") {
+    for (std::int64_t j = 0; j < cols; ++j) v[j] = -inf;  // row 0: none above -inf: 0
+    v[cols + 250] = nan, v[cols + 37] = nan;              // row 1: the first NaN: 37
+    for (std::int64_t j = 0; j < cols; ++j) v[2 * cols + j] = -inf;
+    v[2 * cols + 299] = -5.0f;                       // row 2: the last column: 299
+    v[3 * cols + 0] = 7.0f, v[3 * cols + 5] = 7.0f;  // row 3: a tie at 0 and 5: 0
+  } else if (name == "wide") {
+    v[4999] = nan, v[4000] = nan;                                // row 0: 4000
+    for (std::int64_t j = 0; j < cols; ++j) v[cols + j] = 2.0f;  // row 1: all equal: 0
+    v[2 * cols + 4097] = 9.0f, v[2 * cols + 33] = 9.0f;          // row 2: 33 (another lane's)
+  } else {  // mid [4, 50, 3], argmax of -mid along the 50
+    v[(1 * 50 + 20) * 3 + 2] = nan, v[(1 * 50 + 41) * 3 + 2] = nan;  // output [1, 2]: 20
+    v[(2 * 50 + 49) * 3 + 0] = -1.0f;                                // output [2, 0]: 49
+  }
+}
 
 }  // namespace fusedsl::test::cuda_programs

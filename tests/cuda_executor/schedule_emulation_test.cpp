@@ -1,8 +1,9 @@
 // The device executor's schedule emulated on the CPU: one host allocation laid out as the
 // device's (executor_schedule.hpp), the launches the executor's plan chooses (executor_plan.hpp),
 // and for each launch the generated device functors themselves (codegen.cuh: the register
-// machine, loop elements, reduce partials and stores, row passes, GEMM epilogues, score programs),
-// compiled here by the host compiler. Each thread of a kernel is played in turn, and partial
+// machine with its gathers, loop elements, reduce partials and stores (argmax's value and position
+// pairs), row passes, GEMM epilogues, score programs, update slices), compiled here by the host
+// compiler. Each thread of a kernel is played in turn, and partial
 // results combine in the kernels' order (a butterfly within each warp, then warps in order); only
 // the products of the GEMMs and the attention loop are plain loops (f32 accumulation, as the
 // kernels). This checks the executor's own logic without a GPU (which buffers feed which launch,
@@ -10,16 +11,20 @@
 // the Eigen reference. tests/cuda_executor/executor_test.cu runs the same programs on a GPU.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
+#include <span>
+#include <string>
 #include <type_traits>
 #include <vector>
 
+#include "../common/compare.hpp"
 #include "fusedsl/backend/cuda/codegen.cuh"
 #include "fusedsl/backend/cuda/executor_plan.hpp"
-#include "../common/compare.hpp"
 #include "fusedsl/backend/cuda/executor_schedule.hpp"
 #include "fusedsl/backend/reference/evaluate.hpp"
 #include "programs.hpp"
@@ -63,24 +68,24 @@ void store(dtype t, void* p, long i, float v) {
 }
 
 // plan_kernels.cuh's warp_allreduce: lanes l and l ^ o combine, o = 16, 8, 4, 2, 1.
-template <class Combine>
-float warp_allreduce(std::array<float, 32> v, Combine combine) {
+template <class T, class Combine>
+T warp_allreduce(std::array<T, 32> v, Combine combine) {
   for (int o = 16; o > 0; o >>= 1) {
-    const std::array<float, 32> w = v;
+    const std::array<T, 32> w = v;
     for (int l = 0; l < 32; ++l)
       v[std::size_t(l)] = combine(w[std::size_t(l)], w[std::size_t(l ^ o)]);
   }
   return v[0];
 }
 // plan_kernels.cuh's block_allreduce over `threads` values (1, or a multiple of 32).
-template <class Combine>
-float block_allreduce(const std::vector<float>& v, Combine combine) {
+template <class T, class Combine>
+T block_allreduce(const std::vector<T>& v, Combine combine) {
   if (v.size() == 1) return v[0];
-  float total = 0.0f;
+  T total{};
   for (std::size_t w = 0; w < v.size() / 32; ++w) {
-    std::array<float, 32> lanes{};
+    std::array<T, 32> lanes{};
     for (std::size_t l = 0; l < 32; ++l) lanes[l] = v[32 * w + l];
-    const float r = warp_allreduce(lanes, combine);
+    const T r = warp_allreduce(lanes, combine);
     total = w == 0 ? r : combine(total, r);
   }
   return total;
@@ -108,12 +113,15 @@ class emulator {
       const std::uint16_t nan16 = 0x7fc0;
       std::memcpy(memory_.data() + i, &nan16, 2);
     }
+    // States start at zero (the executor's reset_states at construction).
+    std::memset(memory_.data() + layout_.states_begin, 0, layout_.states_bytes);
   }
   const fd::cuda::device_layout<N>& layout() const { return layout_; }
   std::byte* at(std::size_t offset) { return memory_.data() + offset; }
   int launches = 0;      // device launches
   int merged = 0;        // gemm + layernorm launches
   int shared_parts = 0;  // sibling parts computed with the first sibling's epilogue code
+  int updates = 0, in_place_updates = 0;  // update launches, those writing only the update
 
   void run() {
     const auto table = make_table(std::make_index_sequence<std::size_t(G)>{});
@@ -162,17 +170,41 @@ class emulator {
       gemm_parts<GI>(std::make_integer_sequence<int, L.n_gemm>{});
     } else if constexpr (L.kind == launch_kind::attention) {
       attention<GI>();
+    } else if constexpr (L.kind == launch_kind::update) {
+      update<GI>();
     }
+  }
+
+  // ---- update: update_slice_kernel's threads, the arguments as executor.hpp's add_update ----
+  template <int GI>
+  void update() {
+    constexpr fd::cuda::update_launch e = lp[GI].upd;
+    constexpr const fd::plan::kernel_desc& d = full<GI>::get();
+    using U = gen::update_slice<e.bytes, e.outer, e.extent, e.len, e.inner>;
+    gen::update_args a;
+    a.x = buf(d.update_x);
+    a.value = buf(d.update_value);
+    a.out = buf(d.root);
+    a.in_place = a.out == a.x;
+    if constexpr (e.start_is_constant)
+      a.start_constant = e.start_constant;
+    else
+      a.start = reinterpret_cast<const std::int32_t*>(buf(d.update_start));
+    const long start = U::start(a);
+    for (long i = 0; i < U::size(a); ++i) U::element(a, start, i);
+    ++updates;
+    in_place_updates += a.in_place;
   }
 
   // ---- reduce: reduce_group_kernel's threads, one output at a time ----
   template <class D, int Lanes>
   void reduce(const gen::access_ptrs& p) {
     using K = gen::reduce_group<D>;
-    std::vector<float> part(static_cast<std::size_t>(Lanes));
+    using C = typename K::carry;  // a float, or argmax's (value, position)
+    std::vector<C> part(static_cast<std::size_t>(Lanes));
     for (long o = 0; o < K::outputs; ++o) {
       for (int l = 0; l < Lanes; ++l) part[std::size_t(l)] = K::partial(p, o, l, Lanes);
-      K::store(p, o, block_allreduce(part, [](float a, float b) { return K::combine(a, b); }));
+      K::store(p, o, block_allreduce(part, [](C a, C b) { return K::combine(a, b); }));
     }
   }
 
@@ -407,6 +439,69 @@ double emulated_error(unsigned seed, int* launches = nullptr, int* merged = null
   return worst;
 }
 
+// One call of a program on the emulated device against the reference: every input and param set
+// by fill(name, node, tensor), each state bound to the reference with its value before the call.
+// An output that is a state's new value is that state's memory after the call.
+struct call_result {
+  double error = 0;  // the worst norm-wise relative L2 error over the outputs
+  long differ = 0;   // output elements that are not the reference's exactly (NaN matches NaN)
+};
+template <class Program>
+class checked_calls {
+ public:
+  emulator<Program> em;
+
+  template <class Fill>
+  call_result call(Fill fill) {
+    constexpr auto& g = Program::graph;
+    std::vector<fd::dynamic_tensor> data;
+    std::vector<fd::reference::binding> refs;
+    data.reserve(em.layout().slots.size() + Program::node_count);
+    for (const auto& s : em.layout().slots) {
+      const fd::graph::node& n = g[s.node];
+      data.emplace_back(n.type, n.shape);
+      fill(s.name, n, data.back());
+      std::memcpy(em.at(s.offset), data.back().raw(), data.back().ref().bytes());
+      refs.push_back({s.name, data.back().ref()});
+    }
+    for (int i = 0; i < int(Program::node_count); ++i) {
+      const std::int64_t at = em.layout().state_offset[std::size_t(i)];
+      if (at < 0) continue;
+      data.emplace_back(g[i].type, g[i].shape);
+      std::memcpy(data.back().raw(), em.at(std::size_t(at)), data.back().ref().bytes());
+      refs.push_back({g[i].name.view(), data.back().ref()});
+    }
+    em.run();
+    const auto expected =
+        fd::reference::run(fd::graph::graph_view(g), std::span<const fd::reference::binding>(refs));
+    call_result r;
+    for (int o = 0; o < g.n_outputs; ++o) {
+      const fd::graph::node& n = g[g.outputs[std::size_t(o)]];
+      const std::byte* got = em.at(em.layout().output_offset[std::size_t(o)]);
+      const fd::dynamic_tensor& want = expected[std::size_t(o)];
+      std::vector<double> a(std::size_t(n.shape.size())), b(a.size());
+      for (std::int64_t i = 0; i < n.shape.size(); ++i) {
+        a[std::size_t(i)] = load(n.type, got, i);
+        b[std::size_t(i)] = load(want.type(), const_cast<fd::dynamic_tensor&>(want).raw(), i);
+        const double x = a[std::size_t(i)], y = b[std::size_t(i)];
+        r.differ += !(x == y || (x != x && y != y));
+      }
+      r.error = std::max(r.error, fd::test::compare_rel_l2(a, b, 0.0).max_error);
+    }
+    return r;
+  }
+};
+
+// Normal values (inputs larger than weights), as emulated_error's.
+struct normal_fill {
+  std::mt19937 rng;
+  void operator()(const std::string&, const fd::graph::node& n, fd::dynamic_tensor& t) {
+    std::normal_distribution<float> nd(0.0f, 0.1f);
+    for (std::int64_t i = 0; i < n.shape.size(); ++i)
+      store(n.type, t.raw(), i, nd(rng) * (n.op == op_kind::input ? 10.0f : 1.0f));
+  }
+};
+
 using namespace fd::test::cuda_programs;
 
 }  // namespace
@@ -499,4 +594,128 @@ TEST_CASE("GEMMs off every tile (odd sizes, a transposed B, a batch of 3) match 
                                                               << " (f32)");
   CHECK(err16 < 1e-2);
   CHECK(err32 < 1e-5);
+}
+
+TEST_CASE("an embedding gather reads the clamped row for ids outside the table, as the reference") {
+  using P = decltype(embedding);
+  checked_calls<P> calls;
+  normal_fill normal{std::mt19937(32)};
+  std::mt19937 rng(33);
+  int below = 0, above = 0;
+  const call_result r =
+      calls.call([&](const std::string& name, const fd::graph::node& n, fd::dynamic_tensor& t) {
+        if (name != "ids") return normal(name, n, t);
+        fill_ids(t.data<std::int32_t>(), n.shape.size(), rng);
+        for (std::int64_t i = 0; i < n.shape.size(); ++i) {
+          below += t.data<std::int32_t>()[i] < 0;
+          above += t.data<std::int32_t>()[i] > 49;
+        }
+      });
+  MESSAGE("embedding (emulated schedule): relative L2 error " << r.error << ", " << r.differ
+                                                              << " elements differ");
+  CHECK(below > 0);
+  CHECK(above > 0);
+  CHECK(r.error < 1e-6);  // the softmax's exp and division may round differently
+  // the scaled rows are exact: output 0 differs nowhere
+  const auto& g = P::graph;
+  const fd::graph::node& out = g[g.outputs[0]];
+  std::vector<float> got(std::size_t(out.shape.size()));
+  for (std::size_t i = 0; i < got.size(); ++i)
+    got[i] = load(out.type, calls.em.at(calls.em.layout().output_offset[0]), long(i));
+  const float* table = nullptr;
+  const std::int32_t* ids = nullptr;
+  for (const auto& s : calls.em.layout().slots) {
+    if (s.name == "table") table = reinterpret_cast<const float*>(calls.em.at(s.offset));
+    if (s.name == "ids") ids = reinterpret_cast<const std::int32_t*>(calls.em.at(s.offset));
+  }
+  REQUIRE((table && ids));
+  int wrong = 0;
+  for (int k = 0; k < 28; ++k)
+    for (int c = 0; c < 24; ++c)
+      wrong += got[std::size_t(k * 24 + c)] != 2.0f * table[std::clamp(ids[k], 0, 49) * 24 + c];
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("dynamic slices and a dynamic update slice at run-time starts (clamped) match exactly") {
+  checked_calls<decltype(windows)> calls;
+  normal_fill normal{std::mt19937(34)};
+  // starts before, inside and past the ends of both axes (9 columns, 16 rows)
+  for (const std::int32_t start : {-3, 0, 4, 7, 11, 40}) {
+    const call_result r =
+        calls.call([&](const std::string& name, const fd::graph::node& n, fd::dynamic_tensor& t) {
+          if (name == "start")
+            t.data<std::int32_t>()[0] = start;
+          else
+            normal(name, n, t);
+        });
+    CAPTURE(start);
+    CHECK(r.differ == 0);
+  }
+  CHECK(calls.em.updates == 6);
+  CHECK(calls.em.in_place_updates == 0);  // the input keeps its buffer: the whole result is written
+}
+
+TEST_CASE(
+    "a miniature KV cache: a row of two states (f32, bf16) written in place per call, read back") {
+  using P = decltype(cache_step);
+  checked_calls<P> calls;
+  normal_fill normal{std::mt19937(35)};
+  // positions in order, then one past the end (clamped to the last row), one before the start
+  // (row 0) and one overwritten
+  const std::int32_t positions[] = {0, 1, 2, 3, 4, 5, 6, 7, 9, -2, 3};
+  for (const std::int32_t pos : positions) {
+    const call_result r =
+        calls.call([&](const std::string& name, const fd::graph::node& n, fd::dynamic_tensor& t) {
+          if (name == "pos")
+            t.data<std::int32_t>()[0] = pos;
+          else
+            normal(name, n, t);
+        });
+    CAPTURE(pos);
+    CHECK(r.differ == 0);
+    CHECK(r.error == 0.0);
+  }
+  CHECK(calls.em.updates == 2 * 11);
+  CHECK(calls.em.in_place_updates == 2 * 11);  // each state's new value in its own memory
+  // The keys' state after the calls: row 7 holds the call with pos 9 (clamped), row 3 the last.
+  const auto& lay = calls.em.layout();
+  int keys = -1;
+  for (int i = 0; i < int(P::node_count); ++i)
+    if (P::graph[i].op == op_kind::state && P::graph[i].name.view() == "k_cache") keys = i;
+  REQUIRE(keys >= 0);
+  const float* kc =
+      reinterpret_cast<const float*>(calls.em.at(std::size_t(lay.state_offset[std::size_t(keys)])));
+  int zero_rows = 0;
+  for (int h = 0; h < 2; ++h)
+    for (int row = 0; row < 8; ++row) {
+      bool zero = true;
+      for (int c = 0; c < 6; ++c) zero = zero && kc[(h * 8 + row) * 6 + c] == 0.0f;
+      zero_rows += zero;
+    }
+  CHECK(zero_rows == 0);  // every row written at least once
+}
+
+TEST_CASE("argmax picks the first maximum, NaN as the maximum (first NaN), index 0 for all -inf") {
+  checked_calls<decltype(argmaxes)> calls;
+  std::mt19937 rng(36);
+  const call_result r =
+      calls.call([&](const std::string& name, const fd::graph::node& n, fd::dynamic_tensor& t) {
+        fill_argmax(name, t.data<float>(), n.shape, rng);
+      });
+  MESSAGE("argmax (emulated schedule): " << r.differ << " indices differ from the reference");
+  CHECK(r.differ == 0);
+  // the rules themselves, read off the emulated outputs
+  const auto& lay = calls.em.layout();
+  const auto* x = reinterpret_cast<const std::int32_t*>(calls.em.at(lay.output_offset[0]));
+  const auto* wide = reinterpret_cast<const std::int32_t*>(calls.em.at(lay.output_offset[1]));
+  const auto* mid = reinterpret_cast<const std::int32_t*>(calls.em.at(lay.output_offset[2]));
+  CHECK(x[0] == 0);
+  CHECK(x[1] == 37);
+  CHECK(x[2] == 299);
+  CHECK(x[3] == 0);
+  CHECK(wide[0] == 4000);
+  CHECK(wide[1] == 0);
+  CHECK(wide[2] == 33);
+  CHECK(mid[1 * 3 + 2] == 20);
+  CHECK(mid[2 * 3 + 0] == 49);
 }
