@@ -95,16 +95,20 @@ constexpr auto odd_gemms() {
 using odd_bf16 = decltype(odd_gemms<bf16>());
 using odd_f32 = decltype(odd_gemms<float>());
 
-// An embedding lookup: rows of a [50, 24] table picked by [4, 7] i32 ids (ids outside the table
-// read its nearest row), scaled, and a softmax over the picked rows (a gather in a row group's
-// prologue).
+// Embedding lookups: rows of a [50, 24] table picked by [4, 7] i32 ids (ids outside the table
+// read its nearest row), scaled (a loop); rows picked by other ids through a softmax (the gather
+// in the row group's prologue); and row sums of a [16, 24] table's rows picked by those ids (the
+// gather in a reduce group's prologue).
 namespace embedding_parts {
 inline constexpr auto table = param<"table", float, 50, 24>();
+inline constexpr auto positions = param<"positions", float, 16, 24>();
 inline constexpr auto ids = input<"ids", std::int32_t, 4, 7>();
+inline constexpr auto ids2 = input<"ids2", std::int32_t, 4, 7>();
 }  // namespace embedding_parts
 inline constexpr auto embedding =
     compile(gather(embedding_parts::table, embedding_parts::ids) * lit<2.0>,
-            softmax(gather(embedding_parts::table, embedding_parts::ids)));
+            softmax(gather(embedding_parts::table, embedding_parts::ids2) * lit<0.5>),
+            sum<2>(gather(embedding_parts::positions, embedding_parts::ids2)));
 
 // Windows at a run-time start (clamped into the operand): a dynamic slice of rows and one of
 // columns, and a dynamic update slice of an input's columns (not in place: the input keeps its
@@ -148,8 +152,8 @@ inline constexpr auto argmaxes = compile(argmax<1>(argmax_parts::x), argmax<1>(a
                                          argmax<1>(argmax_parts::mid* lit<-1.0>));
 
 // Data the normal random bindings do not cover, for the programs above: ids from -8 to 61 over
-// the embedding's 50 rows (out of range on both sides), and argmax rows with ties, NaNs and -inf
-// (the expected index of each special row is in the comment beside it).
+// the embedding's tables of 50 and 16 rows (out of range on both sides), and argmax rows with ties,
+// NaNs and -inf (the expected index of each special row is in the comment beside it).
 inline void fill_ids(std::int32_t* ids, std::int64_t n, std::mt19937& rng) {
   std::uniform_int_distribution<std::int32_t> id(-8, 61);
   for (std::int64_t i = 0; i < n; ++i) ids[i] = id(rng);
