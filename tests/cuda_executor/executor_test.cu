@@ -361,14 +361,7 @@ TEST_CASE("dynamic slices and a dynamic update slice at run-time starts (clamped
   normal_fill normal{std::mt19937(42)};
   for (const std::int32_t start : {-3, 0, 4, 7, 11, 40}) {
     CAPTURE(start);
-    CHECK(calls
-              .call([&](const std::string& name, const auto& info, fd::dynamic_tensor& t) {
-                if (name == "start")
-                  t.data<std::int32_t>()[0] = start;
-                else
-                  normal(name, info, t);
-              })
-              .total() == 0);
+    CHECK(calls.call(with_i32(normal, "start", start)).total() == 0);
   }
   CHECK(calls.ex.runner().captured());
 }
@@ -383,14 +376,7 @@ TEST_CASE(
   normal_fill normal{std::mt19937(43)};
   for (const std::int32_t pos : {0, 1, 2, 3, 4, 5, 6, 7, 9, -2, 3}) {
     CAPTURE(pos);
-    CHECK(calls
-              .call([&](const std::string& name, const auto& info, fd::dynamic_tensor& t) {
-                if (name == "pos")
-                  t.data<std::int32_t>()[0] = pos;
-                else
-                  normal(name, info, t);
-              })
-              .total() == 0);
+    CHECK(calls.call(with_i32(normal, "pos", pos)).total() == 0);
   }
   // write_state, read_state and reset_states
   fd::dynamic_tensor keys(fd::dtype::f32, fd::make_dims(2, 8, 6)), back(keys.type(), keys.shape());

@@ -180,4 +180,16 @@ inline void fill_argmax(std::string_view name, float* v, const dims& shape, std:
   }
 }
 
+// A fill for a test's calls: the i32 scalar input `name` set to `value`, every other input filled
+// by `fill` (fill(name, info, tensor), as both tests' fills are called).
+template <class Fill>
+auto with_i32(Fill& fill, std::string_view name, std::int32_t value) {
+  return [&fill, name, value](const auto& input, const auto& info, auto& t) {
+    if (input == name)
+      t.template data<std::int32_t>()[0] = value;
+    else
+      fill(input, info, t);
+  };
+}
+
 }  // namespace fusedsl::test::cuda_programs

@@ -643,13 +643,7 @@ TEST_CASE("dynamic slices and a dynamic update slice at run-time starts (clamped
   normal_fill normal{std::mt19937(34)};
   // starts before, inside and past the ends of both axes (9 columns, 16 rows)
   for (const std::int32_t start : {-3, 0, 4, 7, 11, 40}) {
-    const call_result r =
-        calls.call([&](const std::string& name, const fd::graph::node& n, fd::dynamic_tensor& t) {
-          if (name == "start")
-            t.data<std::int32_t>()[0] = start;
-          else
-            normal(name, n, t);
-        });
+    const call_result r = calls.call(with_i32(normal, "start", start));
     CAPTURE(start);
     CHECK(r.differ == 0);
   }
@@ -666,13 +660,7 @@ TEST_CASE(
   // (row 0) and one overwritten
   const std::int32_t positions[] = {0, 1, 2, 3, 4, 5, 6, 7, 9, -2, 3};
   for (const std::int32_t pos : positions) {
-    const call_result r =
-        calls.call([&](const std::string& name, const fd::graph::node& n, fd::dynamic_tensor& t) {
-          if (name == "pos")
-            t.data<std::int32_t>()[0] = pos;
-          else
-            normal(name, n, t);
-        });
+    const call_result r = calls.call(with_i32(normal, "pos", pos));
     CAPTURE(pos);
     CHECK(r.differ == 0);
     CHECK(r.error == 0.0);
