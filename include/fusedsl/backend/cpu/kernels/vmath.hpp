@@ -200,30 +200,15 @@ V gelu_erf(const V& x) {
                V(0.5f) * x * verfc(x * V(-0.70710678118654752f)));
 }
 
-// 1 / x: AVX-512 by VRCP14PS and one Newton step (relative error ~2^-27), else a division.
-inline float reciprocal(float x) {
-  return 1.0f / x;
-}
-template <class A>
-xsimd::batch<float, A> reciprocal(const xsimd::batch<float, A>& x) {
-  return quotient(xsimd::batch<float, A>(1.0f), x);
-}
-#if defined(__AVX512F__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
-inline xsimd::batch<float, xsimd::avx512f> reciprocal(
-    const xsimd::batch<float, xsimd::avx512f>& xb) {
-  const __m512 x = xb, r = _mm512_rcp14_ps(x);
-  return _mm512_mul_ps(r, _mm512_fnmadd_ps(x, r, _mm512_set1_ps(2.0f)));
-}
-#endif
-
 // GELU, tanh form: x/2 (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3) (same paper, sec. 2),
 // computed as x / (1 + 2^t), t = -2u log2(e) (the same function: 1 + tanh(u) = 2 / (1 + e^(-2u));
-// log2(e) is folded into the cubic's two constants): one exp2 and a reciprocal instead of a tanh,
+// log2(e) is folded into the cubic's two constants): one exp2 and a division instead of a tanh,
 // and no cancellation in 1 + tanh(u) for negative x. Where t > 80 log2(e) (-2u > 80: x below
 // about -9.5, -inf included, and x^3 overflowing) the result is 0: its exact value is below 2e-34
-// in magnitude there, and x times the reciprocal would not be (at x = -1e30 it gave -1.8e5). t is
-// kept within +-80 log2(e) for the exp2, so it gives no subnormal (whose microcode assists made
-// the epilogue 2x slower for large positive x). NaN stays NaN. Accuracy: tests/cpu/vmath_test.cpp.
+// in magnitude there, and x over the clamped 1 + 2^t would not be (at x = -1e30 it gave -1.8e5).
+// t is kept within +-80 log2(e) for the exp2, so it gives no subnormal (whose microcode assists
+// made the epilogue 2x slower for large positive x). NaN stays NaN. Accuracy:
+// tests/cpu/vmath_test.cpp.
 namespace detail {
 inline constexpr double gelu_c = 0.79788456080286536;           // sqrt(2 / pi)
 inline constexpr float gelu_t1 = float(-2.0 * gelu_c * log2e);  // t = x (t1 + t3 x^2)
