@@ -263,6 +263,56 @@ TEST_CASE_TEMPLATE("decode attention is bitwise identical for 1, 2 and 3 threads
   }
 }
 
+TEST_CASE_TEMPLATE("decode attention reads bf16 K and V in place: the f32 path's bits on them",
+                   Arch, FUSEDSL_CPU_ARCHS) {
+  // A bf16 KV cache: K and V read as bf16 and widened as loaded give exactly what the f32 path
+  // gives on the same values widened first, on every chunk and split and for odd head sizes;
+  // inf and NaN in K and V included.
+  for (std::ptrdiff_t sq : {1, 3})
+    for (std::ptrdiff_t skv : {1, 257, 1100})
+      for (std::ptrdiff_t d : {17, 64})
+        for (bool causal : {false, true}) {
+          CAPTURE(sq);
+          CAPTURE(skv);
+          CAPTURE(d);
+          CAPTURE(causal);
+          case_data c(sq, skv, 4, 2, d, causal, skv % 2 == 1);
+          if (skv > 300) {
+            c.kk[std::size_t(290 * c.a.k_row_stride + 1)] = std::numeric_limits<float>::quiet_NaN();
+            c.v[std::size_t(3 * c.a.v_row_stride + d + 2)] = inf;  // kv head 1
+          }
+          std::vector<k::bf16_bits> k16(c.kk.size()), v16(c.v.size());
+          for (std::size_t i = 0; i < c.kk.size(); ++i)
+            k16[i] = k::to_bf16(c.kk[i]), c.kk[i] = k::from_bf16(k16[i]);
+          for (std::size_t i = 0; i < c.v.size(); ++i)
+            v16[i] = k::to_bf16(c.v[i]), c.v[i] = k::from_bf16(v16[i]);
+          const auto widened = run<Arch>(c);
+          c.a.k = nullptr, c.a.v = nullptr, c.a.k_bf16 = k16.data(), c.a.v_bf16 = v16.data();
+          const auto in_place = run<Arch>(c, nullptr, k::attention_path::decode);
+          CHECK(std::memcmp(widened.data(), in_place.data(), widened.size() * sizeof(float)) == 0);
+        }
+}
+
+TEST_CASE("bf16 K and V: both or neither, and only on the decode path") {
+  case_data c(2, 8, 1, 1, 8, false, false);
+  std::vector<k::bf16_bits> k16(c.kk.size()), v16(c.v.size());
+  std::vector<float> ws(k::attention_workspace_floats(8));
+  c.a.k_bf16 = k16.data();
+  CHECK_THROWS_WITH_AS(k::flash_attention(c.s, c.a, ws.data()),
+                       doctest::Contains("give k and v as f32 or both as bf16"),
+                       std::invalid_argument);
+  c.a.k = nullptr, c.a.v = nullptr, c.a.v_bf16 = v16.data();
+  CHECK_NOTHROW(k::flash_attention(c.s, c.a, ws.data()));
+  CHECK_THROWS_WITH_AS(k::flash_attention(c.s, c.a, ws.data(), nullptr, k::attention_path::flash),
+                       doctest::Contains("decode path only"), std::invalid_argument);
+  c.s.seq_q = k::decode_max_queries + 1;
+  c.q.resize(std::size_t(c.s.seq_q * 8)), c.o.resize(c.q.size());
+  c.a.q = c.q.data(), c.a.o = c.o.data();
+  CHECK_THROWS_WITH_AS(k::flash_attention(c.s, c.a, ws.data()),
+                       doctest::Contains("read by the decode path only (seq_q <= 4, got 5)"),
+                       std::invalid_argument);
+}
+
 TEST_CASE("the decode attention path refuses more queries than it takes") {
   case_data c(k::decode_max_queries + 1, 8, 1, 1, 8, false, false);
   std::vector<float> ws(k::attention_workspace_floats(8));

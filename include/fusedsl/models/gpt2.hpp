@@ -23,7 +23,8 @@
 //     gpt2_decode_embed_program<Cfg>      "input_ids" [1], "pos" -> h [1, D]
 //     gpt2_decode_layer_program<Cfg>      "x" [1, D], "pos" -> y [1, D]; keeps the layer's keys
 //                                         and values in the states "attn.k_cache" and
-//                                         "attn.v_cache" [H, n_positions, Dh], writes the step's
+//                                         "attn.v_cache" [H, n_positions, Dh] (f32 or bf16: the
+//                                         config's cache dtype), writes the step's
 //                                         at row pos (a dynamic update slice, in place) and
 //                                         attends over rows 0..pos only: the attention kernel
 //                                         stops at pos + 1, whatever the capacity
@@ -33,6 +34,7 @@
 #include <cstdint>
 #include <limits>
 #include <string_view>
+#include <type_traits>
 
 #include "fusedsl/compile.hpp"
 #include "fusedsl/models/bert.hpp"
@@ -40,10 +42,12 @@
 namespace fusedsl::models {
 
 // The hyper-parameters of a GPT-2: n_layer, n_embd, n_head, vocab_size, n_positions, the weights'
-// dtype (float, bf16, f16: narrower weights are widened where they are read), n_inner and
-// layer_norm_epsilon.
+// dtype (float, bf16, f16: narrower weights are widened where they are read), n_inner,
+// layer_norm_epsilon and the KV cache's dtype (float or bf16: each new key and value rounded to
+// bf16 as it is stored, read by the decode attention as bf16 and widened as loaded; half the
+// cache's bytes). with_cache<C> is the same model with a cache of dtype C.
 template <int Layers, std::int64_t D, int Heads, std::int64_t Vocab, std::int64_t Positions,
-          class W = float, std::int64_t Inner = 4 * D, double Eps = 1e-5>
+          class W = float, std::int64_t Inner = 4 * D, double Eps = 1e-5, class Cache = float>
 struct gpt2_config {
   static_assert(Layers >= 1, "gpt2_config: at least one layer");
   static_assert(Heads >= 1 && D % Heads == 0, "gpt2_config: the heads must divide n_embd");
@@ -52,17 +56,24 @@ struct gpt2_config {
   static constexpr std::int64_t d = D, vocab = Vocab, positions = Positions, inner = Inner,
                                 head_dim = D / Heads;
   static constexpr double eps = Eps;
+  static_assert(std::is_same_v<Cache, float> || std::is_same_v<Cache, bf16>,
+                "gpt2_config: the KV cache is float or bf16");
   using weight_type = W;
-  static constexpr dtype weight_dtype = dtype_of<W>;
+  using cache_type = Cache;
+  static constexpr dtype weight_dtype = dtype_of<W>, cache_dtype = dtype_of<Cache>;
+  template <class C>
+  using with_cache = gpt2_config<Layers, D, Heads, Vocab, Positions, W, Inner, Eps, C>;
   // Bytes of weights read per decoded token (the embedding table once, as the LM head) and of one
-  // cached position over all layers (keys and values, f32).
+  // cached position over all layers (keys and values, in the cache's dtype).
   static constexpr double weight_bytes() {
     const double dd = double(D), f = double(Inner);
     const double per_layer =
         dd * 3 * dd + 3 * dd + dd * dd + dd + dd * f + f + f * dd + dd + 4 * dd;
     return (double(Layers) * per_layer + double(Vocab) * dd + 2 * dd) * double(sizeof(W));
   }
-  static constexpr double cache_bytes_per_position() { return 2.0 * Layers * double(D) * 4; }
+  static constexpr double cache_bytes_per_position() {
+    return 2.0 * Layers * double(D) * double(sizeof(Cache));
+  }
 };
 
 // GPT-2 small and medium (the released checkpoints' shapes).
@@ -156,11 +167,16 @@ constexpr int emit_gpt2_decode_layer(builder& b, int x, int pos) {
   const std::int64_t cap = Cfg::positions;
   const gpt2_heads a = emit_gpt2_qkv(b, x, "", Cfg::heads, Cfg::eps, wt);
   const dims cache_shape = make_dims(Cfg::heads, cap, Cfg::head_dim);
-  const int kc = b.state("attn.k_cache", dtype::f32, cache_shape);
-  const int vc = b.state("attn.v_cache", dtype::f32, cache_shape);
-  const int k2 = b.dynamic_update_slice(kc, a.k, pos, 1);
-  const int v2 = b.dynamic_update_slice(vc, a.v, pos, 1);
-  const int s = b.matmul(a.q, k2, false, true);  // [H, 1, cap]
+  const dtype ct = Cfg::cache_dtype;
+  const int kc = b.state("attn.k_cache", ct, cache_shape);
+  const int vc = b.state("attn.v_cache", ct, cache_shape);
+  // A bf16 cache: the new row rounded as it is stored, the cache widened where it is read (the
+  // attention reads it as bf16 through that cast).
+  auto narrow = [&](int x) { return ct == dtype::f32 ? x : b.cast(x, ct); };
+  auto widen = [&](int x) { return ct == dtype::f32 ? x : b.cast(x, dtype::f32); };
+  const int k2 = b.dynamic_update_slice(kc, narrow(a.k), pos, 1);
+  const int v2 = b.dynamic_update_slice(vc, narrow(a.v), pos, 1);
+  const int s = b.matmul(a.q, widen(k2), false, true);  // [H, 1, cap]
   const int scale = b.constant(1.0 / nn::sqrt_of(double(Cfg::head_dim)));
   const int ss = b.binary(op_kind::mul, s, scale);
   const int keys = b.iota(dtype::i32, make_dims(1, cap), 1);
@@ -168,7 +184,7 @@ constexpr int emit_gpt2_decode_layer(builder& b, int x, int pos) {
   const int ninf = b.constant(-std::numeric_limits<double>::infinity());
   const int masked = b.select(visible, ss, ninf);
   const int p = b.softmax(masked, 2);
-  const int o = b.matmul(p, v2);  // [H, 1, Dh]
+  const int o = b.matmul(p, widen(v2));  // [H, 1, Dh]
   const int ctx = nn::merge_heads(b, o);
   b.mark_output(k2, kc);
   b.mark_output(v2, vc);

@@ -27,6 +27,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "fusedsl/backend/cpu/executor.hpp"
@@ -201,8 +202,8 @@ class gpt2_generator {
   std::int64_t length() const { return length_; }
   // Layer i's cached keys (values: its values) [n_heads, n_positions, head_dim]; positions
   // 0..length()-1 hold the sequence's.
-  const float* cache(int layer, bool values) {
-    return static_cast<const float*>(
+  const typename Cfg::cache_type* cache(int layer, bool values) {
+    return static_cast<const typename Cfg::cache_type*>(
         decode_->layers[std::size_t(layer)]->state(values ? "attn.v_cache" : "attn.k_cache").data);
   }
   // Kernels that fell back to the interpreter over the decode step's programs (0: none).
@@ -235,10 +236,17 @@ class gpt2_generator {
       auto& dec = *decode_->layers[std::size_t(i)];
       dec.reset_states();
       for (int which = 0; which < 2; ++which) {
-        float* cache = static_cast<float*>(dec.state(which ? "attn.v_cache" : "attn.k_cache").data);
+        using C = typename Cfg::cache_type;
+        C* cache = static_cast<C*>(dec.state(which ? "attn.v_cache" : "attn.k_cache").data);
         const float* rows = st.kv[std::size_t(which)].data();
-        for (std::int64_t h = 0; h < H; ++h)
-          std::memcpy(cache + h * cap * Dh, rows + h * T * Dh, std::size_t(n * Dh) * sizeof(float));
+        for (std::int64_t h = 0; h < H; ++h) {
+          if constexpr (std::is_same_v<C, float>) {
+            std::memcpy(cache + h * cap * Dh, rows + h * T * Dh, std::size_t(n * Dh) * sizeof(C));
+          } else {  // rounded as the decode step rounds its own keys and values
+            for (std::int64_t x = 0; x < n * Dh; ++x)
+              cache[h * cap * Dh + x] = C(rows[h * T * Dh + x]);
+          }
+        }
       }
     }
     st.head.run();

@@ -617,8 +617,10 @@ struct lowerer {
     int qn = s.in[0];
     if (g[qn].op == op_kind::reshape && member(qn) && g[g[qn].in[0]].shape.rank == g[qn].shape.rank)
       qn = g[qn].in[0];
+    // Q, K and V read through layout ops; K and V also through a cast widening a narrow buffer
+    // (a bf16 KV cache), which the executor reads as it is or widens.
     a.q = read_view(g, f, gi, qn);
-    a.k = read_view(g, f, gi, s.in[1]);
+    a.k = read_view(g, f, gi, s.in[1], true);
     if (!s.trans_b && a.k.ok) {  // K read through a transpose of its last two axes: undo it
       const int rk = a.k.shape.rank;
       const std::int64_t e = a.k.shape[rk - 1], st = a.k.stride[std::size_t(rk - 1)];
@@ -627,7 +629,7 @@ struct lowerer {
       a.k.shape[rk - 2] = e;
       a.k.stride[std::size_t(rk - 2)] = st;
     }
-    a.v = read_view(g, f, gi, g[pv].in[1]);
+    a.v = read_view(g, f, gi, g[pv].in[1], true);
     // O: the value after pv, after the grouped-heads reshape back to [..., H, L, dh], if any.
     int on = pv;
     for (int i = pv + 1; i < int(N); ++i)

@@ -92,23 +92,28 @@ constexpr strided_view broadcast_view(const strided_view& v, const dims& to) {
   return r;
 }
 
-// How group gi reads node id: through its member layout ops down to a materialised buffer.
+// How group gi reads node id: through its member layout ops down to a materialised buffer. A
+// member cast widening a narrow float to f32 reads the narrow buffer when it is a parameter (its
+// consumer widens it once, when bound) or, with any_narrow, any buffer (the consumer reads the
+// narrow type: an attention's bf16 keys and values).
 template <std::size_t N>
 constexpr strided_view read_view(const graph::graph<N>& g, const fusion_plan<N>& f, int gi,
-                                 int id) {
+                                 int id, bool any_narrow = false) {
   const node& n = g[id];
   if (f.group_of[std::size_t(id)] != gi || graph::is_leaf(n.op))
     return contiguous_view(id, n.shape);
-  if (n.op == op_kind::reshape) return reshape_view(read_view(g, f, gi, n.in[0]), n.shape);
-  if (n.op == op_kind::transpose) return permute_view(read_view(g, f, gi, n.in[0]), n.perm);
-  if (n.op == op_kind::broadcast) return broadcast_view(read_view(g, f, gi, n.in[0]), n.shape);
+  if (n.op == op_kind::reshape)
+    return reshape_view(read_view(g, f, gi, n.in[0], any_narrow), n.shape);
+  if (n.op == op_kind::transpose)
+    return permute_view(read_view(g, f, gi, n.in[0], any_narrow), n.perm);
+  if (n.op == op_kind::broadcast)
+    return broadcast_view(read_view(g, f, gi, n.in[0], any_narrow), n.shape);
   if (n.op == op_kind::cast && n.type == dtype::f32 && is_floating(g[n.in[0]].type)) {
-    strided_view v = read_view(g, f, gi, n.in[0]);
-    // Only a parameter is widened ahead of time (when bound); other narrow values are not views.
-    return (v.ok && g[v.base].op == op_kind::param) ? v : strided_view{};
+    strided_view v = read_view(g, f, gi, n.in[0], any_narrow);
+    return (v.ok && (any_narrow || g[v.base].op == op_kind::param)) ? v : strided_view{};
   }
   if (n.op == op_kind::slice) {
-    strided_view v = read_view(g, f, gi, n.in[0]);
+    strided_view v = read_view(g, f, gi, n.in[0], any_narrow);
     if (!v.ok) return v;
     v.offset += n.begin * v.stride[std::size_t(n.axis)];
     v.shape = n.shape;

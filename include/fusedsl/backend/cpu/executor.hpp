@@ -857,11 +857,17 @@ class executor {
     sh.seq_kv = a.seq_kv;
     kernels::thread_pool* pool = pool_for(double(a.heads) * double(a.seq_q) * double(a.seq_kv) *
                                           double(a.head_dim) * 2 * double(a.batch.size()));
-    // Q, K, V or O of another dtype go through contiguous f32 copies in the workspace.
+    // Q, K, V or O of another dtype go through contiguous f32 copies in the workspace, except bf16
+    // K and V of a few queries (a decode step over a bf16 KV cache): the decode path reads them in
+    // place, only the keys it attends over.
+    static constexpr bool kv_bf16 = g[a.k.base].type == dtype::bf16 &&
+                                    g[a.v.base].type == dtype::bf16 &&
+                                    a.seq_q <= kernels::decode_max_queries;
     float* ws = scratch();
     auto operand = [&](const plan::strided_view& v, bool in, plan::strided_view& used) -> float* {
       used = v;
       if (g[v.base].type == dtype::f32) return static_cast<float*>(val_[std::size_t(v.base)]);
+      if (kv_bf16 && in && (&v == &a.k || &v == &a.v)) return nullptr;
       used = plan::contiguous_view(v.base, v.shape);
       float* copy = ws;
       ws += v.shape.size() + 16;
@@ -870,8 +876,8 @@ class executor {
     };
     plan::strided_view qv, kv, vv, ov;
     const float* qp = operand(a.q, true, qv);
-    const float* kp = operand(a.k, true, kv);
-    const float* vp = operand(a.v, true, vv);
+    [[maybe_unused]] const float* kp = operand(a.k, true, kv);
+    [[maybe_unused]] const float* vp = operand(a.v, true, vv);
     float* op = operand(a.o, false, ov);
     for (std::int64_t b = 0; b < a.batch.size(); ++b) {
       std::int64_t qo = qv.offset, ko = kv.offset, vo = vv.offset, oo = ov.offset, rest = b;
@@ -892,10 +898,15 @@ class executor {
       args.q = qp + qo;
       args.q_head_stride = qv.stride[std::size_t(r - 3)],
       args.q_row_stride = qv.stride[std::size_t(r - 2)];
-      args.k = kp + ko;
+      if constexpr (kv_bf16) {
+        args.k_bf16 = static_cast<const kernels::bf16_bits*>(val_[std::size_t(a.k.base)]) + ko;
+        args.v_bf16 = static_cast<const kernels::bf16_bits*>(val_[std::size_t(a.v.base)]) + vo;
+      } else {
+        args.k = kp + ko;
+        args.v = vp + vo;
+      }
       args.k_head_stride = kv.stride[std::size_t(r - 3)],
       args.k_row_stride = kv.stride[std::size_t(r - 2)];
-      args.v = vp + vo;
       args.v_head_stride = vv.stride[std::size_t(r - 3)],
       args.v_row_stride = vv.stride[std::size_t(r - 2)];
       args.o = op + oo;

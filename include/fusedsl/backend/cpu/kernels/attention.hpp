@@ -23,7 +23,8 @@
 // transpose, no tile of padded queries), an online softmax over chunks of decode_chunk keys, and
 // P V; the splits' partial maxima, sums and outputs are then combined in a fixed order (Dao et
 // al.'s flash-decoding, 2023). The split length depends on seq_kv only, so results do not depend
-// on the thread count.
+// on the thread count. K and V may be bf16 there (a bf16 KV cache: attention_args::k_bf16,
+// v_bf16), read in place and widened as they are loaded, exactly.
 //
 // Layout: element (t, h, d) of Q is q[t*q_row_stride + h*q_head_stride + d]; K, V, O likewise.
 // Causal masking aligns the last query with the last key (query i sees keys j <= i + seq_kv -
@@ -40,6 +41,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "fusedsl/backend/cpu/kernels/bf16.hpp"
 #include "fusedsl/backend/cpu/kernels/gemm.hpp"
 #include "fusedsl/backend/cpu/kernels/simd.hpp"
 #include "fusedsl/backend/cpu/kernels/threads.hpp"
@@ -64,6 +66,10 @@ struct attention_args {
   bool causal = false;
   const float* mask = nullptr;  // additive, seq_q x seq_kv; null for none
   std::ptrdiff_t mask_row_stride = 0;
+  // K and V kept as bf16 (a bf16 KV cache), in place of k and v (null then), with the same strides
+  // in elements: read in place and widened as they are loaded. The decode path only.
+  const bf16_bits* k_bf16 = nullptr;
+  const bf16_bits* v_bf16 = nullptr;
 };
 
 // The score modifier that changes nothing. A modifier has
@@ -165,7 +171,17 @@ inline void check_attention(const attention_shape& s, const attention_args& a) {
   if (s.num_heads % s.num_kv_heads != 0)
     fail("num_heads " + std::to_string(s.num_heads) + " is not a multiple of num_kv_heads " +
          std::to_string(s.num_kv_heads));
-  if (!a.q || !a.k || !a.v || !a.o) fail("q, k, v and o must not be null");
+  if (!a.q || !a.o) fail("q and o must not be null");
+  if (a.k_bf16 || a.v_bf16) {
+    if (!a.k_bf16 || !a.v_bf16 || a.k || a.v)
+      fail("give k and v as f32 or both as bf16 (k_bf16, v_bf16), each once");
+    if (s.seq_q > decode_max_queries)
+      fail("bf16 k and v are read by the decode path only (seq_q <= " +
+           std::to_string(decode_max_queries) + ", got " + std::to_string(s.seq_q) +
+           "): widen them to f32");
+  } else if (!a.k || !a.v) {
+    fail("k and v must not be null");
+  }
 }
 
 template <class Arch, class Mod>
@@ -548,7 +564,8 @@ constexpr std::ptrdiff_t decode_scratch_floats(std::ptrdiff_t head_dim) {
 // Keys [k0, k1) of query qi of head h, in chunks of decode_chunk keys with an online softmax:
 // partial = {m, l, o[0 .. d)}, the largest base-2 score, the sum of 2^(score - m) and the
 // unnormalised sum of those weights times V's rows (m = -inf, l = 0, o = 0 for no key).
-template <class Arch, class Mod>
+// KV: float, or bf16_bits (a.k_bf16 and a.v_bf16, widened as loaded).
+template <class Arch, class KV, class Mod>
 void attention_decode_split(const attention_shape& s, const attention_args& a, std::ptrdiff_t h,
                             std::ptrdiff_t qi, std::ptrdiff_t k0, std::ptrdiff_t k1, float* ws,
                             float* partial, const Mod& mod) {
@@ -564,10 +581,16 @@ void attention_decode_split(const attention_shape& s, const attention_args& a, s
   const float* qrow = a.q + h * a.q_head_stride + qi * a.q_row_stride;
   for (std::ptrdiff_t x = 0; x < d; ++x) qs[x] = qscale * qrow[x], o[x] = 0.0f;
   float m = neg_inf, l = 0.0f;
-  const float* kh = a.k + kvh * a.k_head_stride;
-  const float* vh = a.v + kvh * a.v_head_stride;
-  auto dot_tail = [&](const float* row, float t) {
-    for (std::ptrdiff_t x = dv; x < d; ++x) t = fmadd(qs[x], row[x], t);
+  const KV* kbase;
+  const KV* vbase;
+  if constexpr (std::is_same_v<KV, bf16_bits>)
+    kbase = a.k_bf16, vbase = a.v_bf16;
+  else
+    kbase = a.k, vbase = a.v;
+  const KV* kh = kbase + kvh * a.k_head_stride;
+  const KV* vh = vbase + kvh * a.v_head_stride;
+  auto dot_tail = [&](const KV* row, float t) {
+    for (std::ptrdiff_t x = dv; x < d; ++x) t = fmadd(qs[x], load_as_float(row + x), t);
     return t;
   };
   for (std::ptrdiff_t c0 = k0; c0 < k1; c0 += decode_chunk) {
@@ -575,17 +598,17 @@ void attention_decode_split(const attention_shape& s, const attention_args& a, s
     // Scores, four keys at a time (four independent sums).
     std::ptrdiff_t j = 0;
     for (; j + 4 <= n; j += 4) {
-      const float* r0 = kh + (c0 + j) * a.k_row_stride;
-      const float* r1 = r0 + a.k_row_stride;
-      const float* r2 = r1 + a.k_row_stride;
-      const float* r3 = r2 + a.k_row_stride;
+      const KV* r0 = kh + (c0 + j) * a.k_row_stride;
+      const KV* r1 = r0 + a.k_row_stride;
+      const KV* r2 = r1 + a.k_row_stride;
+      const KV* r3 = r2 + a.k_row_stride;
       V s0(0.0f), s1(0.0f), s2(0.0f), s3(0.0f);
       for (std::ptrdiff_t x = 0; x < dv; x += W) {
         const V qv = simd<Arch>::load(qs + x);
-        s0 = fmadd(qv, simd<Arch>::load(r0 + x), s0);
-        s1 = fmadd(qv, simd<Arch>::load(r1 + x), s1);
-        s2 = fmadd(qv, simd<Arch>::load(r2 + x), s2);
-        s3 = fmadd(qv, simd<Arch>::load(r3 + x), s3);
+        s0 = fmadd(qv, load_b<Arch>(r0 + x), s0);
+        s1 = fmadd(qv, load_b<Arch>(r1 + x), s1);
+        s2 = fmadd(qv, load_b<Arch>(r2 + x), s2);
+        s3 = fmadd(qv, load_b<Arch>(r3 + x), s3);
       }
       sc[j] = dot_tail(r0, simd<Arch>::reduce_add(s0));
       sc[j + 1] = dot_tail(r1, simd<Arch>::reduce_add(s1));
@@ -593,10 +616,10 @@ void attention_decode_split(const attention_shape& s, const attention_args& a, s
       sc[j + 3] = dot_tail(r3, simd<Arch>::reduce_add(s3));
     }
     for (; j < n; ++j) {
-      const float* r0 = kh + (c0 + j) * a.k_row_stride;
+      const KV* r0 = kh + (c0 + j) * a.k_row_stride;
       V s0(0.0f);
       for (std::ptrdiff_t x = 0; x < dv; x += W)
-        s0 = fmadd(simd<Arch>::load(qs + x), simd<Arch>::load(r0 + x), s0);
+        s0 = fmadd(simd<Arch>::load(qs + x), load_b<Arch>(r0 + x), s0);
       sc[j] = dot_tail(r0, simd<Arch>::reduce_add(s0));
     }
     if constexpr (Mod::active) mod.keys_by_queries(h, qi, 1, c0, n, sc, 1);
@@ -625,26 +648,27 @@ void attention_decode_split(const attention_shape& s, const attention_args& a, s
       const int nv = int(std::min<std::ptrdiff_t>(4, (dv - x0) / W));
       V acc[4] = {V(0.0f), V(0.0f), V(0.0f), V(0.0f)};
       for (int v = 0; v < nv; ++v) acc[v] = simd<Arch>::load(o + x0 + v * W) * V(corr);
-      const float* vr = vh + c0 * a.v_row_stride + x0;
+      const KV* vr = vh + c0 * a.v_row_stride + x0;
       if (nv == 4) {
         for (j = 0; j < n; ++j, vr += a.v_row_stride) {
           const V pj(sc[j]);
-          acc[0] = fmadd(pj, simd<Arch>::load(vr), acc[0]);
-          acc[1] = fmadd(pj, simd<Arch>::load(vr + W), acc[1]);
-          acc[2] = fmadd(pj, simd<Arch>::load(vr + 2 * W), acc[2]);
-          acc[3] = fmadd(pj, simd<Arch>::load(vr + 3 * W), acc[3]);
+          acc[0] = fmadd(pj, load_b<Arch>(vr), acc[0]);
+          acc[1] = fmadd(pj, load_b<Arch>(vr + W), acc[1]);
+          acc[2] = fmadd(pj, load_b<Arch>(vr + 2 * W), acc[2]);
+          acc[3] = fmadd(pj, load_b<Arch>(vr + 3 * W), acc[3]);
         }
       } else {
         for (j = 0; j < n; ++j, vr += a.v_row_stride) {
           const V pj(sc[j]);
-          for (int v = 0; v < nv; ++v) acc[v] = fmadd(pj, simd<Arch>::load(vr + v * W), acc[v]);
+          for (int v = 0; v < nv; ++v) acc[v] = fmadd(pj, load_b<Arch>(vr + v * W), acc[v]);
         }
       }
       for (int v = 0; v < nv; ++v) simd<Arch>::store(o + x0 + v * W, acc[v]);
     }
     for (std::ptrdiff_t x = dv; x < d; ++x) {
       float t = o[x] * corr;
-      for (j = 0; j < n; ++j) t = fmadd(sc[j], vh[(c0 + j) * a.v_row_stride + x], t);
+      for (j = 0; j < n; ++j)
+        t = fmadd(sc[j], load_as_float(vh + (c0 + j) * a.v_row_stride + x), t);
       o[x] = t;
     }
   }
@@ -697,7 +721,10 @@ void attention_decode(const attention_shape& s, const attention_args& a, float* 
       const std::ptrdiff_t vis = keys_seen(s, a, qi), k0 = std::min(vis, sp * split_len);
       const std::ptrdiff_t k1 = std::min(vis, k0 + split_len);
       float* partial = splits == 1 ? own : partials + item * part;
-      attention_decode_split<Arch>(s, a, h, qi, k0, k1, ws, partial, mod);
+      if (a.k_bf16)
+        attention_decode_split<Arch, bf16_bits>(s, a, h, qi, k0, k1, ws, partial, mod);
+      else
+        attention_decode_split<Arch, float>(s, a, h, qi, k0, k1, ws, partial, mod);
       if (splits == 1) attention_decode_combine(s, a, h, qi, partial, 1, part);
     }
   });
@@ -730,6 +757,8 @@ void flash_attention(const attention_shape& s, const attention_args& a, float* w
     throw std::invalid_argument(
         "flash_attention: the decode path takes seq_q <= " + std::to_string(decode_max_queries) +
         ", got " + std::to_string(s.seq_q));
+  if (a.k_bf16 && path != attention_path::automatic && path != attention_path::decode)
+    throw std::invalid_argument("flash_attention: bf16 k and v are read by the decode path only");
   if (path == attention_path::decode ||
       (path == attention_path::automatic && s.seq_q <= decode_max_queries)) {
     detail::attention_decode<Arch>(s, a, workspace, pool, mod);
