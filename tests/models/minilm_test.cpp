@@ -2,10 +2,13 @@
 // venv's package, FUSEDSL_MINILM_DIR from scripts/with-model-files minilm) embeds each of the 380
 // committed reference sentences within cosine 0.99999 and 1e-4 of the committed
 // SentenceTransformer.encode output, from the committed ids and from the text; the layer-by-layer
-// hidden states of three sentences match the committed ones.
+// hidden states of three sentences match the committed ones. Under AddressSanitizer (the
+// debug-asan preset, -O1, several times slower) the embedding cases take every fifth sentence,
+// which still fills every length bucket (16 to 256 tokens); the release build takes all 380.
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -86,18 +89,29 @@ std::vector<float> reference_embeddings() {
   return a.values<float>();
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr std::size_t sentence_stride = 5;
+#else
+constexpr std::size_t sentence_stride = 1;
+#endif
+
 }  // namespace
 
 TEST_CASE("all-MiniLM-L6-v2 embeds the 380 reference sentences as sentence-transformers does") {
   const auto sentences = ft::read_reference(data_dir + "/minilm_sentences.jsonl");
   REQUIRE(sentences.size() == 380);
-  const std::vector<float> want = reference_embeddings();
+  const std::vector<float> all = reference_embeddings();
   std::vector<std::vector<std::int32_t>> ids;
   std::vector<std::string> texts;
-  for (const auto& s : sentences) {
-    ids.push_back(s.ids);
-    texts.push_back(s.bytes);
+  std::vector<float> want;
+  for (std::size_t i = 0; i < sentences.size(); i += sentence_stride) {
+    ids.push_back(sentences[i].ids);
+    texts.push_back(sentences[i].bytes);
+    want.insert(want.end(), all.begin() + std::ptrdiff_t(i * 384),
+                all.begin() + std::ptrdiff_t((i + 1) * 384));
   }
+  MESSAGE(ids.size() << " of the 380 sentences");
+
   models::sentence_embedder e(
       model_dir(), {&models::minilm_l6_variant(), 1},
       {.threads = fd::cpu::threads{1}, .max_batch = 8, .warn = [](const std::string&) {}});
@@ -106,7 +120,7 @@ TEST_CASE("all-MiniLM-L6-v2 embeds the 380 reference sentences as sentence-trans
     check_agreement(compare_rows(e.embed_ids(ids), want, ids.size(), 384));
     for (const auto& b : e.buckets())
       if (b) CHECK(b->stats().interpreted_groups == 0);
-    CHECK(e.stats().sentences == 380);
+    CHECK(e.stats().sentences == ids.size());
     CHECK(e.stats().padded_tokens >= e.stats().tokens);
   }
   SUBCASE("from the text, through fusedsl's tokenizer") {
@@ -118,7 +132,7 @@ TEST_CASE("all-MiniLM-L6-v2 embeds the 380 reference sentences as sentence-trans
         {.threads = fd::cpu::threads{2}, .max_batch = 1, .warn = [](const std::string&) {}});
     const std::vector<float> got = one.embed_ids(ids);
     check_agreement(compare_rows(got, want, ids.size(), 384));
-    CHECK(one.stats().encoder_calls == 380);
+    CHECK(one.stats().encoder_calls == ids.size());
   }
 }
 
