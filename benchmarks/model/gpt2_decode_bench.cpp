@@ -4,6 +4,8 @@
 //   stream_copy               a STREAM-like copy of two 512 MiB f32 arrays: the memory bandwidth
 //                             (bytes read + written per second), measured first
 //   decode/ctx:N/weights:W    one decode step with N tokens in the cache, W = f32 or bf16 weights
+//                             (bf16: the KV cache too)
+//   decode_f32_cache/ctx:N/weights:bf16  bf16 weights over an f32 KV cache
 //   decode_paged/batch:B/ctx:N  one paged batch step (models/gpt2_paged.hpp) of B sequences with
 //                             N tokens each in pages of 16 positions (f32 weights); its
 //                             tokens_per_second counts the B tokens
@@ -14,12 +16,14 @@
 //                             values of every layer at N + 1 positions); paged: bytes_per_step,
 //                             the weights once and every sequence's cache
 //   roofline_fraction         bytes_per_token / time over the stream_copy bandwidth
+//   read_fraction             the same over what one core reads alone (measure_read_bandwidth)
 //   peak_fraction             prefill: matmul FLOPs (causal attention counted in full) over time
 //                             over the FMA peak measured at start-up
 // Run: build/release/benchmarks/model/gpt2_decode_bench --benchmark_out=gpt2_decode.json
 //        --benchmark_out_format=json
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -27,6 +31,7 @@
 #include <vector>
 
 #include "fma_peak.hpp"
+#include "fusedsl/backend/cpu/kernels/simd.hpp"
 #include "fusedsl/io/safetensors_writer.hpp"
 #include "fusedsl/models/gpt2_generator.hpp"
 #include "fusedsl/models/gpt2_paged.hpp"
@@ -37,10 +42,14 @@ namespace fm = fusedsl::models;
 namespace {
 
 double g_bandwidth = 0;  // bytes / s of stream_copy
+double g_read_bandwidth = 0;  // bytes / s read by one core (measure_read_bandwidth)
 double g_peak = 0;
 
 using small_f32 = fm::gpt2_small_config;
-using small_bf16 = fm::gpt2_config<12, 768, 12, 50257, 1024, fd::bf16>;
+// bf16 weights and a bf16 KV cache (as transformers runs a bf16 model: its cache in the model's
+// dtype).
+using small_bf16_weights = fm::gpt2_config<12, 768, 12, 50257, 1024, fd::bf16>;
+using small_bf16 = small_bf16_weights::with_cache<fd::bf16>;
 
 // GPT-2 small's tensors under their Hugging Face names, N(0, 0.02) (LayerNorm weights 1).
 struct checkpoint {
@@ -113,6 +122,33 @@ void stream_copy(benchmark::State& state) {
   state.SetLabel("read + write");
 }
 
+// The rate of a read-only pass over 512 MiB (a vector sum, four accumulators): what one core can
+// read, for the decode cases' read_fraction. On some CPUs it is well under the copy's rate (read +
+// written bytes; the copy's stores bypass the cache).
+double measure_read_bandwidth() {
+  namespace k = fusedsl::cpu::kernels;
+  using S = k::simd<k::native_arch>;
+  constexpr int W = S::width;
+  const std::size_t n = std::size_t(1) << 27;
+  std::vector<float> a(n, 1.0f);
+  double best = 0;
+  for (int r = 0; r < 5; ++r) {
+    const double t0 = fusedsl_bench::wall_seconds();
+    S::vec s0(0.0f), s1(0.0f), s2(0.0f), s3(0.0f);
+    for (std::size_t i = 0; i + 4 * W <= n; i += 4 * W) {
+      s0 = s0 + S::load(a.data() + i);
+      s1 = s1 + S::load(a.data() + i + W);
+      s2 = s2 + S::load(a.data() + i + 2 * W);
+      s3 = s3 + S::load(a.data() + i + 3 * W);
+    }
+    float total = S::reduce_add((s0 + s1) + (s2 + s3));
+    benchmark::DoNotOptimize(total);
+    const double t = fusedsl_bench::wall_seconds() - t0;
+    best = std::max(best, double(n) * sizeof(float) / t);
+  }
+  return best;
+}
+
 // The rate of the copy, measured here once for the decode cases' counters.
 double measure_bandwidth() {
   const std::size_t n = std::size_t(1) << 27;
@@ -160,6 +196,8 @@ void decode(benchmark::State& state) {
   state.counters["bandwidth"] = g_bandwidth;
   state.counters["roofline_fraction"] =
       benchmark::Counter(bytes / g_bandwidth, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["read_fraction"] =
+      benchmark::Counter(bytes / g_read_bandwidth, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["interpreted_groups"] = g.interpreted_groups();
 }
 
@@ -229,6 +267,13 @@ BENCHMARK(decode<small_bf16>)
     ->Arg(1024 - 1)
     ->Unit(benchmark::kMillisecond)
     ->MinTime(1.0);
+BENCHMARK(decode<small_bf16_weights>)
+    ->Name("decode_f32_cache/weights:bf16")
+    ->ArgName("ctx")
+    ->Arg(128)
+    ->Arg(1024 - 1)
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(1.0);
 BENCHMARK(decode_paged)
     ->ArgNames({"batch", "ctx"})
     ->Args({8, 128})
@@ -240,8 +285,10 @@ BENCHMARK(prefill)->ArgName("len")->Arg(512)->Unit(benchmark::kMillisecond)->Min
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   g_bandwidth = measure_bandwidth();
+  g_read_bandwidth = measure_read_bandwidth();
   g_peak = fusedsl_bench::measure_fma_peak();
   benchmark::AddCustomContext("stream_copy_bytes_per_second", std::to_string(g_bandwidth));
+  benchmark::AddCustomContext("read_bytes_per_second", std::to_string(g_read_bandwidth));
   benchmark::AddCustomContext("fma_peak_gflops", std::to_string(g_peak / 1e9));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
