@@ -253,30 +253,19 @@ void prefill(benchmark::State& state) {
   state.counters["peak_gflops"] = g_peak / 1e9;
 }
 
+// The decode cases' contexts (128 and 1023 tokens in the cache), unit and time.
+void decode_contexts(benchmark::internal::Benchmark* b) {
+  b->ArgName("ctx")->Arg(128)->Arg(1024 - 1)->Unit(benchmark::kMillisecond)->MinTime(1.0);
+}
+
 }  // namespace
 
 BENCHMARK(stream_copy)->Unit(benchmark::kMillisecond)->MinTime(0.5);
-BENCHMARK(decode<small_f32>)
-    ->Name("decode/weights:f32")
-    ->ArgName("ctx")
-    ->Arg(128)
-    ->Arg(1024 - 1)
-    ->Unit(benchmark::kMillisecond)
-    ->MinTime(1.0);
-BENCHMARK(decode<small_bf16>)
-    ->Name("decode/weights:bf16")
-    ->ArgName("ctx")
-    ->Arg(128)
-    ->Arg(1024 - 1)
-    ->Unit(benchmark::kMillisecond)
-    ->MinTime(1.0);
+BENCHMARK(decode<small_f32>)->Name("decode/weights:f32")->Apply(decode_contexts);
+BENCHMARK(decode<small_bf16>)->Name("decode/weights:bf16")->Apply(decode_contexts);
 BENCHMARK(decode<small_bf16_weights>)
     ->Name("decode_f32_cache/weights:bf16")
-    ->ArgName("ctx")
-    ->Arg(128)
-    ->Arg(1024 - 1)
-    ->Unit(benchmark::kMillisecond)
-    ->MinTime(1.0);
+    ->Apply(decode_contexts);
 BENCHMARK(decode_paged)
     ->ArgNames({"batch", "ctx"})
     ->Args({8, 128})
