@@ -578,7 +578,7 @@ struct reduce_kernel {
             val, off, &r);
         store_lanes<float, st.type, 0>(out, off[D.store], y);
       } else {
-        const std::int64_t n = D.extent[std::size_t(L)];
+        constexpr std::int64_t n = D.extent[std::size_t(L)];
         auto lanes = [&]<class VV>(std::int64_t j0) {
           state<VV> acc;
           for (std::int64_t q = 0; q < red_points; ++q) {
@@ -597,7 +597,8 @@ struct reduce_kernel {
         };
         std::int64_t j = 0;
         for (; j + W <= n; j += W) lanes.template operator()<V>(j);
-        for (; j < n; ++j) lanes.template operator()<float>(j);
+        if constexpr (n % W != 0)  // no tail loop when the lanes fill the axis
+          for (; j < n; ++j) lanes.template operator()<float>(j);
       }
     }
   }
