@@ -17,6 +17,9 @@ CPU benchmark steps, in this order; the compile-time steps run only when named):
   footprint footprint_bench: the GPT-2-shaped stack's memory (footprint.json)
   gpt2_decode  gpt2_decode_bench: GPT-2 small decode and prefill (gpt2_decode.json)
   profile   model_profile for the seed and the medium model (model_profile_<model>.json)
+  profile_minilm  model_profile for all-MiniLM-L6-v2's encoder in the embedder's buckets of one
+            sentence of 32 tokens and 8 sentences of 32 (model_profile_minilm_b1_l32.json,
+            model_profile_minilm_b8_l32.json)
   xla       benchmarks/model/xla_model_bench.py on both models (xla_<model>.json; needs the
             jax venv of scripts/setup-venv and the export_hlo example)
   compile_depth  benchmarks/compile_time/measure.sh (compile_depth.json; with nvcc rows when
@@ -57,7 +60,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 CPU_STEPS = ["targets", "gemm", "attention", "row", "clock", "models", "generated", "footprint",
-             "gpt2_decode", "profile", "xla"]
+             "gpt2_decode", "profile", "profile_minilm", "xla"]
 OTHER_STEPS = ["hf_gpt2_decode", "xla_gpt2_decode", "gpt2_small_hf", "compile_depth", "compile_tu",
                "compile_vs_base",
                "test_suite"]
@@ -223,9 +226,11 @@ def step(name, args, out):
                 os.path.join(out, "gpt2_small_hf.json")]
         run(cmd2)
         return [cmd, cmd2], ["gpt2_small_hf.json"]
-    if name == "profile":
+    if name in ("profile", "profile_minilm"):
         cmds, files = [], []
-        for model, calls in (("seed", "100"), ("medium", "3")):
+        models = ((("seed", "100"), ("medium", "3")) if name == "profile" else
+                  (("minilm_b1_l32", "100"), ("minilm_b8_l32", "20")))
+        for model, calls in models:
             cmd = [os.path.join(b, "benchmarks/model/model_profile"), calls, model]
             text = run(cmd, capture_output=True, text=True).stdout
             with open(os.path.join(out, f"model_profile_{model}.json"), "w") as f:

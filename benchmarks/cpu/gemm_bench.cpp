@@ -13,7 +13,9 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 #include <random>
 #include <vector>
@@ -132,6 +134,47 @@ void BM_gemm_fusedsl_2threads(benchmark::State& state) {
       benchmark::Counter(flops / (2 * g_peak), benchmark::Counter::kIsRate);
 }
 
+// Few rows against a B that comes from memory, as the weights of a batch-1 encoder or of a decode
+// step do (all-MiniLM-L6-v2's are 43 MB, more than a core's share of the caches keeps from one
+// call to the next): each call takes the next of enough copies of the packed B to fill 256 MiB.
+// args: m, n, k, threads (2: the polling pool, threads{2, 50us}); wall time. b_bytes_per_second:
+// the packed B's bytes over the time, each read once per call.
+void BM_gemm_fusedsl_cold_b(benchmark::State& state) {
+  const std::ptrdiff_t m = state.range(0), n = state.range(1), kk = state.range(2);
+  const int threads = int(state.range(3));
+  auto a = random_vector(std::size_t(m * kk), 1), b = random_vector(std::size_t(kk * n), 2);
+  std::vector<float> c(std::size_t(m * n)), ws(k::gemm_workspace_floats(kk, threads));
+  const std::size_t floats = k::packed_b_floats(kk, n);
+  const std::size_t copies = std::max<std::size_t>(2, (std::size_t(256) << 20) / (floats * 4));
+  std::vector<float> packed(floats * copies);
+  std::vector<k::packed_b<>> pb;
+  for (std::size_t i = 0; i < copies; ++i)
+    pb.push_back(k::pack_b(kk, n, b.data(), n, false, packed.data() + i * floats));
+  std::optional<k::thread_pool> pool;
+  if (threads > 1) pool.emplace(threads, std::chrono::microseconds(50));
+  std::size_t at = 0;
+  auto call = [&] {
+    k::gemm(m, n, kk, a.data(), kk, false, pb[at], c.data(), n, k::gemm_epilogue{}, ws.data(),
+            pool ? &*pool : nullptr);
+    at = at + 1 == copies ? 0 : at + 1;
+    benchmark::DoNotOptimize(c.data());
+  };
+  for (std::size_t i = 0; i < copies; ++i) call();  // every copy touched once
+  for (auto _ : state) call();
+  const double calls = double(state.iterations()), flops = 2.0 * double(m * n * kk);
+  state.counters["GFLOPs"] = benchmark::Counter(flops * calls * 1e-9, benchmark::Counter::kIsRate);
+  state.counters["peak_fraction"] =
+      benchmark::Counter(flops * calls / (threads * g_peak), benchmark::Counter::kIsRate);
+  state.counters["b_bytes_per_second"] =
+      benchmark::Counter(double(floats * 4) * calls, benchmark::Counter::kIsRate);
+  if (threads == 1)
+    state.counters["peak_fraction_paired"] = fusedsl_bench::paired_peak_fraction(
+        [&] {
+          for (int r = 0; r < 16; ++r) call();
+        },
+        16 * flops, g_peak);
+}
+
 void BM_gemm_eigen(benchmark::State& state) {
   using mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   const std::ptrdiff_t m = state.range(0), n = state.range(1), kk = state.range(2);
@@ -166,6 +209,17 @@ BENCHMARK(BM_gemm_eigen)->Apply(medium_shapes);
 BENCHMARK(BM_gemm_fusedsl)->Apply(medium_shapes);
 BENCHMARK(BM_gemm_fusedsl_prepacked)->Apply(medium_shapes);
 BENCHMARK(BM_gemm_fusedsl_2threads)->Apply(shapes)->UseRealTime();
+// all-MiniLM-L6-v2 at 32 tokens (Q, K, V and the attention's output; FFN up; FFN down), GPT-2
+// small at 128 tokens (FFN up) and its decode step (Q, K and V in one product), on one thread and
+// two.
+BENCHMARK(BM_gemm_fusedsl_cold_b)
+    ->ArgNames({"m", "n", "k", "threads"})
+    ->ArgsProduct({{32}, {384}, {384}, {1, 2}})
+    ->ArgsProduct({{32}, {1536}, {384}, {1, 2}})
+    ->ArgsProduct({{32}, {384}, {1536}, {1, 2}})
+    ->ArgsProduct({{128}, {3072}, {768}, {1, 2}})
+    ->ArgsProduct({{1}, {2304}, {768}, {1, 2}})
+    ->UseRealTime();
 
 }  // namespace
 

@@ -1,8 +1,9 @@
-// Where a transformer's time goes (the seed, the medium model or the race's GPT-2 small stacks):
+// Where a transformer's time goes (the seed, the medium model, the race's GPT-2 small stacks or
+// all-MiniLM-L6-v2's encoder in one of the embedder's buckets, random weights):
 // executor::profile over many calls, one thread, printed per fusion group with its matmul FLOPs
 // and its fraction of the FMA peak measured in the same run.
 // Run: build/release/benchmarks/model/model_profile [calls per round]
-//          [seed|medium|gpt2_seq128|gpt2_seq1024]
+//          [seed|medium|gpt2_seq128|gpt2_seq1024|minilm_b1_l32|minilm_b1_l64|minilm_b8_l32]
 //      (default: 100 calls per round, the seed; the medium model takes ~45 ms a call, so give it
 //      3, and GPT-2 at seq 1024 ~2 s, so give it 1)
 #include <algorithm>
@@ -14,6 +15,7 @@
 
 #include "fma_peak.hpp"
 #include "fusedsl/backend/cpu/executor.hpp"
+#include "fusedsl/models/bert_bucket.hpp"
 #include "fusedsl/models/transformer.hpp"
 #include "race_models.hpp"
 
@@ -35,9 +37,9 @@ double group_flops(int gi) {
   return f;
 }
 
-template <class Model>
-void profile(const char* name, long calls) {
-  using P = typename Model::program_type;
+// Random weights (layernorm gains near 1), token ids 0 and masks that keep every token.
+template <class P>
+void profile(const char* name, double model_flops, long calls) {
   static_assert(fd::cpu::executor<P>::kernels_plan().n_refused == 0,
                 "every group of the profiled model runs a generated kernel");
   fd::cpu::executor<P> ex(P{}, fd::cpu::threads{1});
@@ -46,9 +48,16 @@ void profile(const char* name, long calls) {
   std::vector<fd::dynamic_tensor> tensors;
   for (const auto& b : ex.bindings()) {
     tensors.emplace_back(b.type, b.shape);
-    for (std::int64_t i = 0; i < b.shape.size(); ++i)
-      tensors.back().template data<float>()[i] =
-          (b.name.find("gamma") != std::string::npos ? 1.0f : 0.0f) + nd(rng);
+    if (b.type == fd::dtype::boolean) {
+      std::fill_n(tensors.back().template data<unsigned char>(), b.shape.size(), 1);
+    } else if (b.type == fd::dtype::i32) {
+      std::fill_n(tensors.back().template data<std::int32_t>(), b.shape.size(), 0);
+    } else {
+      const bool gain = b.name.find("gamma") != std::string::npos ||
+                        b.name.find("LayerNorm.weight") != std::string::npos;
+      for (std::int64_t i = 0; i < b.shape.size(); ++i)
+        tensors.back().template data<float>()[i] = (gain ? 1.0f : 0.0f) + nd(rng);
+    }
     ex.bind(b.name, tensors.back().ref());
   }
   fd::dynamic_tensor out(fd::dtype::f32, P::graph[P::graph.outputs[0]].shape);
@@ -98,11 +107,11 @@ void profile(const char* name, long calls) {
   std::printf(
       "%s: %.1f us per call (thread CPU time, best of %d rounds of %ld), %.3f of the FMA peak "
       "(%.1f GFLOP/s)\n",
-      name, total * 1e6, rounds, calls, Model::flops() / total / peak, peak * 1e-9);
+      name, total * 1e6, rounds, calls, model_flops / total / peak, peak * 1e-9);
   std::printf(
       "FMA bursts right after model calls: %.3f of the start-up peak (after a pure-FMA run: %.3f);"
       " the model: %.3f of the rate after its calls\n",
-      rate_after_model / peak, rate_after_fma / peak, Model::flops() / total / rate_after_model);
+      rate_after_model / peak, rate_after_fma / peak, model_flops / total / rate_after_model);
   std::printf("%5s %-10s %-12s %10s %10s %8s\n", "group", "kind", "anchor", "MFLOP", "us/call",
               "peak");
   double sum = 0;
@@ -122,6 +131,20 @@ void profile(const char* name, long calls) {
   std::printf("sum of groups: %.1f us (thread CPU time per group, best round each)\n", sum * 1e6);
 }
 
+template <class Model>
+void run(const char* name, long calls) {
+  profile<typename Model::program_type>(name, Model::flops(), calls);
+}
+
+// all-MiniLM-L6-v2's encoder in the bucket of B sentences of L tokens (the embedder's programs),
+// every token real: the FLOPs are the model's for B sentences of L tokens.
+template <std::int64_t B, std::int64_t L>
+void minilm(const char* name, long calls) {
+  using cfg = fd::models::minilm_l6_config;
+  profile<typename fd::models::bert_bucket_program<cfg, B, L>::type>(
+      name, double(B) * cfg::flops(double(L)), calls);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -133,16 +156,23 @@ int main(int argc, char** argv) {
   }
   const std::string model = argc > 2 ? argv[2] : "seed";
   if (model == "seed") {
-    profile<fd::models::seed>("seed", calls);
+    run<fd::models::seed>("seed", calls);
   } else if (model == "medium") {
-    profile<fd::models::medium>("medium", calls);
+    run<fd::models::medium>("medium", calls);
   } else if (model == "gpt2_seq128") {
-    profile<fusedsl_race::gpt2_seq128>("gpt2_seq128", calls);
+    run<fusedsl_race::gpt2_seq128>("gpt2_seq128", calls);
   } else if (model == "gpt2_seq1024") {
-    profile<fusedsl_race::gpt2_seq1024>("gpt2_seq1024", calls);
+    run<fusedsl_race::gpt2_seq1024>("gpt2_seq1024", calls);
+  } else if (model == "minilm_b1_l32") {
+    minilm<1, 32>("minilm_b1_l32", calls);
+  } else if (model == "minilm_b1_l64") {
+    minilm<1, 64>("minilm_b1_l64", calls);
+  } else if (model == "minilm_b8_l32") {
+    minilm<8, 32>("minilm_b8_l32", calls);
   } else {
     std::fprintf(
-        stderr, "model_profile: unknown model \"%s\" (seed, medium, gpt2_seq128 or gpt2_seq1024)\n",
+        stderr, "model_profile: unknown model \"%s\" (seed, medium, gpt2_seq128, gpt2_seq1024, "
+        "minilm_b1_l32, minilm_b1_l64 or minilm_b8_l32)\n",
         model.c_str());
     return 2;
   }

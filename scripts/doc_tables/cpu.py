@@ -137,6 +137,29 @@ def gemm_threads(files, options):
                   "fraction of two cores' FMA peak"], rows)
 
 
+@generator("gemm_cold_b")
+def gemm_cold_b(files, options):
+    """Few-row products whose B comes from memory (BM_gemm_fusedsl_cold_b: the next of enough
+    copies of B to fill 256 MiB each call), one thread and two. Reads cpu_gemm_bench's Google
+    Benchmark JSON."""
+    ctx, runs, _ = gbench(files[0])
+    rows = []
+    for name, rs in runs.items():
+        m = re.search(r"BM_gemm_fusedsl_cold_b/m:(\d+)/n:(\d+)/k:(\d+)/threads:(\d+)", name)
+        if not m or rs[0].get("error_occurred"):
+            continue
+        r = rs[0]
+        rows.append([f"{m.group(1)}×{m.group(2)}×{m.group(3)}", m.group(4),
+                     f"{get(r, 'GFLOPs'):.1f}", fmt(get(r, "peak_fraction")),
+                     fmt(get(r, "peak_fraction_paired")) if r.get("peak_fraction_paired") else "",
+                     f"{get(r, 'b_bytes_per_second') * 1e-9:.1f}"])
+    if not rows:
+        raise TableError(f"{files[0]}: no BM_gemm_fusedsl_cold_b case")
+    lines = table(["m×n×k", "threads", "GFLOP/s", "fraction of the FMA peak (threads × one core)",
+                   "paired", "B read, GB/s"], rows)
+    return lines + ["", " ".join(peak_note([ctx]))]
+
+
 def attention_case(name):
     m = re.search(r"seq:(\d+)/d:(\d+)/heads:(\d+)/causal:(\d)(?:/path:(\d))?", name)
     if not m:

@@ -158,9 +158,9 @@ TEST_CASE_TEMPLATE("gemm with bf16 weights equals gemm with the same weights wid
 
 TEST_CASE_TEMPLATE("gemm on bf16 panels (widened as loaded) equals gemm on f32 panels, bitwise",
                    Arch, FUSEDSL_CPU_ARCHS) {
-  // The few-row products of a decode step: one row, a tile's worth, a long k (blocked through C),
-  // an odd n, B read in place or transposed, with an epilogue, on one thread or two.
-  for (std::ptrdiff_t m : {1, 5, 12})
+  // The few-row products of a decode step: one row, a tile's worth, 32 rows, a long k (blocked
+  // through C), an odd n, B read in place or transposed, with an epilogue, on one thread or two.
+  for (std::ptrdiff_t m : {1, 5, 12, 32})
     for (std::ptrdiff_t kk : {1, 70, 768})
       for (bool tb : {false, true}) {
         CAPTURE(m);
@@ -253,6 +253,40 @@ TEST_CASE_TEMPLATE("gemm results are bitwise identical for 1, 2 and 3 threads", 
                         one.size() * sizeof(float)) == 0);
     }
   }
+}
+
+TEST_CASE_TEMPLATE("gemm streams a large B past few rows: it matches, bitwise on any thread count",
+                   Arch, FUSEDSL_CPU_ARCHS) {
+  // B of 512 KiB or more past at most 12 tiles of rows runs in the streaming order (panels split
+  // across threads, the next panel prefetched by the tiles of this one, k never blocked): one row,
+  // a tile's worth, tails, 144 rows (12 AVX-512 tiles), A in place or transposed, a long k, an
+  // epilogue with every part.
+  struct shape {
+    std::ptrdiff_t m, n, kk;
+  };
+  for (const shape sh : {shape{1, 600, 300}, shape{5, 600, 300}, shape{13, 600, 300},
+                         shape{32, 600, 300}, shape{144, 600, 300}, shape{20, 200, 700}})
+    for (bool ta : {false, true}) {
+      CAPTURE(sh.m);
+      CAPTURE(sh.n);
+      CAPTURE(sh.kk);
+      CAPTURE(ta);
+      const problem pr(sh.m, sh.n, sh.kk, ta, false);
+      REQUIRE(k::packed_b_floats<Arch>(pr.kk, pr.n) * sizeof(float) >= (std::size_t(1) << 19));
+      k::gemm_epilogue ep;
+      ep.act = fusedsl::graph::op_kind::gelu_tanh, ep.scale = 0.5f, ep.bias = pr.bias.data();
+      ep.residual = pr.res.data(), ep.ld_residual = pr.ldc;
+      check_f32<Arch>(pr, ep);
+      const auto one = run<Arch, float>(pr, ep);
+      for (int t : {2, 3}) {
+        CAPTURE(t);
+        k::thread_pool pool(t);
+        bool untouched = false;
+        const auto many = run<Arch, float>(pr, ep, &pool, &untouched);
+        CHECK(untouched);
+        CHECK(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)) == 0);
+      }
+    }
 }
 
 TEST_CASE("gemm with k = 0 gives the epilogue of zero") {
@@ -351,6 +385,38 @@ TEST_CASE_TEMPLATE("gemm_pair_with equals two gemms and the epilogue on their re
             CHECK(bad == 0);
           }
         }
+}
+
+TEST_CASE_TEMPLATE("gemm_pair_with over a large B (the streaming order) equals two gemms, bitwise",
+                   Arch, FUSEDSL_CPU_ARCHS) {
+  for (std::ptrdiff_t m : {1, 32}) {
+    CAPTURE(m);
+    // Gate and up of 550 columns each over the same rows: panels of 1.3 MB.
+    const std::ptrdiff_t n = 550;
+    problem gate(m, n, 300, false, false), up(m, n, 300, false, false);
+    up.b = random_floats(up.b.size(), 22);
+    const auto g = run<Arch, float>(gate, {}), u = run<Arch, float>(up, {});
+    std::vector<float> p32(k::packed_b_floats<Arch>(300, 2 * n));
+    k::pack_b_pair_half<Arch>(300, n, gate.b.data(), gate.ldb, 1, 0, p32.data());
+    k::pack_b_pair_half<Arch>(300, n, up.b.data(), up.ldb, 1, 1, p32.data());
+    const k::packed_b<Arch> b32{p32.data(), 300, 2 * n};
+    for (int threads : {1, 2}) {
+      CAPTURE(threads);
+      k::thread_pool pool(threads);
+      std::vector<float> ws(k::gemm_workspace_floats<Arch>(300, threads));
+      std::vector<float> c(std::size_t(m * gate.ldc), 7.0f);
+      k::gemm_pair_with<Arch>(m, n, 300, gate.a.data(), gate.lda, false, b32, c.data(), gate.ldc,
+                              product_pair<true>{}, ws.data(), &pool);
+      int bad = 0;
+      for (std::ptrdiff_t i = 0; i < m; ++i)
+        for (std::ptrdiff_t j = 0; j < n; ++j) {
+          const std::size_t at = std::size_t(i * gate.ldc + j);
+          const float want_ij = g[at] * u[at];
+          bad += std::memcmp(&c[at], &want_ij, sizeof(float)) != 0;
+        }
+      CHECK(bad == 0);
+    }
+  }
 }
 
 TEST_CASE("gemm_pair_with propagates NaN and infinity from either product") {

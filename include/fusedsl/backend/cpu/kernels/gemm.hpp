@@ -283,7 +283,9 @@ template <class Arch>
 // matrix whose rows hold nr contiguous floats (or a bf16 panel, widened as loaded). PrefetchB: B
 // streams from L2, so each rank-1 update prefetches the B row a few updates ahead; a caller whose B
 // panel already sits in L1 turns it off (a prefetch per cache line of each B row, which would only
-// take load slots).
+// take load slots). `next` (StreamNext): each rank-1 update also prefetches one cache line at
+// next + p * next_step into L2, the share of the next B panel this tile brings in while it
+// computes (gemm_run's streaming order), never past next + next_last.
 template <class Arch>
 struct micro_kernel {
   static constexpr int MR = gemm_tile<Arch>::mr, NR = gemm_tile<Arch>::nr;
@@ -292,11 +294,14 @@ struct micro_kernel {
   using tile = V[MR][NV];
 
   // Rows [0, R) of the tile: R == MR in the body, fewer for the last panel of A.
-  template <int R, bool PrefetchB = true, class TB = float>
+  template <int R, bool PrefetchB = true, class TB = float, bool StreamNext = false>
   [[gnu::always_inline]] static inline void compute_rows(std::ptrdiff_t k, const float* a,
                                                          std::ptrdiff_t a_istride,
                                                          std::ptrdiff_t a_kstride, const TB* b,
-                                                         std::ptrdiff_t b_kstride, tile& out) {
+                                                         std::ptrdiff_t b_kstride, tile& out,
+                                                         const TB* next = nullptr,
+                                                         std::ptrdiff_t next_step = 0,
+                                                         std::ptrdiff_t next_last = 0) {
     V acc[R][NV];  // local, so it stays in registers (vector types may alias any memory)
 #pragma GCC unroll 16
     for (int i = 0; i < R; ++i)
@@ -319,6 +324,7 @@ struct micro_kernel {
         for (int v = 0; v < NR; v += int(64 / sizeof(TB)))  // one per cache line
           __builtin_prefetch(b + (p + prefetch_distance<R, TB>) * b_kstride + v, 0, 3);
       }
+      if constexpr (StreamNext) __builtin_prefetch(next + std::min(p * next_step, next_last), 0, 2);
 #pragma GCC unroll 16
       for (int i = 0; i < R; ++i) {
         const V ai = V(row_base[i / 4][p * a_kstride + (i % 4) * a_istride]);
@@ -336,18 +342,24 @@ struct micro_kernel {
   // whose accumulators stay in registers through `use`; otherwise the out-of-line tail, whose
   // tile lives in memory. (One call site taking either path would put the full panel's tile in
   // memory too: 24 extra stores per tile, ~6% of a k = 32 tile.)
-  template <bool PrefetchB = true, class TB, class Use>
+  template <bool PrefetchB = true, class TB, class Use, bool StreamNext = false>
   [[gnu::always_inline]] static inline void compute(std::ptrdiff_t rows, std::ptrdiff_t k,
                                                     const float* a, std::ptrdiff_t a_istride,
                                                     std::ptrdiff_t a_kstride, const TB* b,
-                                                    std::ptrdiff_t b_kstride, Use&& use) {
+                                                    std::ptrdiff_t b_kstride, Use&& use,
+                                                    std::bool_constant<StreamNext> = {},
+                                                    const TB* next = nullptr,
+                                                    std::ptrdiff_t next_step = 0,
+                                                    std::ptrdiff_t next_last = 0) {
     if (rows == MR) {
       tile acc;
-      compute_rows<MR, PrefetchB, TB>(k, a, a_istride, a_kstride, b, b_kstride, acc);
+      compute_rows<MR, PrefetchB, TB, StreamNext>(k, a, a_istride, a_kstride, b, b_kstride, acc,
+                                                  next, next_step, next_last);
       use(acc);
     } else {
       tile acc;
-      compute_tail<PrefetchB, TB>(rows, k, a, a_istride, a_kstride, b, b_kstride, acc);
+      compute_tail<PrefetchB, TB, StreamNext>(rows, k, a, a_istride, a_kstride, b, b_kstride, acc,
+                                              next, next_step, next_last);
       use(acc);
     }
   }
@@ -364,21 +376,25 @@ struct micro_kernel {
   }
 
   // Fewer than MR rows (the last panel of A), out of line.
-  template <bool PrefetchB = true, class TB = float>
+  template <bool PrefetchB = true, class TB = float, bool StreamNext = false>
   [[gnu::noinline]] static void compute_tail(std::ptrdiff_t rows, std::ptrdiff_t k, const float* a,
                                              std::ptrdiff_t a_istride, std::ptrdiff_t a_kstride,
-                                             const TB* b, std::ptrdiff_t b_kstride, tile& acc) {
-    tail_table<PrefetchB, TB>(std::make_integer_sequence<int, MR>{})[rows](
-        k, a, a_istride, a_kstride, b, b_kstride, acc);
+                                             const TB* b, std::ptrdiff_t b_kstride, tile& acc,
+                                             const TB* next = nullptr,
+                                             std::ptrdiff_t next_step = 0,
+                                             std::ptrdiff_t next_last = 0) {
+    tail_table<PrefetchB, TB, StreamNext>(std::make_integer_sequence<int, MR>{})[rows](
+        k, a, a_istride, a_kstride, b, b_kstride, acc, next, next_step, next_last);
   }
 
  private:
   template <class TB>
   using tail_fn = void (*)(std::ptrdiff_t, const float*, std::ptrdiff_t, std::ptrdiff_t, const TB*,
-                           std::ptrdiff_t, tile&);
-  template <bool PrefetchB, class TB, int... R>
+                           std::ptrdiff_t, tile&, const TB*, std::ptrdiff_t, std::ptrdiff_t);
+  template <bool PrefetchB, class TB, bool StreamNext, int... R>
   static const tail_fn<TB>* tail_table(std::integer_sequence<int, R...>) {
-    static constexpr tail_fn<TB> table[] = {&compute_rows < R == 0 ? 1 : R, PrefetchB, TB > ...};
+    static constexpr tail_fn<TB> table[] = {
+        &compute_rows < R == 0 ? 1 : R, PrefetchB, TB, StreamNext > ...};
     return table;
   }
   // How many rank-1 updates ahead B is prefetched: 4 for a full tile; 4 KiB of the panel ahead
@@ -585,6 +601,57 @@ void gemm_run_k_blocked(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, co
   }
 }
 
+// The streaming order, for products of few rows whose B is large (at most stream_tiles panels of
+// mr rows, A read in place and within 1 MiB so that it stays in L2, B of 512 KiB or more): each B
+// panel meets every row before the next panel, so B is read once, and each of the panel's tiles
+// brings its share of the next panel into L2 as it computes. A product of few rows does 2 * m
+// FLOPs per element of B (64 for 32 rows), too few to hide B coming from memory in bursts, as the
+// row order fetches it (a batch-1 encoder's weights do not stay in the caches: 43 MB for
+// all-MiniLM-L6-v2); here the stream runs all the time, at the rate the tiles consume it. Threads
+// take equal ranges of panels rather than of rows, so each reads only its part of B. A single tile
+// of rows (a decode step) keeps the prefetch a few updates ahead into L1. k is never cut into
+// blocks here (A stays in L2 whole). A smaller B stays in the caches from one call to the next,
+// where the row order measured a few percent faster.
+constexpr std::ptrdiff_t stream_tiles = 12, stream_min_b_bytes = std::ptrdiff_t(1) << 19;
+
+template <class Arch, class Ep, class OutT, class TB>
+void gemm_run_streaming(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a,
+                        std::ptrdiff_t lda, bool trans_a, const packed_b<Arch, TB>& b, OutT* c,
+                        std::ptrdiff_t ldc, const Ep& ep, thread_pool* pool) {
+  using mk = micro_kernel<Arch>;
+  constexpr int MR = mk::MR, NR = mk::NR;
+  constexpr bool paired = is_pair_epilogue<Ep>;
+  constexpr std::ptrdiff_t cols_per_panel = paired ? NR / 2 : NR;
+  const std::ptrdiff_t m_tiles = (m + MR - 1) / MR;
+  // Each tile prefetches one line per update, next_step elements apart: the tiles of a panel
+  // together cover the next panel (k * NR elements).
+  const std::ptrdiff_t next_step = (NR + m_tiles - 1) / m_tiles, panel_size = k * NR;
+  parallel_for(pool, b.panels(), [&](std::ptrdiff_t p0, std::ptrdiff_t p1, int) {
+    for (std::ptrdiff_t jp = p0; jp < p1; ++jp) {
+      const std::ptrdiff_t j0 = jp * cols_per_panel,
+                           cols = std::min<std::ptrdiff_t>(cols_per_panel, n - j0);
+      for (std::ptrdiff_t ti = 0; ti < m_tiles; ++ti) {
+        const std::ptrdiff_t i0 = ti * MR, rows = std::min<std::ptrdiff_t>(MR, m - i0);
+        const float* ap = trans_a ? a + i0 : a + i0 * lda;
+        const std::ptrdiff_t a_is = trans_a ? 1 : lda, a_ks = trans_a ? lda : 1;
+        auto store = [&](typename mk::tile& acc) {
+          if constexpr (paired)
+            store_pair_tile<Arch>(acc, rows, cols, i0, j0, c, ldc, ep);
+          else
+            store_tile<Arch>(acc, rows, cols, i0, j0, c, ldc, ep);
+        };
+        const std::ptrdiff_t share = ti * k * next_step;
+        if (m_tiles == 1 || jp + 1 == p1 || share >= panel_size)
+          mk::template compute<true>(rows, k, ap, a_is, a_ks, b.panel(jp), NR, store);
+        else
+          mk::template compute<false>(rows, k, ap, a_is, a_ks, b.panel(jp), NR, store,
+                                      std::true_type{}, b.panel(jp + 1) + share, next_step,
+                                      panel_size - 1 - share);
+      }
+    }
+  });
+}
+
 template <class Arch, class Ep, class OutT, class TB>
 void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a,
               std::ptrdiff_t lda, bool trans_a, const packed_b<Arch, TB>& b, OutT* c,
@@ -603,15 +670,21 @@ void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float*
   // partial sums would need both products' columns in C).
   constexpr bool paired = is_pair_epilogue<Ep>;
   constexpr std::ptrdiff_t cols_per_panel = paired ? NR / 2 : NR;
+  // A is read in place (broadcasts need no layout; packing cost up to 20% at n = 128); its rows
+  // are copied only when rows 4 KiB apart would fight for the same L1 sets.
+  const bool pack_a = !trans_a && (lda * 4) % 4096 == 0;
+  if (!pack_a && (m + MR - 1) / MR <= stream_tiles &&
+      m * k * std::ptrdiff_t(sizeof(float)) <= l2_budget &&
+      n_panels * panel_bytes >= stream_min_b_bytes) {
+    gemm_run_streaming<Arch>(m, n, k, a, lda, trans_a, b, c, ldc, ep, pool);
+    return;
+  }
   if constexpr (std::is_same_v<OutT, float> && !paired) {
     if (k > k_block_threshold) {
       gemm_run_k_blocked<Arch>(m, n, k, a, lda, trans_a, b, c, ldc, ep, workspace, pool);
       return;
     }
   }
-  // A is read in place (broadcasts need no layout; packing cost up to 20% at n = 128); its rows
-  // are copied only when rows 4 KiB apart would fight for the same L1 sets.
-  const bool pack_a = !trans_a && (lda * 4) % 4096 == 0;
   // When one B panel fits in L1, hold it there and stream the A panels (12 floats per rank-1
   // update) from L2, instead of streaming B (32 floats per update).
   const bool b_outer = !pack_a && std::ptrdiff_t(k) * NR * std::ptrdiff_t(sizeof(TB)) <= (32 << 10);
