@@ -7,7 +7,9 @@ sentences of 8-64 tokens).
   embed.py --model DIR --build BUILD --out DIR [--threads 1 2] [--rounds 5] [--batches 1 32]
 
 Each peer is a process of its own, pinned with taskset as in race.py (one thread: CPU 1; two:
-CPUs 0 and 1), with the thread variables of its thread count in its environment. Every peer first
+CPUs 0 and 1), with the thread variables of its thread count in its environment; fusedsl on two
+threads runs the polling pool (cpu::threads{2, 50us}, race.py's FUSEDSL_SPIN_US; ONNX Runtime's
+intra-op pool spins by default too). Every peer first
 embeds all sentences; the run stops unless fusedsl's and ONNX Runtime's embeddings agree with
 sentence-transformers' (each sentence's cosine >= 0.99999, every component within 1e-4). Then, in
 each round, for each batch size, every peer (in an order that rotates with the round) makes one
@@ -69,7 +71,10 @@ def start(key, threads, a, out):
     common = ["--model", a.model, "--sentences", a.sentences, "--output", output,
               "--threads", n]
     if key == "fusedsl":
-        cmd = [os.path.join(a.build, "benchmarks", "race", "race_embed_fusedsl")] + common
+        # Two threads: the polling pool, as in race.py (ONNX Runtime's pool spins too).
+        spin = race.FUSEDSL_SPIN_US if threads > 1 else 0
+        cmd = ([os.path.join(a.build, "benchmarks", "race", "race_embed_fusedsl")] + common
+               + ["--spin-us", str(spin)])
     else:
         cmd = [sys.executable, os.path.join(here, "embed_peer.py"), "--peer", key,
                "--onnx", os.path.join(out, "minilm.onnx")] + common
@@ -145,6 +150,8 @@ def main():
                     "real_token_gflops": real_flops / med * 1e-9,
                     "fraction_of_fma_peak": real_flops / med / peak,
                     "agreement_with_sentence_transformers": agree.get(k),
+                    "thread_settings": race.thread_settings(
+                        "torch_eager" if k == "sentence_transformers" else k, threads),
                     "peak_rss_bytes": peers[k].memory()["peak_rss_bytes"]})
         finally:
             for p in peers.values():

@@ -3,14 +3,16 @@
 //
 //   race_embed_fusedsl --fma-peak
 //       the start-up FMA-chain peak of the core it runs on (fma_peak.hpp)
-//   race_embed_fusedsl --model DIR --sentences FILE --output FILE.npy [--threads N]
-//       embeds the sentences (one per line) once in calls of 32, writes the embeddings, replies
+//   race_embed_fusedsl --model DIR --sentences FILE --output FILE.npy [--threads N] [--spin-us U]
+//       embeds the sentences (one per line) once in calls of 32 (on cpu::threads{N, U us}: U > 0
+//       is a pool that polls U microseconds for work), writes the embeddings, replies
 //       ready, then serves the driver on stdin: `run B K W` (W untimed passes over every sentence
 //       in calls of B sentences, then K timed ones) and `quit`.
 //
 // Every reply is one line on stdout starting with "@@race " and holding a JSON object; times are
 // wall-clock seconds per pass (CLOCK_MONOTONIC). Errors go to stderr, with exit status 1.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -72,14 +74,19 @@ int serve(const std::map<std::string, std::string>& opt) {
     return it->second;
   };
   const int threads = opt.count("threads") ? std::stoi(opt.at("threads")) : 1;
+  const long spin_us = opt.count("spin-us") ? std::stol(opt.at("spin-us")) : 0;
   const std::vector<std::string> sentences = read_lines(get("sentences"));
-  models::sentence_embedder e(get("model"), {&models::minilm_l6_variant(), 1},
-                              {.threads = fd::cpu::threads{threads}, .max_batch = 32, .warn = {}});
+  models::sentence_embedder e(
+      get("model"), {&models::minilm_l6_variant(), 1},
+      {.threads = fd::cpu::threads{threads, std::chrono::microseconds(spin_us)},
+       .max_batch = 32,
+       .warn = {}});
   const std::vector<float> emb = pass(e, sentences, 32);
   const std::vector<std::int64_t> shape = {std::int64_t(sentences.size()), e.dimension()};
   fd::io::write_npy<float>(get("output"), emb, shape);
   std::ostringstream r;
-  r << "{\"ready\": true, \"sentences\": " << sentences.size()
+  r << "{\"ready\": true, \"threads\": " << threads << ", \"spin_us\": " << spin_us
+    << ", \"sentences\": " << sentences.size()
     << ", \"tokens\": " << e.stats().tokens << ", \"rss_bytes\": " << peak_rss_bytes() << "}";
   reply(r.str());
   std::string cmd;
