@@ -20,8 +20,12 @@ const encoder_variant& minilm_l6_variant() {
           return make_minilm_l6_bucket_24(s.batch, t);
         case 32:
           return make_minilm_l6_bucket_32(s.batch, t);
+        case 40:
+          return make_minilm_l6_bucket_40(s.batch, t);
         case 48:
           return make_minilm_l6_bucket_48(s.batch, t);
+        case 56:
+          return make_minilm_l6_bucket_56(s.batch, t);
         case 64:
           return make_minilm_l6_bucket_64(s.batch, t);
         case 128:

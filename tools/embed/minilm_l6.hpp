@@ -9,7 +9,8 @@
 
 namespace fusedsl::models {
 
-inline constexpr std::array<std::int64_t, 7> minilm_l6_lengths = {16, 24, 32, 48, 64, 128, 256};
+inline constexpr std::array<std::int64_t, 9> minilm_l6_lengths = {16, 24, 32, 40, 48, 56,
+                                                                   64, 128, 256};
 inline constexpr std::array<std::int64_t, 2> minilm_l6_batches = {1, 8};
 
 // The bucket of batch `batch` (1 or 8) and length L, from the translation unit of that length.
@@ -18,7 +19,9 @@ inline constexpr std::array<std::int64_t, 2> minilm_l6_batches = {1, 8};
 FUSEDSL_MINILM_L6_DECLARE(16)
 FUSEDSL_MINILM_L6_DECLARE(24)
 FUSEDSL_MINILM_L6_DECLARE(32)
+FUSEDSL_MINILM_L6_DECLARE(40)
 FUSEDSL_MINILM_L6_DECLARE(48)
+FUSEDSL_MINILM_L6_DECLARE(56)
 FUSEDSL_MINILM_L6_DECLARE(64)
 FUSEDSL_MINILM_L6_DECLARE(128)
 FUSEDSL_MINILM_L6_DECLARE(256)
