@@ -159,36 +159,41 @@ TEST_CASE_TEMPLATE("gemm with bf16 weights equals gemm with the same weights wid
 TEST_CASE_TEMPLATE("gemm on bf16 panels (widened as loaded) equals gemm on f32 panels, bitwise",
                    Arch, FUSEDSL_CPU_ARCHS) {
   // The few-row products of a decode step: one row, a tile's worth, 32 rows, a long k (blocked
-  // through C), an odd n, B read in place or transposed, with an epilogue, on one thread or two.
+  // through C), an odd n, B read in place or transposed, with an epilogue, on one thread or two;
+  // n = 200 at k = 768 makes f32 panels of B over 512 KiB and bf16 panels under it (both take the
+  // streaming order, which the f32 panels' size decides).
   for (std::ptrdiff_t m : {1, 5, 12, 32})
     for (std::ptrdiff_t kk : {1, 70, 768})
-      for (bool tb : {false, true}) {
-        CAPTURE(m);
-        CAPTURE(kk);
-        CAPTURE(tb);
-        problem pr(m, 77, kk, false, tb);
-        std::vector<k::bf16_bits> b16(pr.b.size());
-        for (std::size_t i = 0; i < pr.b.size(); ++i) {
-          b16[i] = k::to_bf16(pr.b[i]);
-          pr.b[i] = k::from_bf16(b16[i]);
+      for (std::ptrdiff_t n : {77, 200})
+        for (bool tb : {false, true}) {
+          if (n == 200 && kk != 768) continue;
+          CAPTURE(m);
+          CAPTURE(kk);
+          CAPTURE(n);
+          CAPTURE(tb);
+          problem pr(m, n, kk, false, tb);
+          std::vector<k::bf16_bits> b16(pr.b.size());
+          for (std::size_t i = 0; i < pr.b.size(); ++i) {
+            b16[i] = k::to_bf16(pr.b[i]);
+            pr.b[i] = k::from_bf16(b16[i]);
+          }
+          std::vector<k::bf16_bits> panels(k::packed_b_floats<Arch>(pr.kk, pr.n));
+          const auto pb = k::pack_b_bf16_panels<Arch>(pr.kk, pr.n, b16.data(), tb ? 1 : pr.ldb,
+                                                      tb ? pr.ldb : 1, panels.data());
+          k::gemm_epilogue ep;
+          ep.bias = pr.bias.data(), ep.act = fusedsl::graph::op_kind::gelu_tanh;
+          ep.residual = pr.res.data(), ep.ld_residual = pr.ldc;
+          const auto want = run<Arch, float>(pr, ep);
+          for (int threads : {1, 2}) {
+            CAPTURE(threads);
+            k::thread_pool pool(threads);
+            std::vector<float> ws(k::gemm_workspace_floats<Arch>(pr.kk, threads));
+            std::vector<float> c(std::size_t(pr.m * pr.ldc), 7.0f);
+            k::gemm<Arch>(pr.m, pr.n, pr.kk, pr.a.data(), pr.lda, false, pb, c.data(), pr.ldc, ep,
+                          ws.data(), &pool);
+            CHECK(std::memcmp(c.data(), want.data(), c.size() * sizeof(float)) == 0);
+          }
         }
-        std::vector<k::bf16_bits> panels(k::packed_b_floats<Arch>(pr.kk, pr.n));
-        const auto pb = k::pack_b_bf16_panels<Arch>(pr.kk, pr.n, b16.data(), tb ? 1 : pr.ldb,
-                                                    tb ? pr.ldb : 1, panels.data());
-        k::gemm_epilogue ep;
-        ep.bias = pr.bias.data(), ep.act = fusedsl::graph::op_kind::gelu_tanh;
-        ep.residual = pr.res.data(), ep.ld_residual = pr.ldc;
-        const auto want = run<Arch, float>(pr, ep);
-        for (int threads : {1, 2}) {
-          CAPTURE(threads);
-          k::thread_pool pool(threads);
-          std::vector<float> ws(k::gemm_workspace_floats<Arch>(pr.kk, threads));
-          std::vector<float> c(std::size_t(pr.m * pr.ldc), 7.0f);
-          k::gemm<Arch>(pr.m, pr.n, pr.kk, pr.a.data(), pr.lda, false, pb, c.data(), pr.ldc, ep,
-                        ws.data(), &pool);
-          CHECK(std::memcmp(c.data(), want.data(), c.size() * sizeof(float)) == 0);
-        }
-      }
   std::vector<k::bf16_bits> none;
   CHECK_THROWS_AS(k::pack_b_bf16_panels<Arch>(4, 4, nullptr, 4, 1, none.data()),
                   std::invalid_argument);

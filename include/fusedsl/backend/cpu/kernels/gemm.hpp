@@ -610,8 +610,9 @@ void gemm_run_k_blocked(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, co
 // all-MiniLM-L6-v2); here the stream runs all the time, at the rate the tiles consume it. Threads
 // take equal ranges of panels rather than of rows, so each reads only its part of B. A single tile
 // of rows (a decode step) keeps the prefetch a few updates ahead into L1. k is never cut into
-// blocks here (A stays in L2 whole). A smaller B stays in the caches from one call to the next,
-// where the row order measured a few percent faster.
+// blocks here (A stays in L2 whole). The 512 KiB count bf16 panels as if widened to f32. A smaller
+// B stays in the caches from one call to the next, where the row order measured a few percent
+// faster.
 constexpr std::ptrdiff_t stream_tiles = 12, stream_min_b_bytes = std::ptrdiff_t(1) << 19;
 
 template <class Arch, class Ep, class OutT, class TB>
@@ -673,9 +674,12 @@ void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float*
   // A is read in place (broadcasts need no layout; packing cost up to 20% at n = 128); its rows
   // are copied only when rows 4 KiB apart would fight for the same L1 sets.
   const bool pack_a = !trans_a && (lda * 4) % 4096 == 0;
+  // B's size as f32 panels decides, so that bf16 panels take the order the same B widened to f32
+  // takes, and give the same sums.
   if (!pack_a && (m + MR - 1) / MR <= stream_tiles &&
       m * k * std::ptrdiff_t(sizeof(float)) <= l2_budget &&
-      n_panels * panel_bytes >= stream_min_b_bytes) {
+      n_panels * std::max<std::ptrdiff_t>(k, 1) * NR * std::ptrdiff_t(sizeof(float)) >=
+          stream_min_b_bytes) {
     gemm_run_streaming<Arch>(m, n, k, a, lda, trans_a, b, c, ldc, ep, pool);
     return;
   }
