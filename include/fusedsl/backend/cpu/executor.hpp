@@ -6,8 +6,10 @@
 // weights. Weights are bound once by name (shapes and dtypes checked) and packed into GEMM panels
 // then. A call allocates nothing: inputs are bound by name or position, outputs are written to
 // user memory. What is packed is a copy: a GEMM weight changed after bind counts once it is bound
-// again; inputs and the other parameters (biases, norms' gamma and beta) are read from the bound
-// memory at each call, so it must outlive the calls. No output may share memory with a bound
+// again; executors given one packed_weight_cache (share_packed_weights, cpu/weight_cache.hpp)
+// hold one copy of the panels of weights they bind from the same memory. Inputs and the other
+// parameters (biases, norms' gamma and beta) are read from the bound memory at each call, so it
+// must outlive the calls. No output may share memory with a bound
 // tensor or another output (run() checks; binding_error). Every dtype of the graph is bound and
 // read as itself (f32, bf16, f16, i32, bool).
 //
@@ -33,11 +35,13 @@
 // bf16 at each call, products accumulated in f32. Attention groups without score ops run on the
 // tiles too (kernels/attention_amx.hpp: Q, K, V and the probabilities rounded to bf16, softmax in
 // f32) unless `amx_bf16{.attention = false}`. Elsewhere the option changes nothing.
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <ctime>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -49,6 +53,7 @@
 #include "fusedsl/backend/cpu/kernels/codegen.hpp"
 #include "fusedsl/backend/cpu/kernels/gemm.hpp"
 #include "fusedsl/backend/cpu/kernels/threads.hpp"
+#include "fusedsl/backend/cpu/weight_cache.hpp"
 #include "fusedsl/core/error.hpp"
 #include "fusedsl/core/tensor.hpp"
 #include "fusedsl/plan/lower.hpp"
@@ -122,6 +127,8 @@ struct memory_footprint {
   std::size_t arena = 0;           // the plan's arena (constexpr size)
   std::size_t workspace = 0;       // the kernels' per-thread tiles and packing buffers
   std::size_t packed_weights = 0;  // GEMM weights packed at bind (f32 panels, bf16 for AMX)
+  std::size_t shared_weights = 0;  // panels it reads from a packed_weight_cache, shared with other
+                                   // executors (not in total(): the cache holds them)
   std::size_t interpreter = 0;     // the interpreter's buffers (interpreter_only, refused groups)
   std::size_t states = 0;          // the program's states (fd::state), kept across calls
   std::size_t total() const { return arena + workspace + packed_weights + interpreter + states; }
@@ -160,8 +167,7 @@ class executor {
     plan_workspace();
     arena_ = aligned_buffer(std::size_t(mp.arena_bytes) + 64);
     scratch_ = aligned_buffer(scratch_floats_ * sizeof(float) + 64);
-    packed_ = aligned_buffer(packed_floats_ * sizeof(float) + 64);
-    packed_bf16_ = aligned_buffer(packed_bf16_elements_ * sizeof(kernels::bf16_bits) + 64);
+    assign_pack_storage();
     if (interpreter_only_ || lowered::value.n_refused > 0) make_interpreter_buffers();
     make_states();
     for (int o = 0; o < g.n_outputs; ++o) {
@@ -275,6 +281,20 @@ class executor {
     if (states_.size()) std::memset(states_.data(), 0, states_.size());
   }
 
+  // Read the GEMM weights' panels from `cache`, shared with the other executors given it
+  // (cpu/weight_cache.hpp): a weight bound from the same memory, read the same way, is packed once
+  // for all of them. Before any parameter is bound; a null cache makes the panels this executor's
+  // own again. GEMM pairs and AMX tiles keep their own panels.
+  void share_packed_weights(std::shared_ptr<packed_weight_cache> cache) {
+    for (const slot& s : slots_)
+      if (g[s.node].op == op_kind::param && s.data != nullptr)
+        throw binding_error("share_packed_weights: \"" + s.name +
+                            "\" is bound already (share before binding any parameter)");
+    cache_ = std::move(cache);
+    for (packed_ref& p : packs_) p.shared = cache_ != nullptr && !p.pair && !p.amx;
+    assign_pack_storage();
+  }
+
   executor_stats stats() const {
     executor_stats s = stats_;
     for (const packed_ref& p : packs_) s.amx_matmuls += p.amx && p.ready;
@@ -287,6 +307,14 @@ class executor {
     f.arena = arena_.size();
     f.workspace = scratch_.size();
     f.packed_weights = packed_.size() + packed_bf16_.size();
+    std::vector<const void*> seen;
+    for (const packed_ref& p : packs_) {
+      if (!p.shared || p.panels == nullptr ||
+          std::find(seen.begin(), seen.end(), p.panels) != seen.end())
+        continue;
+      seen.push_back(p.panels);
+      f.shared_weights += p.size * (p.bf16_storage ? sizeof(kernels::bf16_bits) : sizeof(float));
+    }
     f.interpreter = interp_.size() + interp_scratch_.size();
     f.states = states_.size();
     return f;
@@ -344,13 +372,18 @@ class executor {
   };
   struct packed_ref {
     int group = -1, part = 0, iter = 0;
-    std::size_t offset = 0;  // floats into packed_, or (amx) bf16 elements into packed_bf16_
+    std::size_t size = 0;    // elements of its storage: f32, or bf16 where bf16_storage
+    std::size_t offset = 0;  // elements into packed_ (f32) or packed_bf16_ (bf16_storage)
     bool ready = false;
     bool amx = false;  // packed for the AMX tiles (bf16 weights, amx_bf16 opted in); otherwise
-                       // in packed_bf16_ where uses_bf16_panels(part), else f32 in packed_
+                       // bf16 panels where uses_bf16_panels(part), else f32 panels
+    bool bf16_storage = false;  // amx or bf16 panels
     const kernels::bf16_bits* amx_data = nullptr;  // the packed panels (aligned inside the slot)
     bool pair = false;      // the part's B and its pair's, side by side (pack_b_pair_half)
     std::uint8_t halves = 0;  // pair: which of the two have been packed (bits 0 and 1)
+    bool shared = false;    // its panels live in the packed_weight_cache (not pairs, not amx)
+    void* panels = nullptr;  // where its panels are (not amx): in packed_ / packed_bf16_ or the
+                             // cache; set when storage is assigned, or (shared) when packed
   };
 
   // ---- setup ----
@@ -454,31 +487,19 @@ class executor {
           const bool amx = amx_ && uses_amx_tiles(p);
           if (amx) w = std::max(w, kernels::gemm_amx_workspace_elements(p.m, p.k) / 2 + 64);
           need = std::max(need, w);
-          if (p.b_param && pair_active(p)) {
+          if (p.b_param)
             for (int it = 0; it < iters; ++it) {
-              packed_ref r{gi, q, it, 0, false};
-              r.pair = true;
-              if (uses_bf16_panels(p)) {
-                r.offset = packed_bf16_elements_;
-                packed_bf16_elements_ += kernels::packed_b_floats<arch>(p.k, 2 * p.n) + 32;
-              } else {
-                r.offset = packed_floats_;
-                packed_floats_ += kernels::packed_b_floats<arch>(p.k, 2 * p.n) + 16;
-              }
+              packed_ref r;
+              r.group = gi;
+              r.part = q;
+              r.iter = it;
+              r.pair = pair_active(p);
+              r.amx = !r.pair && amx;
+              r.bf16_storage = r.amx || uses_bf16_panels(p);
+              const std::int64_t n = r.pair ? 2 * p.n : p.n;
+              r.size = r.amx ? kernels::packed_b_bf16_elements(p.k, p.n) + 32
+                             : kernels::packed_b_floats<arch>(p.k, n) + (r.bf16_storage ? 32 : 16);
               packs_.push_back(r);
-            }
-          } else if (p.b_param)
-            for (int it = 0; it < iters; ++it) {
-              if (amx) {
-                packs_.push_back({gi, q, it, packed_bf16_elements_, false, true});
-                packed_bf16_elements_ += kernels::packed_b_bf16_elements(p.k, p.n) + 32;
-              } else if (uses_bf16_panels(p)) {
-                packs_.push_back({gi, q, it, packed_bf16_elements_, false});
-                packed_bf16_elements_ += kernels::packed_b_floats<arch>(p.k, p.n) + 32;
-              } else {
-                packs_.push_back({gi, q, it, packed_floats_, false});
-                packed_floats_ += kernels::packed_b_floats<arch>(p.k, p.n) + 16;
-              }
             }
         }
       } else if (d.kind == plan::kernel_kind::attention) {
@@ -502,6 +523,29 @@ class executor {
     scratch_floats_ = need;
   }
 
+  // Offsets into packed_ and packed_bf16_ for the packs not shared, and the buffers.
+  void assign_pack_storage() {
+    std::size_t floats = 0, bf16 = 0;
+    for (packed_ref& p : packs_) {
+      if (p.shared) continue;
+      p.offset = p.bf16_storage ? bf16 : floats;
+      (p.bf16_storage ? bf16 : floats) += p.size;
+    }
+    packed_ = aligned_buffer(floats * sizeof(float) + 64);
+    packed_bf16_ = aligned_buffer(bf16 * sizeof(kernels::bf16_bits) + 64);
+    for (packed_ref& p : packs_) {
+      p.ready = false;
+      p.halves = 0;
+      p.amx_data = nullptr;
+      if (p.shared)
+        p.panels = nullptr;
+      else if (p.bf16_storage)
+        p.panels = reinterpret_cast<kernels::bf16_bits*>(packed_bf16_.data()) + p.offset;
+      else
+        p.panels = reinterpret_cast<float*>(packed_.data()) + p.offset;
+    }
+  }
+
   void pack_weights_of(const slot& s) {
     for (packed_ref& p : packs_) {
       if (p.iter != s.iter) continue;
@@ -521,12 +565,14 @@ class executor {
       } else if (uses_bf16_panels(part)) {
         if (w.type != dtype::bf16)
           throw binding_error("binding \"" + s.name + "\": this matmul weight must be bf16");
+        if (p.shared) p.panels = shared_panels(part, p, s, w.type, 1);
         kernels::pack_b_bf16_panels<arch>(
             part.k, part.n, static_cast<const kernels::bf16_bits*>(s.data) + part.b.offset,
-            part.b_ks, part.b_ns,
-            reinterpret_cast<kernels::bf16_bits*>(packed_bf16_.data()) + p.offset);
+            part.b_ks, part.b_ns, static_cast<kernels::bf16_bits*>(p.panels));
       } else {
-        float* dst = reinterpret_cast<float*>(packed_.data()) + p.offset;
+        if (p.shared && (w.type == dtype::bf16 || w.type == dtype::f32))
+          p.panels = shared_panels(part, p, s, w.type, 0);
+        float* dst = static_cast<float*>(p.panels);
         if (w.type == dtype::bf16)
           kernels::pack_b_strided<arch>(
               part.k, part.n, static_cast<const kernels::bf16_bits*>(s.data) + part.b.offset,
@@ -542,6 +588,23 @@ class executor {
     }
   }
 
+  // The cache's panels for this pack's weight as bound from `s` (layout 0: f32 panels, 1: bf16).
+  void* shared_panels(const plan::gemm_part& part, const packed_ref& p, const slot& s, dtype type,
+                      int layout) {
+    const std::size_t elem = layout == 1 ? sizeof(kernels::bf16_bits) : sizeof(float);
+    const std::size_t src_elem = type == dtype::bf16 ? sizeof(kernels::bf16_bits) : sizeof(float);
+    packed_weight_cache::key k;
+    k.data = reinterpret_cast<std::uintptr_t>(s.data) + std::uintptr_t(part.b.offset) * src_elem;
+    k.k = part.k;
+    k.n = part.n;
+    k.ks = part.b_ks;
+    k.ns = part.b_ns;
+    k.type = type;
+    k.layout = layout;
+    k.panel_width = kernels::gemm_tile<arch>::nr;
+    return cache_->panels(k, p.size * elem);
+  }
+
   // One weight of a GEMM pair into its half of the pair's panels; the pair is ready with both.
   void pack_pair_half(const plan::gemm_part& part, packed_ref& p, const slot& s,
                       const plan::strided_view& b, std::int64_t ks, std::int64_t ns, int half) {
@@ -551,11 +614,11 @@ class executor {
         throw binding_error("binding \"" + s.name + "\": this matmul weight must be bf16");
       kernels::pack_b_pair_half<arch>(
           part.k, part.n, static_cast<const kernels::bf16_bits*>(s.data) + b.offset, ks, ns, half,
-          reinterpret_cast<kernels::bf16_bits*>(packed_bf16_.data()) + p.offset);
+          static_cast<kernels::bf16_bits*>(p.panels));
     } else if (w.type == dtype::bf16) {
       kernels::pack_b_pair_half<arch>(
           part.k, part.n, static_cast<const kernels::bf16_bits*>(s.data) + b.offset, ks, ns, half,
-          reinterpret_cast<float*>(packed_.data()) + p.offset);
+          static_cast<float*>(p.panels));
     } else if (w.type == dtype::f32) {
       kernels::pack_b_pair_half<arch>(part.k, part.n, static_cast<const float*>(s.data) + b.offset,
                                       ks, ns, half,
@@ -747,13 +810,12 @@ class executor {
           const kernels::gen::gemm_pair_epilogue<D, P> ep2{val_.data()};
           if constexpr (uses_bf16_panels(p)) {
             const kernels::packed_b<arch, kernels::bf16_bits> bp{
-                reinterpret_cast<const kernels::bf16_bits*>(packed_bf16_.data()) + pre->offset,
-                p.k, 2 * p.n};
+                static_cast<const kernels::bf16_bits*>(pre->panels), p.k, 2 * p.n};
             kernels::gemm_pair_with<arch>(p.m, p.n, p.k, a, q.lda, q.trans_a, bp, c, p.n, ep2,
                                           ws, pool);
           } else {
-            const kernels::packed_b<arch> bp{
-                reinterpret_cast<const float*>(packed_.data()) + pre->offset, p.k, 2 * p.n};
+            const kernels::packed_b<arch> bp{static_cast<const float*>(pre->panels), p.k,
+                                             2 * p.n};
             kernels::gemm_pair_with<arch>(p.m, p.n, p.k, a, q.lda, q.trans_a, bp, c, p.n, ep2,
                                           ws, pool);
           }
@@ -772,16 +834,14 @@ class executor {
       // products that take them (a weight's B, so `pre` is set).
       if constexpr (uses_bf16_panels(p)) {
         const kernels::packed_b<arch, kernels::bf16_bits> bp{
-            reinterpret_cast<const kernels::bf16_bits*>(packed_bf16_.data()) + pre->offset, p.k,
-            p.n};
+            static_cast<const kernels::bf16_bits*>(pre->panels), p.k, p.n};
         kernels::gemm_with<arch>(p.m, p.n, p.k, a, q.lda, q.trans_a, bp, c, p.n, ep, ws, pool);
         continue;
       }
       kernels::packed_b<arch> bp;
       float* work = ws;
       if (pre) {
-        bp = kernels::packed_b<arch>{reinterpret_cast<const float*>(packed_.data()) + pre->offset,
-                                     p.k, p.n};
+        bp = kernels::packed_b<arch>{static_cast<const float*>(pre->panels), p.k, p.n};
       } else {
         static_assert(g[p.b.base].type == dtype::f32 || g[p.b.base].type == dtype::bf16,
                       "cpu::executor: a matmul's B must be f32 or bf16 (cast it)");
@@ -1154,7 +1214,8 @@ class executor {
   std::vector<slot> slots_;
   std::map<std::string, std::size_t> by_name_;
   std::vector<packed_ref> packs_;
-  std::size_t scratch_floats_ = 0, packed_floats_ = 0, packed_bf16_elements_ = 0;
+  std::size_t scratch_floats_ = 0;
+  std::shared_ptr<packed_weight_cache> cache_;  // share_packed_weights
   aligned_buffer arena_, scratch_, packed_, packed_bf16_, interp_, interp_scratch_, states_;
   std::array<void*, N> val_{};
   std::array<void*, N> state_ptr_{};  // each state's memory (inside states_)
