@@ -58,6 +58,17 @@ TEST_CASE("the decode step and every prefill bucket run as generated kernels, no
   CHECK(fd::cpu::executor<fm::gpt2_head_program<small_cfg, 128>>::kernels_plan().n_refused == 0);
 }
 
+TEST_CASE("the prefill buckets and the decode step hold one copy of the GEMM panels") {
+  model m("model.safetensors");
+  // c_attn, attn.c_proj, mlp.c_fc and mlp.c_proj per layer, and wte as the tied LM head: each
+  // packed once for the three buckets and the decode step (f32 weights, f32 panels).
+  CHECK(m.gen->packed_weights().entries() == std::size_t(4 * small_cfg::layers + 1));
+  const std::int64_t D = small_cfg::d, F = 4 * small_cfg::d;
+  const std::int64_t weights = small_cfg::layers * (D * 3 * D + D * D + D * F + F * D) + D * V;
+  CHECK(m.gen->packed_weights().bytes() >= std::size_t(weights) * sizeof(float));
+  CHECK(m.gen->packed_weights().bytes() < std::size_t(weights) * sizeof(float) * 5 / 4);
+}
+
 TEST_CASE("prefill and 64 KV-cache steps match transformers under teacher forcing") {
   model m("model.safetensors");
   const auto prompt = read_ids("prompt_ids.npy");

@@ -118,8 +118,18 @@ TEST_CASE("all-MiniLM-L6-v2 embeds the 380 reference sentences as sentence-trans
   CHECK(e.dimension() == 384);
   SUBCASE("from the committed ids, in batches of 8 and one by one") {
     check_agreement(compare_rows(e.embed_ids(ids), want, ids.size(), 384));
+    std::size_t made = 0, shared = 0;
     for (const auto& b : e.buckets())
-      if (b) CHECK(b->stats().interpreted_groups == 0);
+      if (b) {
+        CHECK(b->stats().interpreted_groups == 0);
+        // One copy of the GEMM panels for all buckets: each reads the same shared bytes.
+        CHECK(b->footprint().packed_weights <= 128);
+        CHECK(b->footprint().shared_weights > 0);
+        CHECK((shared == 0 || b->footprint().shared_weights == shared));
+        shared = b->footprint().shared_weights;
+        ++made;
+      }
+    CHECK(made >= 2);
     CHECK(e.stats().sentences == ids.size());
     CHECK(e.stats().padded_tokens >= e.stats().tokens);
   }

@@ -44,6 +44,9 @@ class bert_bucket final : public encoder_bucket {
   std::int64_t length() const override { return L; }
   std::int64_t dimension() const override { return Cfg::d; }
   std::vector<graph::binding_info> bindings() const override { return ex_.bindings(); }
+  void share_packed_weights(std::shared_ptr<cpu::packed_weight_cache> cache) override {
+    ex_.share_packed_weights(std::move(cache));
+  }
   void bind_weights(const io::safetensors_file& file) override {
     weights_ = io::bind_checkpoint(ex_, file, {.rename = bert_checkpoint_name, .convert = true});
   }

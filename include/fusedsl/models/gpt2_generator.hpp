@@ -11,10 +11,12 @@
 // its end; causal attention keeps the padding out of the real rows); the rows of its keys and
 // values that belong to the prompt are copied into the decode layers' caches, and every later
 // token is one decode step at position length(). Each layer runs in an executor of its own (the
-// same program, that layer's weights and cache). The checkpoint binds to every program (names as
-// Hugging Face saves them, with or without the "transformer." prefix; tensors no program reads,
-// such as "lm_head.weight" (tied to "wte.weight") and the "attn.bias" / "attn.masked_bias" buffers
-// of older checkpoints, are ignored). The file must outlive the generator.
+// same program, that layer's weights and cache); all executors share one packed_weight_cache, so
+// a weight's GEMM panels are held once for the buckets and the decode step. The checkpoint binds
+// to every program (names as Hugging Face saves them, with or without the "transformer." prefix;
+// tensors no program reads, such as "lm_head.weight" (tied to "wte.weight") and the "attn.bias" /
+// "attn.masked_bias" buffers of older checkpoints, are ignored). The file must outlive the
+// generator.
 //
 // Errors (model_error, naming the value at fault): an empty prompt, a prompt longer than the
 // largest bucket, a token id outside the vocabulary, a step when the cache holds n_positions
@@ -96,13 +98,16 @@ class gpt2_generator {
     tensor<std::int32_t, 1> argmax;
     std::vector<io::checkpoint_binding> weights;
 
-    explicit stage(const io::safetensors_file& file) {
+    stage(const io::safetensors_file& file, const std::shared_ptr<cpu::packed_weight_cache>& c) {
+      embed.share_packed_weights(c);
+      head.share_packed_weights(c);
       weights.push_back(detail::bind_gpt2_weights(embed, file, "", "the embeddings"));
       embed.bind("input_ids", ids);
       embed.bind_output(0, hidden[0]);
       for (int i = 0; i < L; ++i) {
         layers.push_back(std::make_unique<cpu::executor<Layer>>(Layer{}));
         cpu::executor<Layer>& ex = *layers.back();
+        ex.share_packed_weights(c);
         weights.push_back(
             detail::bind_gpt2_weights(ex, file, layer_prefix(i), "layer " + std::to_string(i)));
         ex.bind("x", hidden[std::size_t(i % 2)]);
@@ -120,7 +125,9 @@ class gpt2_generator {
   struct prefill_stage : stage<gpt2_prefill_embed_program<Cfg, T>,
                                gpt2_prefill_layer_program<Cfg, T>, gpt2_head_program<Cfg, T>, T> {
     std::array<tensor<float, H, T, Dh>, 2> kv;
-    explicit prefill_stage(const io::safetensors_file& file) : prefill_stage::stage(file) {
+    prefill_stage(const io::safetensors_file& file,
+                  const std::shared_ptr<cpu::packed_weight_cache>& c)
+        : prefill_stage::stage(file, c) {
       for (auto& ex : this->layers) {
         ex->bind_output(outs::key, kv[0]);
         ex->bind_output(outs::value, kv[1]);
@@ -136,8 +143,8 @@ class gpt2_generator {
   // Binds `file` to every program (a checkpoint_error names the program and every tensor at
   // fault).
   explicit gpt2_generator(const io::safetensors_file& file)
-      : prefill_{std::make_unique<prefill_stage<Buckets>>(file)...},
-        decode_(std::make_unique<decode_stage>(file)) {
+      : prefill_{std::make_unique<prefill_stage<Buckets>>(file, packed_)...},
+        decode_(std::make_unique<decode_stage>(file, packed_)) {
     decode_->embed.bind("pos", pos_);
     for (auto& ex : decode_->layers) ex->bind("pos", pos_);
   }
@@ -145,6 +152,8 @@ class gpt2_generator {
   gpt2_generator& operator=(const gpt2_generator&) = delete;
 
   static constexpr std::span<const std::int64_t> buckets() { return buckets_; }
+  // The GEMM panels all programs read (one entry per weight and panel layout).
+  const cpu::packed_weight_cache& packed_weights() const { return *packed_; }
   static constexpr std::int64_t max_prompt() { return buckets_.back(); }
   // The bucket a prompt of n tokens runs in; -1 when none holds it.
   static constexpr std::int64_t bucket_for(std::int64_t n) {
@@ -254,6 +263,9 @@ class gpt2_generator {
     argmax_ = st.argmax[0];
   }
 
+  // The GEMM panels of every program: one copy of each weight as a panel layout reads it (f32
+  // panels for the prefill buckets and, with f32 weights, the decode step).
+  std::shared_ptr<cpu::packed_weight_cache> packed_ = std::make_shared<cpu::packed_weight_cache>();
   std::tuple<std::unique_ptr<prefill_stage<Buckets>>...> prefill_;
   std::unique_ptr<decode_stage> decode_;
   tensor<std::int32_t> pos_;

@@ -10,8 +10,8 @@
 // a build carries for one model). A call tokenises its texts, sorts them by length and runs them
 // in chunks: a chunk of `batch` sentences (or fewer, padded with empty rows) takes the bucket of
 // that batch with the smallest L that holds its longest sentence; 1 to min_batch - 1 sentences
-// left over run one by one in the B = 1 buckets. Each bucket's executor is made (and its weights
-// packed) the first time a call needs it.
+// left over run one by one in the B = 1 buckets. Each bucket's executor is made the first time a
+// call needs it; all share one copy of the packed weights (cpu::packed_weight_cache).
 //
 // Threads: an embedder is not safe to call from two threads at once; use one per thread (each
 // packs its own weights). Inside a call, its kernels use options::threads (fd::cpu::threads).
@@ -42,6 +42,9 @@ class encoder_bucket {
   virtual std::int64_t dimension() const = 0;
   // What the program binds (its inputs and parameters, by name).
   virtual std::vector<graph::binding_info> bindings() const = 0;
+  // Reads the GEMM weights' panels from `cache`, shared with the other buckets given it
+  // (cpu/weight_cache.hpp); before bind_weights.
+  virtual void share_packed_weights(std::shared_ptr<cpu::packed_weight_cache> cache) = 0;
   // Binds the checkpoint's tensors (io::bind_checkpoint; a checkpoint_error lists what is wrong).
   virtual void bind_weights(const io::safetensors_file& file) = 0;
   // The inputs, batch x length row-major (padding: id 0, mask 0), and the output, batch x
@@ -239,6 +242,7 @@ class sentence_embedder {
   encoder_bucket& bucket(std::size_t i) {
     if (!buckets_[i]) {
       std::unique_ptr<encoder_bucket> e = variant_->make(variant_->shapes[i], options_.threads);
+      e->share_packed_weights(packed_);
       e->bind_weights(weights_);
       buckets_[i] = std::move(e);
     }
@@ -250,6 +254,9 @@ class sentence_embedder {
   const encoder_variant* variant_;
   text::wordpiece_tokenizer tokenizer_;
   io::safetensors_file weights_;
+  // The buckets' GEMM panels: one copy for all of them, so a call of one finds the weights the
+  // previous call of another read still in the caches.
+  std::shared_ptr<cpu::packed_weight_cache> packed_ = std::make_shared<cpu::packed_weight_cache>();
   std::vector<std::unique_ptr<encoder_bucket>> buckets_;
   embedder_stats stats_;
 };
