@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -114,9 +115,12 @@ TEST_CASE("all-MiniLM-L6-v2 embeds the 380 reference sentences as sentence-trans
 
   models::sentence_embedder e(
       model_dir(), {&models::minilm_l6_variant(), 1},
-      {.threads = fd::cpu::threads{1}, .max_batch = 8, .warn = [](const std::string&) {}});
+      {.threads = fd::cpu::threads{1},
+       .max_batch = 8,
+       .call_cost_tokens = 1e6,  // as few calls as can be: chunks of 8
+       .warn = [](const std::string&) {}});
   CHECK(e.dimension() == 384);
-  SUBCASE("from the committed ids, in batches of 8 and one by one") {
+  SUBCASE("from the committed ids, in batches of 8") {
     check_agreement(compare_rows(e.embed_ids(ids), want, ids.size(), 384));
     std::size_t made = 0, shared = 0;
     for (const auto& b : e.buckets())
@@ -132,6 +136,20 @@ TEST_CASE("all-MiniLM-L6-v2 embeds the 380 reference sentences as sentence-trans
     CHECK(made >= 2);
     CHECK(e.stats().sentences == ids.size());
     CHECK(e.stats().padded_tokens >= e.stats().tokens);
+    CHECK(e.stats().encoder_calls == std::int64_t((ids.size() + 7) / 8));
+  }
+  SUBCASE("the default split: fewer padded tokens, the same embeddings") {
+    models::sentence_embedder def(
+        model_dir(), {&models::minilm_l6_variant(), 1},
+        {.threads = fd::cpu::threads{1}, .max_batch = 8, .warn = [](const std::string&) {}});
+    check_agreement(compare_rows(def.embed_ids(ids), want, ids.size(), 384));
+    e.embed_ids(ids);
+    // The split minimises padded tokens + 2 per call on one thread: no worse than chunks of 8.
+    const auto cost = [](const models::embedder_stats& s) {
+      return s.padded_tokens + 2 * s.encoder_calls;
+    };
+    CHECK(cost(def.stats()) <= cost(e.stats()));
+    CHECK(def.stats().padded_tokens < e.stats().padded_tokens);
   }
   SUBCASE("from the text, through fusedsl's tokenizer") {
     check_agreement(compare_rows(e.embed(texts), want, texts.size(), 384));

@@ -5,8 +5,12 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -235,5 +239,120 @@ TEST_CASE("sentence_embedder names every checkpoint tensor at fault") {
     CHECK(contains(msg, "missing: 'embeddings.word_embeddings.weight' f32[30522,384]"));
     CHECK(contains(msg, "missing: 'encoder.layer.5.output.LayerNorm.bias' f32[384]"));
     CHECK(contains(msg, "(ignored, as the program does not use them: 'pooler.dense.bias')"));
+  }
+}
+
+namespace {
+
+// Buckets of 16, 24, ..., 64 tokens at batch 1 and 8, as all-MiniLM-L6-v2 carries up to 64;
+// batch 8 stops at 40 in `short_chunks`.
+std::int64_t bucket_of(std::int64_t b, std::int64_t n, std::int64_t chunk_longest = 64) {
+  if (b != 1 && n > chunk_longest) return 0;
+  for (std::int64_t l = 16; l <= 64; l += 8)
+    if (l >= n) return l;
+  return 0;
+}
+
+double plan_cost(const std::vector<models::encoder_call>& plan, double call_cost) {
+  double c = 0;
+  for (const models::encoder_call& k : plan) c += double(k.batch * k.length) + call_cost;
+  return c;
+}
+
+// The cheapest split by trying every one (sentences in sorted order, chunks of 2 to 8).
+double brute_force(const std::vector<std::int64_t>& len, std::size_t from, double call_cost) {
+  if (from == len.size()) return 0;
+  double best = double(bucket_of(1, len[from])) + call_cost + brute_force(len, from + 1, call_cost);
+  for (std::size_t m = 2; m <= 8 && from + m <= len.size(); ++m)
+    best = std::min(best, double(8 * bucket_of(8, len[from + m - 1])) + call_cost +
+                              brute_force(len, from + m, call_cost));
+  return best;
+}
+
+void check_covers(const std::vector<models::encoder_call>& plan,
+                  const std::vector<std::int64_t>& len) {
+  std::size_t next = 0;
+  for (const models::encoder_call& c : plan) {
+    CHECK(c.first == next);
+    CHECK(c.count >= 1);
+    CHECK(std::int64_t(c.count) <= c.batch);
+    CHECK(c.length >= len[c.first + c.count - 1]);
+    next += c.count;
+  }
+  CHECK(next == len.size());
+}
+
+}  // namespace
+
+TEST_CASE("plan_encoder_calls: the split of sorted sentences into calls that costs least") {
+  const auto bucket = [](std::int64_t b, std::int64_t n) { return bucket_of(b, n); };
+  SUBCASE("no sentences, no calls") {
+    CHECK(models::plan_encoder_calls({}, 8, 2.0, bucket).empty());
+  }
+  SUBCASE("eight sentences of one bucket: one chunk, unless a call costs nothing") {
+    const std::vector<std::int64_t> len(8, 20);
+    const auto plan = models::plan_encoder_calls(len, 8, 2.0, bucket);
+    REQUIRE(plan.size() == 1);
+    CHECK(plan[0].batch == 8);
+    CHECK(plan[0].length == 24);
+    CHECK(plan[0].count == 8);
+    const auto free = models::plan_encoder_calls(len, 8, 0.0, bucket);
+    CHECK(plan_cost(free, 0.0) == 8 * 24);
+  }
+  SUBCASE("spread lengths: one by one when padding costs more than the calls") {
+    const std::vector<std::int64_t> len = {9, 17, 25, 33, 41, 49, 57, 63};
+    const auto plan = models::plan_encoder_calls(len, 8, 2.0, bucket);
+    check_covers(plan, len);
+    CHECK(plan.size() == 8);
+    for (const auto& c : plan) CHECK(c.batch == 1);
+    // With calls costing a lot, one padded chunk is cheaper.
+    const auto dear = models::plan_encoder_calls(len, 8, 1000.0, bucket);
+    REQUIRE(dear.size() == 1);
+    CHECK(dear[0].batch == 8);
+    CHECK(dear[0].length == 64);
+  }
+  SUBCASE("chunk of 1: every sentence alone") {
+    const std::vector<std::int64_t> len = {10, 10, 10, 30};
+    const auto plan = models::plan_encoder_calls(len, 1, 1000.0, bucket);
+    CHECK(plan.size() == 4);
+    check_covers(plan, len);
+  }
+  SUBCASE("sentences no chunk bucket holds run alone") {
+    const std::vector<std::int64_t> len = {30, 30, 50, 50, 50};
+    const auto plan = models::plan_encoder_calls(
+        len, 8, 1000.0, [](std::int64_t b, std::int64_t n) { return bucket_of(b, n, 40); });
+    check_covers(plan, len);
+    REQUIRE(plan.size() == 4);
+    CHECK(plan[0].batch == 8);
+    CHECK(plan[0].count == 2);
+    for (std::size_t i = 1; i < 4; ++i) CHECK(plan[i].batch == 1);
+  }
+  SUBCASE("random lengths: as cheap as the best of every split, each sentence in one call") {
+    std::uint32_t state = 12345;
+    for (int round = 0; round < 40; ++round) {
+      std::vector<std::int64_t> len(1 + std::size_t(round % 13));
+      for (auto& l : len) {
+        state = state * 1664525u + 1013904223u;
+        l = 3 + std::int64_t(state >> 8) % 62;
+      }
+      std::sort(len.begin(), len.end());
+      const double call_cost = double(round % 5) * 3.0;
+      const auto plan = models::plan_encoder_calls(len, 8, call_cost, bucket);
+      check_covers(plan, len);
+      CHECK(plan_cost(plan, call_cost) == brute_force(len, 0, call_cost));
+    }
+  }
+}
+
+TEST_CASE("sentence_embedder refuses a call cost that is not finite") {
+  const model_dir d;
+  for (double bad : {std::nan(""), std::numeric_limits<double>::infinity()}) {
+    try {
+      models::sentence_embedder e(d.path(), {&models::minilm_l6_variant(), 1},
+                                  {.call_cost_tokens = bad, .warn = {}});
+      FAIL("no error");
+    } catch (const models::model_error& e) {
+      CHECK(contains(e.what(), "call_cost_tokens must be finite"));
+    }
   }
 }

@@ -7,15 +7,20 @@
 //
 // Shapes are compile-time, so the encoder is compiled for a set of buckets, each a batch size B
 // and a sequence length L (models/bert_bucket.hpp makes one; an encoder_variant lists the buckets
-// a build carries for one model). A call tokenises its texts, sorts them by length and runs them
-// in chunks: a chunk of `batch` sentences (or fewer, padded with empty rows) takes the bucket of
-// that batch with the smallest L that holds its longest sentence; 1 to min_batch - 1 sentences
-// left over run one by one in the B = 1 buckets. Each bucket's executor is made the first time a
-// call needs it; all share one copy of the packed weights (cpu::packed_weight_cache).
+// a build carries for one model). A call tokenises its texts, sorts them by length and splits
+// them into encoder calls (plan_encoder_calls): one sentence in the B = 1 bucket of the smallest L
+// that holds it, or 2 to `batch` consecutive sentences (padded with empty rows to `batch`) in the
+// bucket of the largest carried batch with the smallest L that holds their longest. The split
+// minimises the padded tokens computed plus, per call, embedder_options::call_cost_tokens: a
+// chunk computes each of its sentences at its longest one's bucket, a call of one sentence pays
+// the per-call cost (weights streamed from memory, kernel and thread start-up) alone. Each
+// bucket's executor is made the first time a call needs it; all share one copy of the packed
+// weights (cpu::packed_weight_cache).
 //
 // Threads: an embedder is not safe to call from two threads at once; use one per thread (each
 // packs its own weights). Inside a call, its kernels use options::threads (fd::cpu::threads).
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -76,6 +81,11 @@ struct embedder_options {
   cpu::threads threads{1};
   // Sentences per encoder call at most: the largest bucket batch used (1: one at a time).
   std::int64_t max_batch = 1 << 20;
+  // What one encoder call costs beyond the tokens it computes, in tokens' worth of time (the
+  // split into calls minimises padded tokens + this per call). Negative: the default, fitted on
+  // the embedding benchmark (docs/models.md, "Speed"): 2 on one thread, 9 on more, where each
+  // call's small products split less well over the threads.
+  double call_cost_tokens = -1;
   // Where the tokenizer's truncation notes go (empty: stderr).
   text::warning_sink warn;
 };
@@ -87,6 +97,51 @@ struct embedder_stats {
   std::int64_t padded_tokens = 0;  // batch x length of the buckets run
   std::int64_t encoder_calls = 0;
 };
+
+// One encoder call of a plan: sentences [first, first + count) of the length-sorted order, run in
+// a bucket of `batch` sentences and `length` tokens.
+struct encoder_call {
+  std::size_t first = 0;
+  std::size_t count = 0;
+  std::int64_t batch = 1;
+  std::int64_t length = 0;
+};
+
+// The split of sentences of `sorted_lengths` tokens (ascending) into encoder calls that minimises
+// sum(batch x length) + call_cost x calls: a call is one sentence in the batch-1 bucket that
+// holds it, or 2 to `chunk` consecutive sentences in a batch-`chunk` bucket that holds the last
+// (longest). `bucket_length(b, n)` gives the length of the smallest batch-b bucket holding n
+// tokens, or 0 when none does (then only batch-1 calls take that sentence). Dynamic programming
+// over the sorted order, O(size x chunk); ties go to the larger chunk.
+template <class BucketLength>
+std::vector<encoder_call> plan_encoder_calls(std::span<const std::int64_t> sorted_lengths,
+                                             std::int64_t chunk, double call_cost,
+                                             BucketLength bucket_length) {
+  const std::size_t n = sorted_lengths.size();
+  std::vector<double> best(n + 1, 0.0);
+  std::vector<std::size_t> take(n + 1, 0);
+  for (std::size_t j = 1; j <= n; ++j) {
+    const std::int64_t longest = sorted_lengths[j - 1];
+    best[j] = best[j - 1] + double(bucket_length(1, longest)) + call_cost;
+    take[j] = 1;
+    const std::int64_t chunk_length = chunk < 2 ? 0 : bucket_length(chunk, longest);
+    if (chunk_length <= 0) continue;
+    const double chunk_cost = double(chunk * chunk_length) + call_cost;
+    for (std::size_t m = 2; m <= std::min<std::size_t>(j, std::size_t(chunk)); ++m)
+      if (best[j - m] + chunk_cost <= best[j]) {
+        best[j] = best[j - m] + chunk_cost;
+        take[j] = m;
+      }
+  }
+  std::vector<encoder_call> calls;
+  for (std::size_t j = n; j > 0; j -= take[j]) {
+    const std::size_t m = take[j];
+    const std::int64_t b = m == 1 ? 1 : chunk;
+    calls.push_back({j - m, m, b, bucket_length(b, sorted_lengths[j - 1])});
+  }
+  std::reverse(calls.begin(), calls.end());
+  return calls;
+}
 
 class sentence_embedder {
  public:
@@ -102,6 +157,8 @@ class sentence_embedder {
         weights_(io::safetensors_file::open(dir / "model.safetensors")) {
     if (options_.max_batch < 1)
       throw model_error("sentence_embedder: max_batch must be at least 1");
+    if (!std::isfinite(options_.call_cost_tokens))
+      throw model_error("sentence_embedder: call_cost_tokens must be finite");
     if (std::int64_t(tokenizer_.vocab().size()) != config_.vocab_size)
       throw model_error("model directory: '" + (dir / "vocab.txt").string() + "' has " +
                         std::to_string(tokenizer_.vocab().size()) +
@@ -160,17 +217,18 @@ class sentence_embedder {
     std::iota(order.begin(), order.end(), std::size_t(0));
     std::stable_sort(order.begin(), order.end(),
                      [&](std::size_t a, std::size_t b) { return ids[a].size() < ids[b].size(); });
-    const std::int64_t chunk = chunk_batch();
-    std::size_t at = 0;
-    while (at < order.size()) {
-      const std::size_t left = order.size() - at;
-      std::int64_t b = 1;
-      if (chunk > 1 && std::int64_t(left) >= min_batch(chunk)) b = chunk;
-      const std::size_t n = std::min<std::size_t>(left, std::size_t(b));
-      std::size_t longest = 0;
-      for (std::size_t k = 0; k < n; ++k) longest = std::max(longest, ids[order[at + k]].size());
-      const std::size_t slot = smallest(b, std::int64_t(longest));
-      encoder_bucket& e = bucket(slot);
+    std::vector<std::int64_t> lengths(order.size());
+    for (std::size_t k = 0; k < order.size(); ++k) lengths[k] = std::int64_t(ids[order[k]].size());
+    const std::vector<encoder_call> plan = plan_encoder_calls(
+        lengths, chunk_batch(), call_cost(),
+        [&](std::int64_t b, std::int64_t len) -> std::int64_t {
+          if (b == 1) return variant_->shapes[smallest(1, len)].length;  // none: model_error
+          const std::size_t i = find_bucket(b, len);
+          return i < variant_->shapes.size() ? variant_->shapes[i].length : 0;
+        });
+    for (const encoder_call& c : plan) {
+      const std::size_t at = c.first, n = c.count;
+      encoder_bucket& e = bucket(smallest(c.batch, c.length));
       const std::int64_t len = e.length();
       std::span<std::int32_t> in = e.ids();
       std::span<unsigned char> mask = e.mask();
@@ -191,7 +249,6 @@ class sentence_embedder {
       stats_.sentences += std::int64_t(n);
       stats_.padded_tokens += e.batch() * len;
       stats_.encoder_calls += 1;
-      at += n;
     }
     return out;
   }
@@ -220,12 +277,13 @@ class sentence_embedder {
       if (s.batch <= options_.max_batch) b = std::max(b, s.batch);
     return b;
   }
-  // Fewer sentences than this run one at a time (a padded row costs about what a one-sentence
-  // call does, whose weights stream from memory once per call).
-  static std::int64_t min_batch(std::int64_t chunk) { return std::max<std::int64_t>(2, chunk / 2); }
+  double call_cost() const {
+    if (options_.call_cost_tokens >= 0) return options_.call_cost_tokens;
+    return options_.threads.count > 1 ? 9.0 : 2.0;
+  }
 
-  // The bucket of batch b with the smallest length that holds `len` tokens.
-  std::size_t smallest(std::int64_t b, std::int64_t len) const {
+  // The bucket of batch b with the smallest length that holds `len` tokens (shapes.size(): none).
+  std::size_t find_bucket(std::int64_t b, std::int64_t len) const {
     std::size_t best = variant_->shapes.size();
     for (std::size_t i = 0; i < variant_->shapes.size(); ++i) {
       const bucket_shape& s = variant_->shapes[i];
@@ -233,6 +291,11 @@ class sentence_embedder {
           (best == variant_->shapes.size() || s.length < variant_->shapes[best].length))
         best = i;
     }
+    return best;
+  }
+  // The same, or a model_error when no bucket holds it.
+  std::size_t smallest(std::int64_t b, std::int64_t len) const {
+    const std::size_t best = find_bucket(b, len);
     if (best == variant_->shapes.size())
       throw model_error("sentence_embedder: no bucket of batch " + std::to_string(b) + " holds " +
                         std::to_string(len) + " tokens");
