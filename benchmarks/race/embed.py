@@ -75,6 +75,8 @@ def start(key, threads, a, out):
         spin = race.FUSEDSL_SPIN_US if threads > 1 else 0
         cmd = ([os.path.join(a.build, "benchmarks", "race", "race_embed_fusedsl")] + common
                + ["--spin-us", str(spin)])
+        if a.fusedsl_call_cost is not None:
+            cmd += ["--call-cost", repr(a.fusedsl_call_cost)]
     else:
         cmd = [sys.executable, os.path.join(here, "embed_peer.py"), "--peer", key,
                "--onnx", os.path.join(out, "minilm.onnx")] + common
@@ -102,6 +104,9 @@ def main():
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--batches", type=int, nargs="+", default=[1, 32])
+    ap.add_argument("--fusedsl-call-cost", type=float, default=None,
+                    help="embedder_options::call_cost_tokens (default: the embedder's); 1e6 "
+                         "splits each call into as few encoder calls as can be (chunks of 8)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     with open(a.sentences, encoding="utf-8") as f:
@@ -118,7 +123,7 @@ def main():
                       "token_range": [min(counts), max(counts)]},
         "real_token_flops_per_pass": real_flops,
         "fma_peak_flops_per_core": {c: fma_peak(a, c) for c in ("0", "1")},
-        "rounds": a.rounds, "runs": [],
+        "rounds": a.rounds, "fusedsl_call_cost_tokens": a.fusedsl_call_cost, "runs": [],
     }
     for threads in a.threads:
         peers, outputs = {}, {}
@@ -132,12 +137,17 @@ def main():
                 if not v["ok"]:
                     raise race.RaceError(f"{k}'s embeddings differ from sentence-transformers'")
             times = {(k, b): [] for k in PEERS for b in a.batches}
+            work = {}  # fusedsl's padded tokens and encoder calls per pass, by batch
             for r in range(a.rounds):
                 order = PEERS[r % len(PEERS):] + PEERS[:r % len(PEERS)]
                 for b in a.batches:
                     for k in order:
-                        t = peers[k].request(f"run {b} 1 {1 if r == 0 else 0}", 1800)["times"]
+                        reply = peers[k].request(f"run {b} 1 {1 if r == 0 else 0}", 1800)
+                        t = reply["times"]
                         times[(k, b)] += t
+                        if "padded_tokens_per_pass" in reply:
+                            work[(k, b)] = {f: reply[f] for f in ("padded_tokens_per_pass",
+                                                                  "encoder_calls_per_pass")}
                         print(f"threads {threads} round {r} batch {b} {k}: "
                               f"{len(sentences) / t[0]:.1f} sentences/s", flush=True)
             peak = max(results["fma_peak_flops_per_core"].values()) * threads
@@ -152,7 +162,8 @@ def main():
                     "agreement_with_sentence_transformers": agree.get(k),
                     "thread_settings": race.thread_settings(
                         "torch_eager" if k == "sentence_transformers" else k, threads),
-                    "peak_rss_bytes": peers[k].memory()["peak_rss_bytes"]})
+                    "peak_rss_bytes": peers[k].memory()["peak_rss_bytes"],
+                    **work.get((k, b), {})})
         finally:
             for p in peers.values():
                 p.stop()

@@ -4,8 +4,10 @@
 //   race_embed_fusedsl --fma-peak
 //       the start-up FMA-chain peak of the core it runs on (fma_peak.hpp)
 //   race_embed_fusedsl --model DIR --sentences FILE --output FILE.npy [--threads N] [--spin-us U]
+//                      [--call-cost C]
 //       embeds the sentences (one per line) once in calls of 32 (on cpu::threads{N, U us}: U > 0
-//       is a pool that polls U microseconds for work), writes the embeddings, replies
+//       is a pool that polls U microseconds for work; C: embedder_options::call_cost_tokens,
+//       default the embedder's), writes the embeddings, replies
 //       ready, then serves the driver on stdin: `run B K W` (W untimed passes over every sentence
 //       in calls of B sentences, then K timed ones) and `quit`.
 //
@@ -75,11 +77,13 @@ int serve(const std::map<std::string, std::string>& opt) {
   };
   const int threads = opt.count("threads") ? std::stoi(opt.at("threads")) : 1;
   const long spin_us = opt.count("spin-us") ? std::stol(opt.at("spin-us")) : 0;
+  const double call_cost = opt.count("call-cost") ? std::stod(opt.at("call-cost")) : -1.0;
   const std::vector<std::string> sentences = read_lines(get("sentences"));
   models::sentence_embedder e(
       get("model"), {&models::minilm_l6_variant(), 1},
       {.threads = fd::cpu::threads{threads, std::chrono::microseconds(spin_us)},
        .max_batch = 32,
+       .call_cost_tokens = call_cost,
        .warn = {}});
   const std::vector<float> emb = pass(e, sentences, 32);
   const std::vector<std::int64_t> shape = {std::int64_t(sentences.size()), e.dimension()};
