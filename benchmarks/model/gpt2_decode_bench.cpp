@@ -6,9 +6,10 @@
 //   decode/ctx:N/weights:W    one decode step with N tokens in the cache, W = f32 or bf16 weights
 //                             (bf16: the KV cache too)
 //   decode_f32_cache/ctx:N/weights:bf16  bf16 weights over an f32 KV cache
-//   decode_paged/batch:B/ctx:N  one paged batch step (models/gpt2_paged.hpp) of B sequences with
-//                             N tokens each in pages of 16 positions (f32 weights); its
-//                             tokens_per_second counts the B tokens
+//   decode_paged/weights:W/batch:B/ctx:N  one paged batch step (models/gpt2_paged.hpp) of B
+//                             sequences with N tokens each in pages of 16 positions, W = f32 or
+//                             bf16 weights (bf16: the pages too); its tokens_per_second counts
+//                             the B tokens
 //   prefill/len:512           the prompt's forward pass over a bucket of 512 tokens
 // Counters:
 //   tokens_per_second
@@ -205,17 +206,20 @@ void decode(benchmark::State& state) {
 }
 
 // 8 sequences of up to 160 positions, pages of 16 positions, a pool of 80 pages.
-using paged_f32 = fm::gpt2_paged_decoder<small_f32, 8, 160, 16, 80, 128>;
+template <class Cfg>
+using paged = fm::gpt2_paged_decoder<Cfg, 8, 160, 16, 80, 128>;
 
+template <class Cfg>
 void decode_paged(benchmark::State& state) {
-  static auto dec = std::make_unique<paged_f32>(weights().file);
+  using decoder = paged<Cfg>;
+  static auto dec = std::make_unique<decoder>(weights().file);
   const std::int64_t batch = state.range(0), ctx = state.range(1);
   std::vector<std::int32_t> prompt(static_cast<std::size_t>(ctx));
   std::vector<std::vector<std::int32_t>> pages(static_cast<std::size_t>(batch));
-  std::vector<paged_f32::row> rows;
+  std::vector<typename decoder::row> rows;
   for (std::int64_t s = 0; s < batch; ++s) {
     // Sequence s owns pages s, s + B, s + 2B, ...: interleaved through the pool.
-    for (std::int64_t j = 0; j < paged_f32::pages_for(ctx + 1); ++j)
+    for (std::int64_t j = 0; j < decoder::pages_for(ctx + 1); ++j)
       pages[std::size_t(s)].push_back(std::int32_t(s + j * batch));
     for (std::size_t i = 0; i < prompt.size(); ++i)
       prompt[i] = std::int32_t((i * 7919 + std::size_t(s) * 31) % 50257);
@@ -227,8 +231,8 @@ void decode_paged(benchmark::State& state) {
     dec->step(rows);  // position ctx again each time: the same cost every step
     benchmark::DoNotOptimize(dec->logits(0).data());
   }
-  const double bytes = small_f32::weight_bytes() +
-                       double(batch) * small_f32::cache_bytes_per_position() * double(ctx + 1);
+  const double bytes =
+      Cfg::weight_bytes() + double(batch) * Cfg::cache_bytes_per_position() * double(ctx + 1);
   state.counters["tokens_per_second"] =
       benchmark::Counter(double(batch), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["bytes_per_step"] = bytes;
@@ -266,10 +270,17 @@ BENCHMARK(decode<small_bf16>)->Name("decode/weights:bf16")->Apply(decode_context
 BENCHMARK(decode<small_bf16_weights>)
     ->Name("decode_f32_cache/weights:bf16")
     ->Apply(decode_contexts);
-BENCHMARK(decode_paged)
+BENCHMARK(decode_paged<small_f32>)
+    ->Name("decode_paged/weights:f32")
     ->ArgNames({"batch", "ctx"})
     ->Args({8, 128})
     ->Args({1, 128})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(1.0);
+BENCHMARK(decode_paged<small_bf16>)
+    ->Name("decode_paged/weights:bf16")
+    ->ArgNames({"batch", "ctx"})
+    ->Args({8, 128})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(1.0);
 BENCHMARK(prefill)->ArgName("len")->Arg(512)->Unit(benchmark::kMillisecond)->MinTime(2.0);

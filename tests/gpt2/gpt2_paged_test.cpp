@@ -6,12 +6,13 @@
 
 #include <doctest/doctest.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "paged_cases.hpp"
 #include "reference.hpp"
 
 namespace fd = fusedsl;
@@ -58,79 +59,14 @@ TEST_CASE("the paged step runs as generated kernels: attention stops at each row
 TEST_CASE("through scattered pages, 64 teacher-forced steps match transformers' logits") {
   auto file = fd::io::safetensors_file::open(dir + "/model.safetensors");
   auto dec = std::make_unique<decoder>(file);
-  const auto prompt = read_ids("prompt_ids.npy");
-  const auto ids = read_ids("generated_ids.npy");
-  const auto step_logits = read_floats("step_logits.npy", 64);
-  // Pages out of order and far apart: 20 + 63 positions need 11 pages of 8.
-  const std::vector<std::int32_t> pages{39, 3, 17, 0, 25, 8, 31, 12, 2, 36, 21};
-  auto logits = dec->prefill(prompt, pages);
-  CHECK(max_diff(logits, step_logits.data()) <= 1e-3);
-  CHECK(dec->prefill_greedy() == ids[0]);
-  double worst = 0;
-  for (int k = 1; k < 64; ++k) {
-    const decoder::row r{ids[std::size_t(k - 1)], 20 + k - 1, pages};
-    dec->step(std::span(&r, 1));
-    const double d = max_diff(dec->logits(0), step_logits.data() + k * V);
-    CHECK_MESSAGE(d <= 1e-3, "step " << k);
-    worst = std::max(worst, d);
-    CHECK_MESSAGE(dec->greedy(0) == ids[std::size_t(k)], "step " << k);
-  }
-  MESSAGE("largest difference over 64 paged steps: " << worst);
-  CHECK(dec->interpreted_groups() == 0);
+  const double worst = check_teacher_forced(*dec, [](std::span<const float>) { return 1e-3; });
+  MESSAGE("largest difference over 64 paged steps: " << worst * 1e-3);
 }
 
 TEST_CASE("four sequences joining and leaving a continuous batch decode as each alone") {
-  const auto b = read_batch();
   auto file = fd::io::safetensors_file::open(dir + "/model.safetensors");
   batch cb(file);
-  const std::size_t n = b["prompts"].size();
-  REQUIRE(n == 4);
-  std::vector<std::vector<std::int32_t>> prompts, want, got(n);
-  for (std::size_t s = 0; s < n; ++s) {
-    prompts.push_back(b["prompts"][s].get<std::vector<std::int32_t>>());
-    want.push_back(b["generated"][s].get<std::vector<std::int32_t>>());
-  }
-  // Each sequence generates want[s].size() tokens; 0 and 1 start together, 2 joins after 5
-  // steps, 3 after 12; a sequence leaves when it has its tokens, and its pages go to later ones.
-  // Sequence 1 stops early (after 20 tokens); the pool hands out the pages freed last first, so
-  // the next page any sequence enters is one that sequence 1 held.
-  const std::vector<std::size_t> limit{want[0].size(), 20, want[2].size(), want[3].size()};
-  std::vector<int> id(n, -1);
-  std::vector<bool> done(n, false);
-  auto start = [&](std::size_t s) {
-    id[s] = cb.join(prompts[s]);
-    got[s].push_back(cb.greedy(id[s]));
-  };
-  start(0);
-  start(1);
-  for (int step = 0; std::find(done.begin(), done.end(), false) != done.end(); ++step) {
-    if (step == 5) start(2);
-    if (step == 12) start(3);
-    std::vector<batch::feed> feeds;
-    for (std::size_t s = 0; s < n; ++s) {
-      if (id[s] < 0 || done[s]) continue;
-      if (got[s].size() == limit[s]) {
-        cb.leave(id[s]);
-        done[s] = true;
-        continue;
-      }
-      feeds.push_back({id[s], got[s].back()});
-    }
-    if (feeds.empty()) continue;
-    cb.step(feeds);
-    for (const batch::feed& f : feeds)
-      for (std::size_t s = 0; s < n; ++s)
-        if (id[s] == f.sequence) got[s].push_back(cb.greedy(f.sequence));
-  }
-  for (std::size_t s = 0; s < n; ++s) {
-    const std::vector<std::int32_t> expect(want[s].begin(),
-                                           want[s].begin() + std::ptrdiff_t(limit[s]));
-    CHECK_MESSAGE(got[s] == expect,
-                  "sequence " << s << " (" << prompts[s].size() << "-token prompt)");
-  }
-  CHECK(cb.sequences() == 0);
-  CHECK(cb.free_pages() == 40);  // every page back in the pool
-  CHECK(cb.interpreted_groups() == 0);
+  check_continuous_batch(cb);
 }
 
 TEST_CASE("a bad page table, a full cache and a bad step are clear errors") {

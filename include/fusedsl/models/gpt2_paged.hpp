@@ -4,7 +4,9 @@
 //
 // The cache of every layer is a pool of Pages pages of PageSize positions, as two states
 // "attn.k_pages" / "attn.v_pages" [Pages * PageSize + 1, D] (a row per position, the heads side by
-// side; the last row, never in a page, stands for the keys past a sequence's length). A sequence
+// side; the last row, never in a page, stands for the keys past a sequence's length), of
+// Cfg::cache_type: f32, or bf16 with gpt2_config::with_cache<bf16> (each key and value rounded
+// once, as it is written, and read by the attention in place as bf16). A sequence
 // owns a page table: its page j holds its positions j * PageSize .. (j + 1) * PageSize - 1, in
 // every layer. One step of up to Batch sequences is one program per layer:
 //
@@ -41,6 +43,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "fusedsl/backend/cpu/executor.hpp"
@@ -66,18 +69,23 @@ constexpr int emit_gpt2_paged_layer(builder& b, int x, int len, int rows) {
   const int k = b.slice(qkv, 1, d, 2 * d);
   const int v = b.slice(qkv, 1, 2 * d, 3 * d);
   // Each row's keys and values gathered from the pool through "rows", [B * Ctx, D], with this
-  // step's written in at row b * Ctx + position (an update of the gathered copy, in place).
-  const int k_pool = b.state("attn.k_pages", dtype::f32, make_dims(Rows, d));
-  const int v_pool = b.state("attn.v_pages", dtype::f32, make_dims(Rows, d));
+  // step's written in at row b * Ctx + position (an update of the gathered copy, in place). A
+  // bf16 pool (Cfg::cache_dtype): the step's rows rounded as they are written, the gathered copy
+  // bf16 too, widened where the attention reads it (it reads the bf16 rows in place).
+  const dtype ct = Cfg::cache_dtype;
+  auto narrow = [&](int t) { return ct == dtype::f32 ? t : b.cast(t, ct); };
+  auto widen = [&](int t) { return ct == dtype::f32 ? t : b.cast(t, dtype::f32); };
+  const int k_pool = b.state("attn.k_pages", ct, make_dims(Rows, d));
+  const int v_pool = b.state("attn.v_pages", ct, make_dims(Rows, d));
   int kg = b.gather(k_pool, rows), vg = b.gather(v_pool, rows);
   for (std::int64_t r = 0; r < B; ++r) {
     const int at = b.input(gpt2_slot_names[std::size_t(r)], dtype::i32, dims{});
-    kg = b.dynamic_update_slice(kg, b.slice(k, 0, r, r + 1), at, 0);
-    vg = b.dynamic_update_slice(vg, b.slice(v, 0, r, r + 1), at, 0);
+    kg = b.dynamic_update_slice(kg, narrow(b.slice(k, 0, r, r + 1)), at, 0);
+    vg = b.dynamic_update_slice(vg, narrow(b.slice(v, 0, r, r + 1)), at, 0);
   }
   constexpr std::array<int, 4> heads_first{0, 2, 1, 3};
-  const int kh = b.transpose(b.reshape(kg, make_dims(B, Ctx, H, Dh)), heads_first);
-  const int vh = b.transpose(b.reshape(vg, make_dims(B, Ctx, H, Dh)), heads_first);
+  const int kh = widen(b.transpose(b.reshape(kg, make_dims(B, Ctx, H, Dh)), heads_first));
+  const int vh = widen(b.transpose(b.reshape(vg, make_dims(B, Ctx, H, Dh)), heads_first));
   const int qh = b.transpose(b.reshape(q, make_dims(B, 1, H, Dh)), heads_first);
   const int s = b.matmul(qh, kh, false, true);  // [B, H, 1, Ctx]
   const int scale = b.constant(1.0 / nn::sqrt_of(double(Dh)));
@@ -162,6 +170,8 @@ class gpt2_paged_decoder {
 
  public:
   using config = Cfg;
+  // The pages' element type: Cfg::cache_type (float, or bf16 with gpt2_config::with_cache).
+  using cache_type = typename Cfg::cache_type;
   static constexpr std::int64_t batch = Batch, context = Ctx, page_size = PageSize, pages = Pages;
   // Pool rows: every page's positions, then the sink row of the batch's unused rows.
   static constexpr std::int64_t pool_rows = Pages * PageSize + 1;
@@ -216,14 +226,14 @@ class gpt2_paged_decoder {
     const std::int64_t n = std::int64_t(prompt.size());
     for (int i = 0; i < L; ++i)
       for (int which = 0; which < 2; ++which) {
-        const float* src = prefill_->cache(i, which == 1);
-        float* pool = static_cast<float*>(
-            layers_[std::size_t(i)]->state(which ? "attn.v_pages" : "attn.k_pages").data);
+        // The generator's cache is of the pool's dtype (a bf16 one rounded as a step rounds).
+        const cache_type* src = prefill_->cache(i, which == 1);
+        cache_type* pool = pages_of(*layers_[std::size_t(i)], which == 1);
         for (std::int64_t j = 0; j < n; ++j) {
-          float* dst = pool + pool_row(pages, j) * D;
+          cache_type* dst = pool + pool_row(pages, j) * D;
           for (std::int64_t h = 0; h < H; ++h)
             std::memcpy(dst + h * Dh, src + (h * Cfg::positions + j) * Dh,
-                        std::size_t(Dh) * sizeof(float));
+                        std::size_t(Dh) * sizeof(cache_type));
         }
       }
     return logits;
@@ -258,13 +268,18 @@ class gpt2_paged_decoder {
     embed_.run();
     for (auto& ex : layers_) {
       ex->run();
-      // The step's keys and values into their pages.
+      // The step's keys and values into their pages (rounded as the layer rounded the ones it
+      // attended over, for a bf16 pool).
       for (int which = 0; which < 2; ++which) {
-        float* pool = static_cast<float*>(ex->state(which ? "attn.v_pages" : "attn.k_pages").data);
-        for (std::size_t r = 0; r < rows.size(); ++r)
-          std::memcpy(pool + pool_row(rows[r].pages, rows[r].position) * D,
-                      kv_[std::size_t(which)].data() + std::int64_t(r) * D,
-                      std::size_t(D) * sizeof(float));
+        cache_type* pool = pages_of(*ex, which == 1);
+        for (std::size_t r = 0; r < rows.size(); ++r) {
+          cache_type* dst = pool + pool_row(rows[r].pages, rows[r].position) * D;
+          const float* src = kv_[std::size_t(which)].data() + std::int64_t(r) * D;
+          if constexpr (std::is_same_v<cache_type, float>)
+            std::memcpy(dst, src, std::size_t(D) * sizeof(float));
+          else
+            for (std::int64_t x = 0; x < D; ++x) dst[x] = cache_type(src[x]);
+        }
       }
     }
     head_.run();
@@ -303,7 +318,15 @@ class gpt2_paged_decoder {
     return n;
   }
 
+  // Layer i's pool of keys (values: of values) [pool_rows, D], a row per page position.
+  const cache_type* pool(int layer, bool values) {
+    return pages_of(*layers_[std::size_t(layer)], values);
+  }
+
  private:
+  static cache_type* pages_of(cpu::executor<layer_program>& ex, bool values) {
+    return static_cast<cache_type*>(ex.state(values ? "attn.v_pages" : "attn.k_pages").data);
+  }
   static std::int64_t pool_row(std::span<const std::int32_t> pages, std::int64_t j) {
     return std::int64_t(pages[std::size_t(j / PageSize)]) * PageSize + j % PageSize;
   }
