@@ -20,6 +20,8 @@ CPU benchmark steps, in this order; the compile-time steps run only when named):
   profile_minilm  model_profile for all-MiniLM-L6-v2's encoder in the embedder's buckets of one
             sentence of 32 tokens and 8 sentences of 32 (model_profile_minilm_b1_l32.json,
             model_profile_minilm_b8_l32.json)
+  profile_gpt2  model_profile for the GPT-2 small stacks at 128 and 1024 tokens, the race's
+            models (model_profile_gpt2_seq128.json, model_profile_gpt2_seq1024.json)
   xla       benchmarks/model/xla_model_bench.py on both models (xla_<model>.json; needs the
             jax venv of scripts/setup-venv and the export_hlo example)
   compile_depth  benchmarks/compile_time/measure.sh (compile_depth.json; with nvcc rows when
@@ -60,7 +62,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 CPU_STEPS = ["targets", "gemm", "attention", "row", "clock", "models", "generated", "footprint",
-             "gpt2_decode", "profile", "profile_minilm", "xla"]
+             "gpt2_decode", "profile", "profile_minilm", "profile_gpt2", "xla"]
 OTHER_STEPS = ["hf_gpt2_decode", "xla_gpt2_decode", "gpt2_small_hf", "compile_depth", "compile_tu",
                "compile_vs_base",
                "test_suite"]
@@ -226,10 +228,11 @@ def step(name, args, out):
                 os.path.join(out, "gpt2_small_hf.json")]
         run(cmd2)
         return [cmd, cmd2], ["gpt2_small_hf.json"]
-    if name in ("profile", "profile_minilm"):
+    if name in ("profile", "profile_minilm", "profile_gpt2"):
         cmds, files = [], []
-        models = ((("seed", "100"), ("medium", "3")) if name == "profile" else
-                  (("minilm_b1_l32", "100"), ("minilm_b8_l32", "20")))
+        models = {"profile": (("seed", "100"), ("medium", "3")),
+                  "profile_minilm": (("minilm_b1_l32", "100"), ("minilm_b8_l32", "20")),
+                  "profile_gpt2": (("gpt2_seq128", "3"), ("gpt2_seq1024", "1"))}[name]
         for model, calls in models:
             cmd = [os.path.join(b, "benchmarks/model/model_profile"), calls, model]
             text = run(cmd, capture_output=True, text=True).stdout
