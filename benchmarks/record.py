@@ -37,6 +37,8 @@ CPU benchmark steps, in this order; the compile-time steps run only when named):
                  steps; --torch-python) into the build directory, then gpt2_small_check
                  (gpt2_small_hf.json)
   compile_tu     benchmarks/compile_time/tu_cost.py on the main translation units (compile_tu.json)
+  compile_breakdown  benchmarks/compile_time/breakdown.py on BREAKDOWN_TUS: GCC's -ftime-report
+                 phases and items, and the object's code by namespace (compile_breakdown.json)
   compile_vs_base  benchmarks/compile_time/compare_trees.sh: the units of COMPARE_TUS compiled
                  from --base (a checkout of an earlier commit) and from this tree, alternating,
                  three times (compile_vs_base.jsonl; the .cu unit when nvcc is found)
@@ -64,19 +66,27 @@ REPO = os.path.dirname(HERE)
 CPU_STEPS = ["targets", "gemm", "attention", "row", "clock", "models", "generated", "footprint",
              "gpt2_decode", "profile", "profile_minilm", "profile_gpt2", "xla"]
 OTHER_STEPS = ["hf_gpt2_decode", "xla_gpt2_decode", "gpt2_small_hf", "compile_depth", "compile_tu",
-               "compile_vs_base",
+               "compile_breakdown", "compile_vs_base",
                "test_suite"]
 
 # The translation units whose compile time and memory docs/compile-time.md reports: the examples
-# a user starts from, the tool, the heaviest test of each layer, the model benchmark, and the
+# a user starts from, the one-block LLaMA-style model with the executor, the tool, the heaviest test of each layer, the model benchmark, and the
 # CUDA tests of the GEMM, attention and device executor (when nvcc is configured).
-MAIN_TUS = ["examples/quickstart.cpp", "examples/transformer_demo.cpp", "examples/export_hlo.cpp",
+MAIN_TUS = ["examples/quickstart.cpp", "benchmarks/compile_time/llama_block_executor.cpp",
+            "examples/transformer_demo.cpp", "examples/export_hlo.cpp",
             "tools/fusedsl_tpu.cpp", "tests/plan/fusion_test.cpp", "tests/plan/memory_test.cpp",
             "tests/executor/model_test.cpp", "tests/cpu/gemm_test.cpp",
-            "tests/cpu/attention_test.cpp", "tests/hlo/test_parser.cpp",
-            "tests/export/test_export.cpp", "benchmarks/model/model_bench.cpp",
-            "tests/cuda/test_gemm.cu", "tests/cuda/test_attention.cu",
+            "tests/cpu/attention_test.cpp", "tests/hlo/parser_test.cpp",
+            "tests/export/export_test.cpp", "benchmarks/model/model_bench.cpp",
+            "tests/cuda/gemm_test.cu", "tests/cuda/attention_test.cu",
             "tests/cuda_executor/executor_test.cu"]
+
+# The units docs/compile-time.md breaks down by compiler phase and by namespace: the README's
+# example, the one-block LLaMA-style model with the executor (the reference unit of a model's
+# cost), the model benchmark and the heaviest test units.
+BREAKDOWN_TUS = ["examples/quickstart.cpp", "benchmarks/compile_time/llama_block_executor.cpp",
+                 "benchmarks/model/model_bench.cpp", "tests/export/export_test.cpp",
+                 "tests/executor/model_test.cpp"]
 
 
 # What compile_vs_base compiles from both trees: the seed and medium programs with the CPU executor
@@ -89,7 +99,8 @@ COMPARE_TUS = [os.path.join(HERE, "compile_time", "seed_medium_executor.cpp"),
                "benchmarks/gpu/bench_executor.cu"]
 
 # (vendor, family, model) -> the microarchitecture's name, for the machines results were taken on.
-MICROARCHITECTURES = {("AuthenticAMD", 25, 17): "Zen 4", ("AuthenticAMD", 26, 2): "Zen 5",
+MICROARCHITECTURES = {("AuthenticAMD", 25, 1): "Zen 3", ("AuthenticAMD", 25, 17): "Zen 4",
+                      ("AuthenticAMD", 26, 2): "Zen 5",
                       ("GenuineIntel", 6, 143): "Sapphire Rapids"}
 
 
@@ -265,6 +276,11 @@ def step(name, args, out):
                "--json", os.path.join(out, "compile_tu.json"), *MAIN_TUS]
         run(cmd)
         return [cmd], ["compile_tu.json"]
+    if name == "compile_breakdown":
+        cmd = [sys.executable, os.path.join(HERE, "compile_time/breakdown.py"), "--build", b,
+               "--json", os.path.join(out, "compile_breakdown.json"), *BREAKDOWN_TUS]
+        run(cmd)
+        return [cmd], ["compile_breakdown.json"]
     if name == "compile_vs_base":
         if not args.base:
             sys.exit("record: compile_vs_base needs --base TREE (a checkout of the earlier commit)")

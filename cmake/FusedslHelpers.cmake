@@ -1,8 +1,9 @@
 # Helper functions for the project's own tests. Not installed.
 
-# fusedsl_add_test(<name> <sources...> [LABELS l...] [LIBS lib...] [LAUNCHER cmd...])
+# fusedsl_add_test(<name> <sources...> [HEADER_ONLY] [LABELS l...] [LIBS lib...] [LAUNCHER cmd...])
 # One doctest executable, registered with CTest under <name>; LAUNCHER: a command that runs it
-# (the executable's path is its last argument).
+# (the executable's path is its last argument). Built in the compiled mode (fusedsl_dev), or with
+# HEADER_ONLY in header-only mode (fusedsl_dev_header_only; core/compiled_mode.hpp).
 # The instruction sets of the compiler's default x86-64 target only (SSE2: no AVX, no FMA, no AMX),
 # for test builds of the SSE2 path. -mno-... flags, not -march=x86-64: GCC honours an explicit
 # -mno-ISA whatever its place, while fusedsl_dev's -march=native comes after a target's own options.
@@ -11,10 +12,25 @@ set(FUSEDSL_X86_64_BASELINE_FLAGS -mno-sse3 -mno-amx-tile -mno-amx-int8 -mno-amx
 include(CheckCXXCompilerFlag)
 check_cxx_compiler_flag("${FUSEDSL_X86_64_BASELINE_FLAGS}" FUSEDSL_HAVE_X86_64_FLAGS)
 
+# Which builds of the CPU kernel tests (tests/cpu) to make. "all": the native build, AVX2 with
+# AVX-512 off, the x86-64 baseline (SSE2) and the forced scalar path. "widths": only the builds
+# that differ in vector width on every x86-64 machine (native: 8 or 16 f32 lanes, SSE2: 4, scalar:
+# 1), the width being what decides the loop tails a sanitizer checks; the AVX2 builds (the native
+# width itself on an AVX2 machine) are left to the release suite. The debug-asan preset sets it.
+set(FUSEDSL_KERNEL_TEST_BUILDS "all" CACHE STRING "Builds of the CPU kernel tests: all or widths")
+set_property(CACHE FUSEDSL_KERNEL_TEST_BUILDS PROPERTY STRINGS all widths)
+if(NOT FUSEDSL_KERNEL_TEST_BUILDS MATCHES "^(all|widths)$")
+  message(FATAL_ERROR "FUSEDSL_KERNEL_TEST_BUILDS must be all or widths, not '${FUSEDSL_KERNEL_TEST_BUILDS}'")
+endif()
+
 function(fusedsl_add_test name)
-  cmake_parse_arguments(ARG "" "" "LABELS;LIBS;LAUNCHER" ${ARGN})
+  cmake_parse_arguments(ARG "HEADER_ONLY" "" "LABELS;LIBS;LAUNCHER" ${ARGN})
   add_executable(${name} ${ARG_UNPARSED_ARGUMENTS})
-  target_link_libraries(${name} PRIVATE fusedsl_dev fusedsl_doctest_main ${ARG_LIBS})
+  set(_mode fusedsl_dev)
+  if(ARG_HEADER_ONLY)
+    set(_mode fusedsl_dev_header_only)
+  endif()
+  target_link_libraries(${name} PRIVATE ${_mode} fusedsl_doctest_main ${ARG_LIBS})
   if(ARG_LAUNCHER)
     add_test(NAME ${name} COMMAND ${ARG_LAUNCHER} $<TARGET_FILE:${name}>)
   else()

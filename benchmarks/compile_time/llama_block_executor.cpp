@@ -1,9 +1,9 @@
-// A one-block LLaMA-style model run by the CPU executor, as a user compiles it: RMSNorm, grouped-query
-// attention with rotary embeddings and SwiGLU (models/llama.hpp: 128 tokens, d_model 512, 8 heads,
-// 2 key/value heads, hidden 1408), planned by fd::compile, every fusion group a generated kernel; no
-// HLO export. docs/compile-time.md times it as the reference point of a model's compile cost
-// (compare_trees.sh compiles it against each tree's include/). It runs: once on zero weights, printing
-// its output's first element and the arena size.
+// A one-block LLaMA-style model run by the CPU executor, as a user compiles it: RMSNorm,
+// grouped-query attention with rotary embeddings and SwiGLU (models/llama.hpp: 128 tokens,
+// d_model 512, 8 heads, 2 key/value heads, hidden 1408), planned by fd::compile, every fusion
+// group a generated kernel; no HLO export. docs/compile-time.md times it as the reference point
+// of a model's compile cost (compare_trees.sh compiles it against each tree's include/). It runs:
+// once on zero weights, printing its output's first element and the arena size.
 #include <iostream>
 #include <vector>
 

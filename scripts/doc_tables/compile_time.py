@@ -63,6 +63,76 @@ def compile_tu(files, options):
         ". CPU s is user + system time of the compiler and its children."]
 
 
+def breakdown_rows(files):
+    data = read_json(files[0])
+    rows = data.get("rows", [])
+    if not rows:
+        raise TableError(f"{files[0]}: no rows")
+    return data, rows
+
+
+@generator("compile_phases")
+def compile_phases(files, options):
+    """Where a unit's compile time goes: GCC's phases and its largest timed items. Reads the
+    --json file of benchmarks/compile_time/breakdown.py (rows: source, cpu_s, peak_rss_mib,
+    phases, items)."""
+    data, rows_in = breakdown_rows(files)
+    items = ["template instantiation", "constant expression evaluation",
+             "callgraph functions expansion", "callgraph ipa passes"]
+    rows = []
+    for r in rows_in:
+        if r.get("time_report_error"):
+            rows.append([f"`{r['source']}`", num(r["cpu_s"]), r["peak_rss_mib"]] +
+                        ["(no report: GCC stopped under -ftime-report)"] + [""] * 6)
+            continue
+        phase = {p["phase"]: p["cpu_s"] for p in r["phases"]}
+        item = {i["item"]: i["cpu_s"] for i in r["items"]}
+        total = sum(phase.values()) or 1.0
+
+        def share(x):
+            return f"{x:.1f} ({100 * x / total:.0f}%)"
+        rows.append([f"`{r['source']}`", num(r["cpu_s"]), r["peak_rss_mib"],
+                     share(phase.get("parsing", 0.0)), share(phase.get("lang. deferred", 0.0)),
+                     share(phase.get("opt and generate", 0.0))] +
+                    [num(item[i]) if i in item else "<" + num(min(item.values()) if item else 0)
+                     for i in items])
+    return table(["translation unit", "CPU s", "peak RSS MiB", "parsing", "deferred (templates)",
+                  "optimisation and code generation", "template instantiation",
+                  "constant evaluation", "callgraph expansion", "IPA passes"], rows,
+                 ["l"] + ["r"] * 9) + [
+        "", "Each unit compiled once with its target's command from compile_commands.json (the "
+        "`ci` preset) plus `-ftime-report`, without ccache. Phases and items are GCC's, in CPU "
+        "seconds (user + system; the share is of the phases' sum); the items overlap the "
+        "phases (instantiation happens while parsing and in the deferred phase; callgraph "
+        "expansion and the IPA passes are code generation). `<x`: not among the report's 12 "
+        "largest items. Compiler: " + "; ".join(f"`{c}`" for c in data.get("compilers", [])) +
+        "."]
+
+
+@generator("compile_code")
+def compile_code(files, options):
+    """The code a unit leaves in its object, by namespace: the --json file of
+    benchmarks/compile_time/breakdown.py (rows: source, text_bytes, code: namespace, bytes,
+    functions, distinct_functions). Option top=N: namespaces shown per unit (default 5)."""
+    data, rows_in = breakdown_rows(files)
+    n = int(options.get("top", 5))
+    rows = []
+    for r in rows_in:
+        code = r["code"]
+        total = sum(c["bytes"] for c in code) or 1
+        parts = [f"{c['namespace']} {c['bytes'] / 1024:.0f} KiB ({100 * c['bytes'] / total:.0f}%,"
+                 f" {c['functions']} fns of {c['distinct_functions']})" for c in code[:n]]
+        rows.append([f"`{r['source']}`", f"{r['text_bytes'] / 1024:.0f}",
+                     str(sum(c["functions"] for c in code)), "; ".join(parts)])
+    return table(["translation unit", ".text KiB", "functions", f"the {n} largest namespaces"],
+                 rows, ["l", "r", "r", "l"]) + [
+        "", "From `nm -C -S` of each object: the code bytes of its function symbols, grouped by "
+        "the function's namespace (fusedsl's two deep, `fusedsl::cpu::kernels` apart; a class "
+        "name stands for its namespace where the function is a member of a class declared "
+        "directly in it); \"fns of N\": functions in the object, and how many distinct "
+        "functions (templates counted once) they are instances of."]
+
+
 @generator("test_suite")
 def test_suite(files, options):
     """How long the test suite takes: CTest's JUnit file (--output-junit) and the summary JSON
@@ -106,9 +176,17 @@ def compile_vs_base(files, options):
     median of the new/base CPU-time ratios of consecutive pairs. Options: max_ratio=R and
     max_rss_mib=M add a column judging the new tree against those limits."""
     rows_in = read_jsonl(files[0])
-    by_source = {}
+    # The new tree may be compiled in several modes (compare_trees.sh's NEW_MODES, e.g. the
+    # compiled mode's define): each mode's rows pair with the base rows of the same source.
+    base_of, by_source = {}, {}
     for r in rows_in:
-        by_source.setdefault(r["source"], {"base": [], "new": []})[r["tree"]].append(r)
+        if r["tree"] == "base":
+            base_of.setdefault(r["source"], []).append(r)
+    for r in rows_in:
+        if r["tree"] == "new":
+            key = (r["source"], r.get("new_flags", ""))
+            by_source.setdefault(key, {"base": base_of.get(r["source"], []), "new": []})
+            by_source[key]["new"].append(r)
     max_ratio = float(options["max_ratio"]) if "max_ratio" in options else None
     max_rss = int(options["max_rss_mib"]) if "max_rss_mib" in options else None
 
@@ -118,14 +196,15 @@ def compile_vs_base(files, options):
         return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
 
     rows = []
-    for src, t in by_source.items():
+    for (src, flags), t in by_source.items():
         base, new = t["base"], t["new"]
         if not base or not new:
             raise TableError(f"{files[0]}: {src} has no {'base' if not base else 'new'} row")
         ratios = [n["cpu_s"] / b["cpu_s"] for b, n in zip(base, new)]
         ratio = median(ratios)
         rss = max(n["peak_rss_mib"] for n in new)
-        row = [f"`{src}`", "nvcc" if "cuda" in new[0].get("compiler", "").lower() else "g++",
+        row = [f"`{src}`" + (f" (new: `{flags}`)" if flags else ""),
+               "nvcc" if "cuda" in new[0].get("compiler", "").lower() else "g++",
                str(len(ratios)), num(median([b["cpu_s"] for b in base]), 2),
                str(max(b["peak_rss_mib"] for b in base)), num(median([n["cpu_s"] for n in new]), 2),
                str(rss), f"{ratio:.2f}" + (f" ({min(ratios):.2f}-{max(ratios):.2f})"

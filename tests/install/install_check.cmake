@@ -2,7 +2,8 @@
 #       [-DCXX_LAUNCHER=...] [-DWITH_TEXT=ON] -P install_check.cmake
 # 1. cmake --install BUILD_DIR into WORK_DIR/prefix (emptied first, so nothing stale is found);
 # 2. configure DOWNSTREAM_DIR with only that prefix on CMAKE_PREFIX_PATH, build it, run `app`
-#    (and, WITH_TEXT, `text_app`, which uses fusedsl::text and the safetensors reader).
+#    (header-only), `compiled_app` (fusedsl::compiled) and, WITH_TEXT, `text_app`, which uses
+#    fusedsl::text and the safetensors reader.
 function(run step)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
   if(NOT rc EQUAL 0)
@@ -36,6 +37,10 @@ run("build the downstream project" ${CMAKE_COMMAND} --build ${build})
 run("run the downstream app" ${build}/app)
 if(NOT last_output MATCHES "layers")
   message(FATAL_ERROR "install test: the app's graph text does not mention the stacked layers:\n${last_output}")
+endif()
+run("run the downstream compiled_app" ${build}/compiled_app)
+if(NOT last_output MATCHES "reprinted identically")
+  message(FATAL_ERROR "install test: compiled_app printed something else:\n${last_output}")
 endif()
 if(WITH_TEXT)
   run("run the downstream text_app" ${build}/text_app)

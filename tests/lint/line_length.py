@@ -3,8 +3,8 @@
 
   line_length.py REPO
 
-Reads ColumnLimit from REPO/.clang-format and checks every *.hpp, *.cpp, *.h, *.cc, *.cu and
-*.cuh file that git tracks (or, outside a git checkout, that exists) under include/, tests/,
+Reads ColumnLimit from REPO/.clang-format and checks every *.hpp, *.ipp, *.cpp, *.h, *.cc, *.cu and
+*.cuh file that git tracks (or, outside a git checkout, that exists) under include/, src/, tests/,
 examples/, benchmarks/ and tools/, except those listed in line_length_allowlist.txt beside this
 script. Columns are counted in characters (UTF-8), a tab as one. Prints each line over the
 limit as path:line: N columns, and exits 1 if there is one.
@@ -14,8 +14,8 @@ import re
 import subprocess
 import sys
 
-ROOTS = ("include", "tests", "examples", "benchmarks", "tools")
-SUFFIXES = (".hpp", ".cpp", ".h", ".cc", ".cu", ".cuh")
+ROOTS = ("include", "src", "tests", "examples", "benchmarks", "tools")
+SUFFIXES = (".hpp", ".ipp", ".cpp", ".h", ".cc", ".cu", ".cuh")
 
 
 def column_limit(repo):
