@@ -39,9 +39,11 @@ CPU benchmark steps, in this order; the compile-time steps run only when named):
   compile_tu     benchmarks/compile_time/tu_cost.py on the main translation units (compile_tu.json)
   compile_breakdown  benchmarks/compile_time/breakdown.py on BREAKDOWN_TUS: GCC's -ftime-report
                  phases and items, and the object's code by namespace (compile_breakdown.json)
-  compile_vs_base  benchmarks/compile_time/compare_trees.sh: the units of COMPARE_TUS compiled
-                 from --base (a checkout of an earlier commit) and from this tree, alternating,
-                 three times (compile_vs_base.jsonl; the .cu unit when nvcc is found)
+  compile_vs_base  benchmarks/compile_time/compare_trees.sh: the units of COMPARE_TUS (or --tus)
+                 compiled from --base (a checkout of an earlier commit) and from this tree,
+                 alternating, three times (compile_vs_base.jsonl; the .cu unit when nvcc is
+                 found); --new-modes: this tree's modes (compare_trees.sh's NEW_MODES, e.g.
+                 ";-DFUSEDSL_SEPARATE_COMPILATION" for header-only and the compiled mode)
   test_suite     ctest --preset ci (test_suite.xml, JUnit; test_suite.json: wall time, load)
 
 Build the binaries first (a Release build: the `ci` or `release` preset):
@@ -284,10 +286,13 @@ def step(name, args, out):
     if name == "compile_vs_base":
         if not args.base:
             sys.exit("record: compile_vs_base needs --base TREE (a checkout of the earlier commit)")
-        tus = [t for t in COMPARE_TUS if not t.endswith(".cu") or shutil.which("nvcc")]
+        tus = [t for t in (args.tus or COMPARE_TUS)
+               if not t.endswith(".cu") or shutil.which("nvcc")]
         cmd = ["bash", os.path.join(HERE, "compile_time/compare_trees.sh"),
                os.path.abspath(args.base), REPO, os.path.join(out, "compile_vs_base.jsonl"),
                *(tus * 3)]
+        if args.new_modes:
+            cmd = ["env", f"NEW_MODES={args.new_modes}", *cmd]
         run(cmd, stdout=subprocess.DEVNULL)
         return [cmd], ["compile_vs_base.jsonl"]
     if name == "test_suite":
@@ -322,6 +327,9 @@ def main(argv=None):
     p.add_argument("--torch-python", default=os.path.join(REPO, ".venv-models", "bin", "python"),
                    help="a python with torch and transformers, for the hf_gpt2_decode step")
     p.add_argument("--base", help="the earlier tree that compile_vs_base compares with")
+    p.add_argument("--tus", nargs="+", help="compile_vs_base: the units (default: COMPARE_TUS)")
+    p.add_argument("--new-modes", default="",
+                   help="compile_vs_base: this tree's modes as flags separated by ';'")
     p.add_argument("--note", default="", help="a note kept in the manifest (what else ran)")
     p.add_argument("steps", nargs="*", help="steps to run (default: " + " ".join(CPU_STEPS) + ")")
     args = p.parse_args(argv)

@@ -133,6 +133,22 @@ def compile_code(files, options):
         "functions (templates counted once) they are instances of."]
 
 
+@generator("check_fresh")
+def check_fresh(files, options):
+    """The README's commands on a fresh Debian 12 root: the --json file of scripts/check-fresh
+    (commit, cpu, nproc, steps: step, exit, wall_s)."""
+    data = read_json(files[0])
+    steps = data.get("steps", [])
+    if not steps:
+        raise TableError(f"{files[0]}: no steps")
+    rows = [[f"`{st['step']}`", "passed" if st["exit"] == 0 else f"failed (exit {st['exit']})",
+             f"{st['wall_s']:.0f}"] for st in steps]
+    return table(["step", "result", "wall s"], rows, ["l", "l", "r"]) + [
+        "", f"Commit `{data.get('commit', '?')}`, {data.get('nproc', '?')} cores; the root made "
+        "by `debootstrap --variant=minbase bookworm`, each command run in it by chroot with "
+        "CI=true, its packages installed by the command itself, no ccache cache."]
+
+
 @generator("test_suite")
 def test_suite(files, options):
     """How long the test suite takes: CTest's JUnit file (--output-junit) and the summary JSON

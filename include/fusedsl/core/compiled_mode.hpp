@@ -6,8 +6,9 @@
 //
 // Compiled (FUSEDSL_SEPARATE_COMPILATION defined, which linking the CMake target fusedsl::compiled
 // does): the code that does not depend on the user's program, the HLO IR's verifier, printer and
-// parser, the StableHLO writer and the exporter's core over a graph_view, is declared in the
-// headers and defined once, in the library fusedsl::compiled (src/). A translation unit then parses
+// parser, the StableHLO writer, the exporter's core over a graph_view and the TPU-style backend
+// (scheduler, simulation, cost report, executor), is declared in the headers and defined once, in
+// the library fusedsl::compiled (src/). A translation unit then parses
 // declarations instead of those bodies and generates none of their code. Every unit of a program
 // must use the same mode.
 //
