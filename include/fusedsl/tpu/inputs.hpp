@@ -26,7 +26,8 @@ FUSEDSL_DECL value to_value(const value& a, const hlo::shape& want, const std::s
 
 // Inputs from `path`: a directory holding <parameter name>.npy, param<N>.npy or <N>.npy for
 // each entry parameter, or a single .npy file for a module with one parameter.
-FUSEDSL_DECL std::vector<value> load_inputs(const hlo::module& m, const std::filesystem::path& path);
+FUSEDSL_DECL std::vector<value> load_inputs(const hlo::module& m,
+                                          const std::filesystem::path& path);
 
 // Random inputs: floats ~ N(0, 1), integers uniform in [0, 16), preds fair coins.
 FUSEDSL_DECL std::vector<value> random_inputs(const hlo::module& m, std::uint64_t seed);

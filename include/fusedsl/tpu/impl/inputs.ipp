@@ -47,7 +47,8 @@ FUSEDSL_DECL value to_value(const value& a, const hlo::shape& want, const std::s
   return v;
 }
 
-FUSEDSL_DECL std::vector<value> load_inputs(const hlo::module& m, const std::filesystem::path& path) {
+FUSEDSL_DECL std::vector<value> load_inputs(const hlo::module& m,
+                                          const std::filesystem::path& path) {
   const auto& entry = m.entry_computation();
   const auto params = entry.parameters();
   std::vector<value> out;
