@@ -133,6 +133,29 @@ def compile_code(files, options):
         "functions (templates counted once) they are instances of."]
 
 
+@generator("compile_ratios")
+def compile_ratios(files, options):
+    """Units' compile time as ratios to the reference unit compiled in the same run, against their
+    limits: the --json file of benchmarks/compile_time/ratio_check.py (rows: label, source, flags,
+    cpu_s, reference_cpu_s, ratio, max_ratio, peak_rss_mib, max_rss_mib)."""
+    data = read_json(files[0])
+    rows = []
+    for r in data.get("rows", []):
+        ok = r["ratio"] <= r["max_ratio"] and r["peak_rss_mib"] <= r["max_rss_mib"]
+        rows.append([r["label"], f"`{r['source']}` {' '.join(r['flags'])}".rstrip(),
+                     num(r["cpu_s"]), " / ".join(num(x) for x in r["reference_cpu_s"]),
+                     f"{r['ratio']:.2f}", f"{r['max_ratio']:.2f}", str(r["peak_rss_mib"]),
+                     str(r["max_rss_mib"]), "within" if ok else "over"])
+    if not rows:
+        raise TableError(f"{files[0]}: no rows")
+    return table(["unit", "source and flags", "CPU s", "reference CPU s (before / after)",
+                  "ratio", "limit", "peak RSS MiB", "limit MiB", ""], rows,
+                 ["l", "l", "r", "r", "r", "r", "r", "r", "l"]) + [
+        "", f"`{data.get('compiler', '')}` with `-std=gnu++20 -O2 -march=native -DNDEBUG`, no "
+        "ccache; the ratio is the unit's CPU seconds over the mean of the reference compiles "
+        "before and after it."]
+
+
 @generator("check_fresh")
 def check_fresh(files, options):
     """The README's commands on a fresh Debian 12 root: the --json file of scripts/check-fresh
