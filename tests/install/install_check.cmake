@@ -1,5 +1,8 @@
 # cmake -DBUILD_DIR=... -DWORK_DIR=... -DDOWNSTREAM_DIR=... -DGENERATOR=... -DCXX_COMPILER=...
-#       [-DCXX_LAUNCHER=...] [-DWITH_TEXT=ON] -P install_check.cmake
+#       [-DCXX_LAUNCHER=...] [-DCXX_FLAGS=...] [-DEXE_LINKER_FLAGS=...] [-DWITH_TEXT=ON]
+#       -P install_check.cmake
+# CXX_FLAGS and EXE_LINKER_FLAGS: the build's own (a sanitizer's, say), which the downstream project
+# needs too, since it links the installed fusedsl::compiled built with them.
 # 1. cmake --install BUILD_DIR into WORK_DIR/prefix (emptied first, so nothing stale is found);
 # 2. configure DOWNSTREAM_DIR with only that prefix on CMAKE_PREFIX_PATH, build it, run `app`
 #    (header-only), `compiled_app` (fusedsl::compiled) and, WITH_TEXT, `text_app`, which uses
@@ -32,6 +35,7 @@ if(CXX_LAUNCHER)
 endif()
 run("configure the downstream project" ${CMAKE_COMMAND} -S ${DOWNSTREAM_DIR} -B ${build} -G ${GENERATOR}
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX_COMPILER} ${launcher}
+    "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${EXE_LINKER_FLAGS}"
     -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
 run("build the downstream project" ${CMAKE_COMMAND} --build ${build})
 run("run the downstream app" ${build}/app)
