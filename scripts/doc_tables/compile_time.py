@@ -156,6 +156,33 @@ def compile_ratios(files, options):
         "before and after it."]
 
 
+@generator("compile_trace")
+def compile_trace(files, options):
+    """clang's -ftime-trace of units, summarised: the --json file of
+    benchmarks/compile_time/trace_summary.py (rows: source, cpu_s, peak_rss_mib, totals,
+    optimizer_by_function). Option top=N: functions shown per unit (default 5)."""
+    data = read_json(files[0])
+    n = int(options.get("top", 5))
+    rows = []
+    for r in data.get("rows", []):
+        t = r["totals"]
+        funcs = "; ".join(f"`{f['function'].split('::')[-1]}` {f['optimizer_s']:.2f} s "
+                          f"({f['instances']})" for f in r["optimizer_by_function"][:n])
+        rows.append([f"`{r['source']}`", num(r["cpu_s"]), str(r["peak_rss_mib"]),
+                     num(t.get("Frontend")), num(t.get("Source")),
+                     num((t.get("InstantiateFunction") or 0) + (t.get("InstantiateClass") or 0)),
+                     num(t.get("Backend")), num(t.get("Optimizer")), funcs])
+    if not rows:
+        raise TableError(f"{files[0]}: no rows")
+    return table(["translation unit", "CPU s", "peak RSS MiB", "front end", "parsing sources",
+                  "instantiating", "back end", "optimiser",
+                  f"the optimiser's {n} largest functions (instances)"], rows,
+                 ["l", "r", "r", "r", "r", "r", "r", "r", "l"]) + [
+        "", f"`{data.get('compiler', '')}` with `-O2 -march=native -ftime-trace`, seconds of clang's "
+        "own timers (its Total events; the back end holds the optimiser and code generation); a "
+        "function's time sums its instances' OptFunction events, template arguments dropped."]
+
+
 @generator("check_fresh")
 def check_fresh(files, options):
     """The README's commands on a fresh Debian 12 root: the --json file of scripts/check-fresh
