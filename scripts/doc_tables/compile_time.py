@@ -63,7 +63,8 @@ def compile_tu(files, options):
         ". CPU s is user + system time of the compiler and its children."]
 
 
-def breakdown_rows(files):
+def rows_of(files):
+    """The JSON file of a compile-time script and its rows; a file without rows is an error."""
     data = read_json(files[0])
     rows = data.get("rows", [])
     if not rows:
@@ -76,7 +77,7 @@ def compile_phases(files, options):
     """Where a unit's compile time goes: GCC's phases and its largest timed items. Reads the
     --json file of benchmarks/compile_time/breakdown.py (rows: source, cpu_s, peak_rss_mib,
     phases, items)."""
-    data, rows_in = breakdown_rows(files)
+    data, rows_in = rows_of(files)
     items = ["template instantiation", "constant expression evaluation",
              "callgraph functions expansion", "callgraph ipa passes"]
     rows = []
@@ -114,7 +115,7 @@ def compile_code(files, options):
     """The code a unit leaves in its object, by namespace: the --json file of
     benchmarks/compile_time/breakdown.py (rows: source, text_bytes, code: namespace, bytes,
     functions, distinct_functions). Option top=N: namespaces shown per unit (default 5)."""
-    data, rows_in = breakdown_rows(files)
+    data, rows_in = rows_of(files)
     n = int(options.get("top", 5))
     rows = []
     for r in rows_in:
@@ -138,16 +139,14 @@ def compile_ratios(files, options):
     """Units' compile time as ratios to the reference unit compiled in the same run, against their
     limits: the --json file of benchmarks/compile_time/ratio_check.py (rows: label, source, flags,
     cpu_s, reference_cpu_s, ratio, max_ratio, peak_rss_mib, max_rss_mib)."""
-    data = read_json(files[0])
+    data, rows_in = rows_of(files)
     rows = []
-    for r in data.get("rows", []):
+    for r in rows_in:
         ok = r["ratio"] <= r["max_ratio"] and r["peak_rss_mib"] <= r["max_rss_mib"]
         rows.append([r["label"], f"`{r['source']}` {' '.join(r['flags'])}".rstrip(),
                      num(r["cpu_s"]), " / ".join(num(x) for x in r["reference_cpu_s"]),
                      f"{r['ratio']:.2f}", f"{r['max_ratio']:.2f}", str(r["peak_rss_mib"]),
                      str(r["max_rss_mib"]), "within" if ok else "over"])
-    if not rows:
-        raise TableError(f"{files[0]}: no rows")
     return table(["unit", "source and flags", "CPU s", "reference CPU s (before / after)",
                   "ratio", "limit", "peak RSS MiB", "limit MiB", ""], rows,
                  ["l", "l", "r", "r", "r", "r", "r", "r", "l"]) + [
@@ -161,10 +160,10 @@ def compile_trace(files, options):
     """clang's -ftime-trace of units, summarised: the --json file of
     benchmarks/compile_time/trace_summary.py (rows: source, cpu_s, peak_rss_mib, totals,
     optimizer_by_function). Option top=N: functions shown per unit (default 5)."""
-    data = read_json(files[0])
+    data, rows_in = rows_of(files)
     n = int(options.get("top", 5))
     rows = []
-    for r in data.get("rows", []):
+    for r in rows_in:
         t = r["totals"]
         funcs = "; ".join(f"`{f['function'].split('::')[-1]}` {f['optimizer_s']:.2f} s "
                           f"({f['instances']})" for f in r["optimizer_by_function"][:n])
@@ -172,8 +171,6 @@ def compile_trace(files, options):
                      num(t.get("Frontend")), num(t.get("Source")),
                      num((t.get("InstantiateFunction") or 0) + (t.get("InstantiateClass") or 0)),
                      num(t.get("Backend")), num(t.get("Optimizer")), funcs])
-    if not rows:
-        raise TableError(f"{files[0]}: no rows")
     return table(["translation unit", "CPU s", "peak RSS MiB", "front end", "parsing sources",
                   "instantiating", "back end", "optimiser",
                   f"the optimiser's {n} largest functions (instances)"], rows,

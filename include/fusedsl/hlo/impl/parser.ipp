@@ -351,7 +351,7 @@ class parser {
   const token& peek() const { return toks_[pos_]; }
 
  private:
-  // ---- token helpers ----
+  // Reading tokens (next, prev, peek) and failing at one.
   const token& next() { return toks_[pos_ < toks_.size() - 1 ? pos_++ : pos_]; }
   const token& prev() const { return toks_[pos_ > 0 ? pos_ - 1 : 0]; }
   const token& peek(std::size_t k) const { return toks_[std::min(pos_ + k, toks_.size() - 1)]; }
