@@ -330,6 +330,49 @@ TEST_CASE("the whole_rows attention path refuses more keys than it holds") {
   CHECK_NOTHROW(k::flash_attention(c.s, c.a, ws.data(), nullptr, k::attention_path::automatic));
 }
 
+TEST_CASE("an instantiation with the paths its shapes take gives the full one's bits") {
+  // attention_paths_for: a few queries take decode alone; more take whole_rows, and flash only
+  // past whole_rows_max_kv keys.
+  static_assert(k::attention_paths_for(k::decode_max_queries, 4096).decode);
+  static_assert(!k::attention_paths_for(k::decode_max_queries, 4096).flash);
+  static_assert(!k::attention_paths_for(k::decode_max_queries + 1, 64).decode);
+  static_assert(!k::attention_paths_for(k::decode_max_queries + 1, k::whole_rows_max_kv).flash);
+  static_assert(k::attention_paths_for(k::decode_max_queries + 1, k::whole_rows_max_kv + 1).flash);
+  using Arch = k::native_arch;
+  const auto same_bits = [](case_data& c, auto restricted) {
+    const std::vector<float> full = run<Arch>(c);
+    std::fill(c.o.begin(), c.o.end(), 99.0f);
+    std::vector<float> ws(k::attention_workspace_floats<Arch>(c.s.head_dim));
+    restricted(ws.data());
+    CHECK(std::memcmp(full.data(), c.o.data(), full.size() * sizeof(float)) == 0);
+  };
+  case_data decode(3, 700, 2, 1, 24, true, true), rows(9, 77, 2, 2, 16, true, true),
+      flash(9, 600, 2, 1, 16, false, true);
+  constexpr k::attention_paths decode_only = k::attention_paths_for(3, 700),
+                               rows_only = k::attention_paths_for(9, 77),
+                               rows_flash = k::attention_paths_for(9, 600);
+  same_bits(decode, [&](float* ws) {
+    k::flash_attention<Arch, k::no_score_mod, decode_only>(decode.s, decode.a, ws);
+  });
+  same_bits(rows, [&](float* ws) {
+    k::flash_attention<Arch, k::no_score_mod, rows_only>(rows.s, rows.a, ws);
+  });
+  same_bits(flash, [&](float* ws) {
+    k::flash_attention<Arch, k::no_score_mod, rows_flash>(flash.s, flash.a, ws);
+  });
+  // A call that needs a path the instantiation left out says so.
+  std::vector<float> ws(k::attention_workspace_floats<Arch>(16));
+  CHECK_THROWS_WITH_AS(
+      (k::flash_attention<Arch, k::no_score_mod, rows_only>(flash.s, flash.a, ws.data())),
+      doctest::Contains("leaves out the flash path"), std::logic_error);
+  CHECK_THROWS_WITH_AS(
+      (k::flash_attention<Arch, k::no_score_mod, decode_only>(rows.s, rows.a, ws.data())),
+      doctest::Contains("leaves out the whole_rows path"), std::logic_error);
+  CHECK_THROWS_WITH_AS(
+      (k::flash_attention<Arch, k::no_score_mod, rows_only>(decode.s, decode.a, ws.data())),
+      doctest::Contains("leaves out the decode path"), std::logic_error);
+}
+
 TEST_CASE("flash attention rejects bad head counts, sizes and a null workspace") {
   case_data c(4, 4, 3, 2, 8, false, false);
   std::vector<float> ws(k::attention_workspace_floats(8));

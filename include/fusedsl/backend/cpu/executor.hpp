@@ -824,12 +824,16 @@ class executor {
         }
       }
       const kernels::gen::gemm_epilogue<D, P> ep{val_.data(), b};
+      // Only a build with the AMX tiles instantiates their driver: elsewhere amx_ is false, so no
+      // weight is packed for them.
+#if FUSEDSL_CPU_AMX
       if (pre && pre->amx) {
         kernels::gemm_amx_with(p.m, p.n, p.k, a, q.lda, q.trans_a,
                                kernels::packed_b_bf16{pre->amx_data, p.k, p.n}, c, p.n, ep,
                                reinterpret_cast<kernels::bf16_bits*>(ws), pool);
         continue;
       }
+#endif
       // A compile-time choice: the bf16-panel micro-kernels are instantiated only for the
       // products that take them (a weight's B, so `pre` is set).
       if constexpr (uses_bf16_panels(p)) {
@@ -974,16 +978,23 @@ class executor {
       args.o_row_stride = ov.stride[std::size_t(r - 2)];
       args.scale = a.scale;
       args.causal = a.causal;
+      // Only the paths this group's shapes can take are compiled (seq_q is fixed, seq_kv at most
+      // a.seq_kv).
+      constexpr kernels::attention_paths paths = kernels::attention_paths_for(a.seq_q, a.seq_kv);
+      constexpr auto automatic = kernels::attention_path::automatic;
       using mod_t = kernels::gen::score_mod<D, arch>;
       if constexpr (mod_t::active) {
-        kernels::flash_attention<arch>(sh, args, ws, pool, kernels::attention_path::automatic,
-                                       mod_t{val_.data(), b});
+        kernels::flash_attention<arch, mod_t, paths>(sh, args, ws, pool, automatic,
+                                                     mod_t{val_.data(), b});
       } else {
-        if (amx_attention_ && sh.seq_q > kernels::decode_max_queries)  // decode: f32 dot products
+#if FUSEDSL_CPU_AMX
+        if (amx_attention_ && sh.seq_q > kernels::decode_max_queries) {  // decode: f32 products
           kernels::flash_attention_amx<arch>(sh, args, reinterpret_cast<kernels::bf16_bits*>(ws),
                                              pool);
-        else
-          kernels::flash_attention<arch>(sh, args, ws, pool);
+          continue;
+        }
+#endif
+        kernels::flash_attention<arch, kernels::no_score_mod, paths>(sh, args, ws, pool);
       }
     }
     if (g[a.o.base].type != dtype::f32) f32_to_view(op, a.o);

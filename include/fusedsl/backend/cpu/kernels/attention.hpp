@@ -130,6 +130,19 @@ inline constexpr std::ptrdiff_t whole_rows_max_kv = 512;
 // The decode path: at most this many queries; keys scored per chunk; keys per split (at least).
 inline constexpr std::ptrdiff_t decode_max_queries = 4, decode_chunk = 256, decode_split = 512;
 
+// The paths one instantiation of flash_attention compiles (all by default). A caller whose shapes
+// are fixed at compile time names only those its calls can take (attention_paths_for), so each
+// instantiation carries one or two of the three loop nests; a call that needs a path left out
+// throws std::logic_error.
+struct attention_paths {
+  bool decode = true, whole_rows = true, flash = true;
+};
+// The paths `automatic` can take for seq_q queries and at most max_kv keys.
+constexpr attention_paths attention_paths_for(std::ptrdiff_t seq_q, std::ptrdiff_t max_kv) {
+  if (seq_q <= decode_max_queries) return {true, false, false};
+  return {false, true, max_kv > whole_rows_max_kv};
+}
+
 // Floats of workspace one thread needs; flash_attention takes threads times this.
 template <class Arch = native_arch>
 constexpr std::size_t attention_workspace_floats_per_thread(std::ptrdiff_t head_dim) {
@@ -741,14 +754,16 @@ void attention_decode(const attention_shape& s, const attention_args& a, float* 
 // Flash attention over all heads; `workspace` holds attention_workspace_floats<Arch>(head_dim,
 // threads) floats (threads = pool->size(), 1 without a pool). Work items (head, query block) are
 // split statically across threads; results do not depend on the thread count.
-template <class Arch = native_arch, class Mod = no_score_mod>
+template <class Arch = native_arch, class Mod = no_score_mod,
+          attention_paths Paths = attention_paths{}>
 void flash_attention(const attention_shape& s, const attention_args& a, float* workspace,
                      thread_pool* pool = nullptr, attention_path path = attention_path::automatic,
                      const Mod& mod = {}) {
   detail::check_attention(s, a);
   if (s.seq_q == 0) return;
   if (workspace == nullptr) throw std::invalid_argument("flash_attention: workspace is null");
-  const std::size_t per_thread = attention_workspace_floats_per_thread<Arch>(s.head_dim);
+  [[maybe_unused]] const std::size_t per_thread =
+      attention_workspace_floats_per_thread<Arch>(s.head_dim);
   if (path == attention_path::whole_rows && s.seq_kv > whole_rows_max_kv)
     throw std::invalid_argument("flash_attention: the whole_rows path takes seq_kv <= " +
                                 std::to_string(whole_rows_max_kv) + ", got " +
@@ -759,42 +774,58 @@ void flash_attention(const attention_shape& s, const attention_args& a, float* w
         ", got " + std::to_string(s.seq_q));
   if (a.k_bf16 && path != attention_path::automatic && path != attention_path::decode)
     throw std::invalid_argument("flash_attention: bf16 k and v are read by the decode path only");
+  const auto missing = [](const char* which) {
+    throw std::logic_error(std::string("flash_attention: this instantiation leaves out the ") +
+                           which + " path (attention_paths)");
+  };
   if (path == attention_path::decode ||
       (path == attention_path::automatic && s.seq_q <= decode_max_queries)) {
-    detail::attention_decode<Arch>(s, a, workspace, pool, mod);
+    if constexpr (Paths.decode)
+      detail::attention_decode<Arch>(s, a, workspace, pool, mod);
+    else
+      missing("decode");
     return;
   }
   if (path != attention_path::flash && s.seq_kv <= whole_rows_max_kv) {
-    using blk = attention_blocking<Arch>;
-    constexpr int MR = blk::mr, chunk = 4;  // work item: 4 x mr queries of one head
-    const std::ptrdiff_t panels = (s.seq_q + MR - 1) / MR, chunks = (panels + chunk - 1) / chunk;
-    const std::ptrdiff_t d = std::max<std::ptrdiff_t>(s.head_dim, 1);
-    const std::ptrdiff_t kv = round_up(whole_rows_max_kv, blk::nr);
-    parallel_for(pool, s.num_heads * chunks, [&](std::ptrdiff_t b, std::ptrdiff_t e, int t) {
-      float* kt = workspace + std::size_t(t) * per_thread;
-      float* sc = kt + d * kv;
-      float* vpack = sc + MR * kv;
-      float* inv = vpack + kv * round_up(d, blk::nr);
-      std::ptrdiff_t packed = -1;  // kv head whose K^T is in kt (consecutive items share it)
-      for (std::ptrdiff_t item = b; item < e; ++item) {
-        const std::ptrdiff_t h = item / chunks, kvh = h / (s.num_heads / s.num_kv_heads);
-        if (kvh != packed) detail::pack_whole_rows_kv<Arch>(s, a, kvh, kt, vpack), packed = kvh;
-        const std::ptrdiff_t p_end = std::min(panels, (item % chunks + 1) * chunk);
-        for (std::ptrdiff_t p = (item % chunks) * chunk; p < p_end; ++p)
-          detail::attention_whole_rows<Arch>(s, a, h, p * MR,
-                                             std::min<std::ptrdiff_t>(MR, s.seq_q - p * MR), kt,
-                                             vpack, sc, inv, mod);
-      }
-    });
-    return;
+    if constexpr (!Paths.whole_rows) {
+      missing("whole_rows");
+      return;
+    } else {
+      using blk = attention_blocking<Arch>;
+      constexpr int MR = blk::mr, chunk = 4;  // work item: 4 x mr queries of one head
+      const std::ptrdiff_t panels = (s.seq_q + MR - 1) / MR, chunks = (panels + chunk - 1) / chunk;
+      const std::ptrdiff_t d = std::max<std::ptrdiff_t>(s.head_dim, 1);
+      const std::ptrdiff_t kv = round_up(whole_rows_max_kv, blk::nr);
+      parallel_for(pool, s.num_heads * chunks, [&](std::ptrdiff_t b, std::ptrdiff_t e, int t) {
+        float* kt = workspace + std::size_t(t) * per_thread;
+        float* sc = kt + d * kv;
+        float* vpack = sc + MR * kv;
+        float* inv = vpack + kv * round_up(d, blk::nr);
+        std::ptrdiff_t packed = -1;  // kv head whose K^T is in kt (consecutive items share it)
+        for (std::ptrdiff_t item = b; item < e; ++item) {
+          const std::ptrdiff_t h = item / chunks, kvh = h / (s.num_heads / s.num_kv_heads);
+          if (kvh != packed) detail::pack_whole_rows_kv<Arch>(s, a, kvh, kt, vpack), packed = kvh;
+          const std::ptrdiff_t p_end = std::min(panels, (item % chunks + 1) * chunk);
+          for (std::ptrdiff_t p = (item % chunks) * chunk; p < p_end; ++p)
+            detail::attention_whole_rows<Arch>(s, a, h, p * MR,
+                                               std::min<std::ptrdiff_t>(MR, s.seq_q - p * MR), kt,
+                                               vpack, sc, inv, mod);
+        }
+      });
+      return;
+    }
   }
-  constexpr int BQ = attention_blocking<Arch>::bq;
-  const std::ptrdiff_t q_blocks = (s.seq_q + BQ - 1) / BQ;
-  parallel_for(pool, s.num_heads * q_blocks, [&](std::ptrdiff_t b, std::ptrdiff_t e, int t) {
-    float* ws = workspace + std::size_t(t) * per_thread;
-    for (std::ptrdiff_t item = b; item < e; ++item)
-      detail::attention_block<Arch>(s, a, item / q_blocks, (item % q_blocks) * BQ, ws, mod);
-  });
+  if constexpr (Paths.flash) {
+    constexpr int BQ = attention_blocking<Arch>::bq;
+    const std::ptrdiff_t q_blocks = (s.seq_q + BQ - 1) / BQ;
+    parallel_for(pool, s.num_heads * q_blocks, [&](std::ptrdiff_t b, std::ptrdiff_t e, int t) {
+      float* ws = workspace + std::size_t(t) * per_thread;
+      for (std::ptrdiff_t item = b; item < e; ++item)
+        detail::attention_block<Arch>(s, a, item / q_blocks, (item % q_blocks) * BQ, ws, mod);
+    });
+  } else {
+    missing("flash");
+  }
 }
 
 }  // namespace fusedsl::cpu::kernels

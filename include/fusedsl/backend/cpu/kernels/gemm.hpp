@@ -435,6 +435,26 @@ template <class T>
     *p = to_bf16(x);
 }
 
+// The right edge of store_tile (cols < nr), out of line: through a small buffer, one element at a
+// time.
+template <class Arch, class Ep, class OutT>
+[[gnu::noinline]] void store_tile_edge(const typename micro_kernel<Arch>::tile& acc,
+                                       std::ptrdiff_t rows, std::ptrdiff_t cols, std::ptrdiff_t i0,
+                                       std::ptrdiff_t j0, OutT* c, std::ptrdiff_t ldc, const Ep& ep,
+                                       const float* prior) {
+  using mk = micro_kernel<Arch>;
+  constexpr int W = mk::W;
+  alignas(64) float t[mk::MR][mk::NR];
+  for (int i = 0; i < mk::MR; ++i)
+    for (int v = 0; v < mk::NV; ++v) simd<Arch>::store(&t[i][v * W], acc[i][v]);
+  for (std::ptrdiff_t i = 0; i < rows; ++i) {
+    for (std::ptrdiff_t j = 0; j < cols; ++j) {
+      const float sum = prior ? t[i][j] + prior[(i0 + i) * ldc + j0 + j] : t[i][j];
+      store_one(c + (i0 + i) * ldc + j0 + j, ep(sum, i0 + i, j0 + j));
+    }
+  }
+}
+
 // Applies the epilogue to an accumulator tile and writes rows x cols of it at C(i0, j0). With
 // `prior` (f32 C only), the partial sums already in C from earlier k blocks are added first.
 template <class Arch, class Ep, class OutT>
@@ -486,16 +506,23 @@ template <class Arch, class Ep, class OutT>
       return;
     }
   }
-  // Right edge: go through a small buffer, one element at a time.
+  store_tile_edge<Arch>(acc, rows, cols, i0, j0, c, ldc, ep, prior);
+}
+
+// The right edge of store_pair_tile, out of line: one element at a time from a small buffer.
+template <class Arch, class Ep, class OutT>
+[[gnu::noinline]] void store_pair_tile_edge(const typename micro_kernel<Arch>::tile& acc,
+                                            std::ptrdiff_t rows, std::ptrdiff_t cols,
+                                            std::ptrdiff_t i0, std::ptrdiff_t j0, OutT* c,
+                                            std::ptrdiff_t ldc, const Ep& ep) {
+  using mk = micro_kernel<Arch>;
+  constexpr int W = mk::W, H = mk::NR / 2;
   alignas(64) float t[mk::MR][mk::NR];
   for (int i = 0; i < mk::MR; ++i)
     for (int v = 0; v < mk::NV; ++v) simd<Arch>::store(&t[i][v * W], acc[i][v]);
-  for (std::ptrdiff_t i = 0; i < rows; ++i) {
-    for (std::ptrdiff_t j = 0; j < cols; ++j) {
-      const float sum = prior ? t[i][j] + prior[(i0 + i) * ldc + j0 + j] : t[i][j];
-      store_one(c + (i0 + i) * ldc + j0 + j, ep(sum, i0 + i, j0 + j));
-    }
-  }
+  for (std::ptrdiff_t i = 0; i < rows; ++i)
+    for (std::ptrdiff_t j = 0; j < cols; ++j)
+      store_one(c + (i0 + i) * ldc + j0 + j, ep(t[i][j], t[i][H + j], i0 + i, j0 + j));
 }
 
 // store_tile for a pair tile (gemm_pair_with): vectors [0, NV/2) of each row are the first
@@ -538,13 +565,132 @@ template <class Arch, class Ep, class OutT>
     }
     return;
   }
-  // Right edge: one element at a time from a small buffer.
-  alignas(64) float t[mk::MR][mk::NR];
-  for (int i = 0; i < mk::MR; ++i)
-    for (int v = 0; v < mk::NV; ++v) simd<Arch>::store(&t[i][v * W], acc[i][v]);
-  for (std::ptrdiff_t i = 0; i < rows; ++i)
-    for (std::ptrdiff_t j = 0; j < cols; ++j)
-      store_one(c + (i0 + i) * ldc + j0 + j, ep(t[i][j], t[i][H + j], i0 + i, j0 + j));
+  store_pair_tile_edge<Arch>(acc, rows, cols, i0, j0, c, ldc, ep);
+}
+
+// ---- The drivers and the epilogue ----
+// The drivers below (blocking, packing of A, the streaming order, threading) are instantiated per
+// arch, C type, B type and pairing only. What depends on the epilogue is `run_strip`: the
+// micro-kernel and the store of a run of tiles (a strip), one out-of-line function per epilogue,
+// reached through a `tile_sink`. The accumulators stay in registers from the last rank-1 update
+// through the epilogue; a strip holds many tiles, so the call is paid once per strip.
+
+// A run of tiles of one product. along_n: the tiles of rows [i0, i1) (one tile of rows) across
+// panels [p0, p1), B streamed from L2 (prefetching). along_m: for each panel of [p0, p1), its tiles
+// down rows [i0, i1): the first brings the panel from L2 (prefetching), the rest find it in L1.
+// along_m_streaming: as along_m, each tile of a panel also bringing its share of the next panel
+// into L2 (gemm_run_streaming), where the panel has more than one tile and is not the strip's last.
+// A(i, p) is at a[(i - a_row0) * a_is + p * a_ks]; panel q of B at b + q * panel_stride (k rows of
+// nr elements); k is the strip's depth (a k block's). `prior` (along_n, f32 C only): partial sums
+// already in C, added before the epilogue.
+template <class TB>
+struct tile_strip {
+  enum class order : unsigned char { along_n, along_m, along_m_streaming };
+  order kind = order::along_n;
+  std::ptrdiff_t n = 0, k = 0;
+  const float* a = nullptr;
+  std::ptrdiff_t a_row0 = 0, a_is = 0, a_ks = 0;
+  std::ptrdiff_t i0 = 0, i1 = 0, p0 = 0, p1 = 0;
+  const TB* b = nullptr;
+  std::ptrdiff_t panel_stride = 0;
+  const float* prior = nullptr;
+  std::ptrdiff_t next_step = 0;
+};
+
+// The store of one tile of a strip (store_tile or store_pair_tile): inlined where the micro-kernel
+// hands over a full tile's accumulators, so that they stay in registers; out of line (`tail`) for
+// a tile of fewer rows, whose accumulators the out-of-line tail kernel left in memory.
+template <class Arch, class Ep, class OutT>
+struct strip_store {
+  using tile = typename micro_kernel<Arch>::tile;
+  const Ep& ep;
+  OutT* c;
+  std::ptrdiff_t ldc, rows, cols, i0, j0;
+  const float* prior;  // f32 C, unpaired: partial sums to add, or null
+  [[gnu::always_inline]] void operator()(tile& acc) const {
+    if constexpr (is_pair_epilogue<Ep>)
+      store_pair_tile<Arch>(acc, rows, cols, i0, j0, c, ldc, ep);
+    else
+      store_tile<Arch>(acc, rows, cols, i0, j0, c, ldc, ep, prior);
+  }
+  [[gnu::noinline]] void tail(tile& acc) const { (*this)(acc); }
+};
+
+// Computes and stores the tiles of strip s into C (c, ldc) through the epilogue *ep (an Ep).
+template <class Arch, class Ep, class OutT, class TB>
+[[gnu::noinline]] void run_strip(const void* ep_ptr, OutT* c, std::ptrdiff_t ldc,
+                                 const tile_strip<TB>& s) {
+  using mk = micro_kernel<Arch>;
+  using order = typename tile_strip<TB>::order;
+  constexpr int MR = mk::MR, NR = mk::NR;
+  constexpr std::ptrdiff_t cols_per_panel = is_pair_epilogue<Ep> ? NR / 2 : NR;
+  const Ep& ep = *static_cast<const Ep*>(ep_ptr);
+  // One tile: rows [i0, i0 + rows), panel jp; PrefetchB and StreamNext as micro_kernel::compute.
+  auto tile = [&](auto prefetch_b, auto stream_next, std::ptrdiff_t i0, std::ptrdiff_t rows,
+                  std::ptrdiff_t jp, const TB* next, std::ptrdiff_t next_last) {
+    const std::ptrdiff_t j0 = jp * cols_per_panel,
+                         cols = std::min<std::ptrdiff_t>(cols_per_panel, s.n - j0);
+    constexpr bool pf = decltype(prefetch_b)::value, sn = decltype(stream_next)::value;
+    const strip_store<Arch, Ep, OutT> store{ep, c, ldc, rows, cols, i0, j0, s.prior};
+    const float* ap = s.a + (i0 - s.a_row0) * s.a_is;
+    const TB* bp = s.b + jp * s.panel_stride;
+    typename mk::tile acc;
+    if (rows == MR) {
+      mk::template compute_rows<MR, pf, TB, sn>(s.k, ap, s.a_is, s.a_ks, bp, NR, acc, next,
+                                                 s.next_step, next_last);
+      store(acc);
+    } else {
+      mk::template compute_tail<pf, TB, sn>(rows, s.k, ap, s.a_is, s.a_ks, bp, NR, acc, next,
+                                             s.next_step, next_last);
+      store.tail(acc);
+    }
+  };
+  if (s.kind == order::along_n) {
+    for (std::ptrdiff_t jp = s.p0; jp < s.p1; ++jp)
+      tile(std::true_type{}, std::false_type{}, s.i0, s.i1 - s.i0, jp, nullptr, 0);
+  } else if (s.kind == order::along_m) {
+    for (std::ptrdiff_t jp = s.p0; jp < s.p1; ++jp)
+      for (std::ptrdiff_t i0 = s.i0; i0 < s.i1; i0 += MR) {
+        const std::ptrdiff_t rows = std::min<std::ptrdiff_t>(MR, s.i1 - i0);
+        if (i0 == s.i0)
+          tile(std::true_type{}, std::false_type{}, i0, rows, jp, nullptr, 0);
+        else
+          tile(std::false_type{}, std::false_type{}, i0, rows, jp, nullptr, 0);
+      }
+  } else {
+    // Each tile prefetches one line per update, next_step elements apart: the tiles of a panel
+    // together cover the next panel (k * NR elements), except in the strip's last panel and when
+    // the panel has one tile.
+    const std::ptrdiff_t panel_size = s.k * NR;
+    const bool streams = s.i1 - s.i0 > MR;
+    for (std::ptrdiff_t jp = s.p0; jp < s.p1; ++jp) {
+      const TB* next = s.b + (jp + 1) * s.panel_stride;
+      for (std::ptrdiff_t i0 = s.i0; i0 < s.i1; i0 += MR) {
+        const std::ptrdiff_t rows = std::min<std::ptrdiff_t>(MR, s.i1 - i0);
+        const std::ptrdiff_t share = (i0 - s.i0) / MR * s.k * s.next_step;
+        if (!streams || jp + 1 == s.p1 || share >= panel_size)
+          tile(std::true_type{}, std::false_type{}, i0, rows, jp, nullptr, 0);
+        else
+          tile(std::false_type{}, std::true_type{}, i0, rows, jp, next + share,
+               panel_size - 1 - share);
+      }
+    }
+  }
+}
+
+// Where a driver's tiles go: run(ep, c, ldc, strip) is run_strip for the epilogue's type.
+template <class OutT, class TB>
+struct tile_sink {
+  void (*run)(const void*, OutT*, std::ptrdiff_t, const tile_strip<TB>&) = nullptr;
+  const void* ep = nullptr;
+  OutT* c = nullptr;
+  std::ptrdiff_t ldc = 0;
+  void operator()(const tile_strip<TB>& s) const { run(ep, c, ldc, s); }
+};
+
+template <class Arch, class Ep, class OutT, class TB>
+tile_sink<OutT, TB> sink_for(const Ep& ep, OutT* c, std::ptrdiff_t ldc) {
+  return {&run_strip<Arch, Ep, OutT, TB>, &ep, c, ldc};
 }
 
 // Long k (f32 C only): k is cut into blocks of <= 256 so one copied mr x kc A panel (12 KiB) stays
@@ -552,12 +698,14 @@ template <class Arch, class Ep, class OutT>
 // the last block. Each element still sums its k blocks in the same order on any thread count.
 constexpr std::ptrdiff_t k_block_threshold = 512, k_block = 256;
 
-template <class Arch, class Ep, class TB>
+template <class Arch, class TB>
 void gemm_run_k_blocked(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a,
-                        std::ptrdiff_t lda, bool trans_a, const packed_b<Arch, TB>& b, float* c,
-                        std::ptrdiff_t ldc, const Ep& ep, float* workspace, thread_pool* pool) {
+                        std::ptrdiff_t lda, bool trans_a, const packed_b<Arch, TB>& b,
+                        const tile_sink<float, TB>& out, float* workspace, thread_pool* pool) {
   using mk = micro_kernel<Arch>;
   constexpr int MR = mk::MR, NR = mk::NR;
+  static constexpr no_epilogue raw_sums{};
+  const tile_sink<float, TB> raw = sink_for<Arch, no_epilogue, float, TB>(raw_sums, out.c, out.ldc);
   const std::ptrdiff_t n_panels = b.panels();
   const std::ptrdiff_t k_blocks = (k + k_block - 1) / k_block, kc = (k + k_blocks - 1) / k_blocks;
   constexpr std::ptrdiff_t l2_budget = std::ptrdiff_t(1) << 20;
@@ -571,30 +719,21 @@ void gemm_run_k_blocked(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, co
     // Equal ranges of rows per thread, as in gemm_run.
     parallel_for(pool, m, [&](std::ptrdiff_t r0, std::ptrdiff_t r1, int t) {
       float* a_panel = workspace + std::ptrdiff_t(t) * MR * a_copy_stride(k);
+      tile_strip<TB> s;
+      s.n = n, s.k = kb, s.b = b.data + pc * NR, s.panel_stride = b.k * NR;
+      s.prior = first ? nullptr : out.c;  // earlier k blocks: raw sums, added in
       for (std::ptrdiff_t jb = 0; jb < n_panels; jb += block) {
-        const std::ptrdiff_t je = std::min(n_panels, jb + block);
+        s.p0 = jb, s.p1 = std::min(n_panels, jb + block);
         for (std::ptrdiff_t i0 = r0; i0 < r1; i0 += MR) {
-          const std::ptrdiff_t rows = std::min<std::ptrdiff_t>(MR, r1 - i0);
+          s.i0 = s.a_row0 = i0, s.i1 = std::min(r1, i0 + MR);
           // A^T is read in place (MR contiguous floats per update); A's rows are copied so they
           // sit in L1 without set conflicts.
-          const float* ap = a_block + i0;
-          std::ptrdiff_t a_is = 1, a_ks = lda;
+          s.a = a_block + i0, s.a_is = 1, s.a_ks = lda;
           if (!trans_a) {
-            copy_a_rows(rows, kb, a_block, lda, i0, a_panel);
-            ap = a_panel, a_is = a_copy_stride(kb), a_ks = 1;
+            copy_a_rows(s.i1 - i0, kb, a_block, lda, i0, a_panel);
+            s.a = a_panel, s.a_is = a_copy_stride(kb), s.a_ks = 1;
           }
-          for (std::ptrdiff_t jp = jb; jp < je; ++jp) {
-            const std::ptrdiff_t j0 = jp * NR, cols = std::min<std::ptrdiff_t>(NR, n - j0);
-            const TB* bp = b.panel(jp) + pc * NR;
-            const float* prior = first ? nullptr : c;
-            auto store = [&](typename mk::tile& acc) {
-              if (last)
-                store_tile<Arch>(acc, rows, cols, i0, j0, c, ldc, ep, prior);
-              else  // earlier k blocks: raw sums
-                store_tile<Arch>(acc, rows, cols, i0, j0, c, ldc, no_epilogue{}, prior);
-            };
-            mk::compute(rows, kb, ap, a_is, a_ks, bp, NR, store);
-          }
+          (last ? out : raw)(s);
         }
       }
     });
@@ -615,48 +754,30 @@ void gemm_run_k_blocked(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, co
 // faster.
 constexpr std::ptrdiff_t stream_tiles = 12, stream_min_b_bytes = std::ptrdiff_t(1) << 19;
 
-template <class Arch, class Ep, class OutT, class TB>
+template <class Arch, class OutT, class TB>
 void gemm_run_streaming(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a,
-                        std::ptrdiff_t lda, bool trans_a, const packed_b<Arch, TB>& b, OutT* c,
-                        std::ptrdiff_t ldc, const Ep& ep, thread_pool* pool) {
+                        std::ptrdiff_t lda, bool trans_a, const packed_b<Arch, TB>& b,
+                        const tile_sink<OutT, TB>& out, thread_pool* pool) {
   using mk = micro_kernel<Arch>;
   constexpr int MR = mk::MR, NR = mk::NR;
-  constexpr bool paired = is_pair_epilogue<Ep>;
-  constexpr std::ptrdiff_t cols_per_panel = paired ? NR / 2 : NR;
   const std::ptrdiff_t m_tiles = (m + MR - 1) / MR;
-  // Each tile prefetches one line per update, next_step elements apart: the tiles of a panel
-  // together cover the next panel (k * NR elements).
-  const std::ptrdiff_t next_step = (NR + m_tiles - 1) / m_tiles, panel_size = k * NR;
+  tile_strip<TB> base;
+  base.kind = tile_strip<TB>::order::along_m_streaming;
+  base.n = n, base.k = k, base.a = a, base.a_row0 = 0;
+  base.a_is = trans_a ? 1 : lda, base.a_ks = trans_a ? lda : 1;
+  base.i0 = 0, base.i1 = m, base.b = b.data, base.panel_stride = k * NR;
+  base.next_step = (NR + m_tiles - 1) / m_tiles;
   parallel_for(pool, b.panels(), [&](std::ptrdiff_t p0, std::ptrdiff_t p1, int) {
-    for (std::ptrdiff_t jp = p0; jp < p1; ++jp) {
-      const std::ptrdiff_t j0 = jp * cols_per_panel,
-                           cols = std::min<std::ptrdiff_t>(cols_per_panel, n - j0);
-      for (std::ptrdiff_t ti = 0; ti < m_tiles; ++ti) {
-        const std::ptrdiff_t i0 = ti * MR, rows = std::min<std::ptrdiff_t>(MR, m - i0);
-        const float* ap = trans_a ? a + i0 : a + i0 * lda;
-        const std::ptrdiff_t a_is = trans_a ? 1 : lda, a_ks = trans_a ? lda : 1;
-        auto store = [&](typename mk::tile& acc) {
-          if constexpr (paired)
-            store_pair_tile<Arch>(acc, rows, cols, i0, j0, c, ldc, ep);
-          else
-            store_tile<Arch>(acc, rows, cols, i0, j0, c, ldc, ep);
-        };
-        const std::ptrdiff_t share = ti * k * next_step;
-        if (m_tiles == 1 || jp + 1 == p1 || share >= panel_size)
-          mk::template compute<true>(rows, k, ap, a_is, a_ks, b.panel(jp), NR, store);
-        else
-          mk::template compute<false>(rows, k, ap, a_is, a_ks, b.panel(jp), NR, store,
-                                      std::true_type{}, b.panel(jp + 1) + share, next_step,
-                                      panel_size - 1 - share);
-      }
-    }
+    tile_strip<TB> s = base;
+    s.p0 = p0, s.p1 = p1;
+    out(s);
   });
 }
 
-template <class Arch, class Ep, class OutT, class TB>
-void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a,
-              std::ptrdiff_t lda, bool trans_a, const packed_b<Arch, TB>& b, OutT* c,
-              std::ptrdiff_t ldc, const Ep& ep, float* workspace, thread_pool* pool) {
+template <class Arch, bool Paired, class OutT, class TB>
+void gemm_drive(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a,
+                std::ptrdiff_t lda, bool trans_a, const packed_b<Arch, TB>& b,
+                const tile_sink<OutT, TB>& out, float* workspace, thread_pool* pool) {
   using mk = micro_kernel<Arch>;
   constexpr int MR = mk::MR, NR = mk::NR;
   const std::ptrdiff_t n_panels = b.panels();
@@ -669,8 +790,6 @@ void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float*
   const std::ptrdiff_t block = blocks > 0 ? (n_panels + blocks - 1) / blocks : 1;
   // A pair (gemm_pair_with): n output columns, each panel nr/2 of them; k is never blocked (the
   // partial sums would need both products' columns in C).
-  constexpr bool paired = is_pair_epilogue<Ep>;
-  constexpr std::ptrdiff_t cols_per_panel = paired ? NR / 2 : NR;
   // A is read in place (broadcasts need no layout; packing cost up to 20% at n = 128); its rows
   // are copied only when rows 4 KiB apart would fight for the same L1 sets.
   const bool pack_a = !trans_a && (lda * 4) % 4096 == 0;
@@ -680,76 +799,57 @@ void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float*
       m * k * std::ptrdiff_t(sizeof(float)) <= l2_budget &&
       n_panels * std::max<std::ptrdiff_t>(k, 1) * NR * std::ptrdiff_t(sizeof(float)) >=
           stream_min_b_bytes) {
-    gemm_run_streaming<Arch>(m, n, k, a, lda, trans_a, b, c, ldc, ep, pool);
+    gemm_run_streaming<Arch>(m, n, k, a, lda, trans_a, b, out, pool);
     return;
   }
-  if constexpr (std::is_same_v<OutT, float> && !paired) {
+  if constexpr (std::is_same_v<OutT, float> && !Paired) {
     if (k > k_block_threshold) {
-      gemm_run_k_blocked<Arch>(m, n, k, a, lda, trans_a, b, c, ldc, ep, workspace, pool);
+      gemm_run_k_blocked<Arch>(m, n, k, a, lda, trans_a, b, out, workspace, pool);
       return;
     }
   }
   // When one B panel fits in L1, hold it there and stream the A panels (12 floats per rank-1
   // update) from L2, instead of streaming B (32 floats per update).
   const bool b_outer = !pack_a && std::ptrdiff_t(k) * NR * std::ptrdiff_t(sizeof(TB)) <= (32 << 10);
-  // The tile of rows [i0, i0 + rows) (rows <= MR) and column panel jp; prefetch_b: whether B
-  // streams from L2 (std::true_type) or its panel stays in L1 (std::false_type).
-  auto tile_at = [&](auto prefetch_b, std::ptrdiff_t i0, std::ptrdiff_t rows, std::ptrdiff_t jp,
-                     const float* ap, std::ptrdiff_t a_is, std::ptrdiff_t a_ks) {
-    const std::ptrdiff_t j0 = jp * cols_per_panel,
-                         cols = std::min<std::ptrdiff_t>(cols_per_panel, n - j0);
-    auto store = [&](typename mk::tile& acc) {
-      if constexpr (paired)
-        store_pair_tile<Arch>(acc, rows, cols, i0, j0, c, ldc, ep);
-      else
-        store_tile<Arch>(acc, rows, cols, i0, j0, c, ldc, ep);
-    };
-    mk::template compute<decltype(prefetch_b)::value>(rows, k, ap, a_is, a_ks, b.panel(jp), NR,
-                                                      store);
-  };
-  auto a_in_place = [&](std::ptrdiff_t i0, const float*& ap, std::ptrdiff_t& a_is,
-                        std::ptrdiff_t& a_ks) {
-    if (trans_a)
-      ap = a + i0, a_is = 1, a_ks = lda;
-    else
-      ap = a + i0 * lda, a_is = lda, a_ks = 1;
-  };
+  tile_strip<TB> base;
+  base.n = n, base.k = k, base.b = b.data, base.panel_stride = k * NR;
+  // A read in place: row i at a + i * a_is.
+  base.a = a, base.a_row0 = 0;
+  base.a_is = trans_a ? 1 : lda, base.a_ks = trans_a ? lda : 1;
   // Threads take equal ranges of rows (not of whole panels: 128 rows on two threads are 64 each,
   // five panels and a 4-row tail, where whole panels would be 6 against 5), each cut into MR-row
   // panels from its first row. A thread keeps the same rows from one product to the next, so
   // it reads the rows of A it wrote itself.
   parallel_for(pool, m, [&](std::ptrdiff_t r0, std::ptrdiff_t r1, int t) {
-    const float* ap;
-    std::ptrdiff_t a_is, a_ks;
+    tile_strip<TB> s = base;
     if (b_outer) {
-      for (std::ptrdiff_t jp = 0; jp < n_panels; ++jp)
-        for (std::ptrdiff_t i0 = r0; i0 < r1; i0 += MR) {
-          a_in_place(i0, ap, a_is, a_ks);
-          const std::ptrdiff_t rows = std::min<std::ptrdiff_t>(MR, r1 - i0);
-          // The panel's first tile brings it from L2 (prefetching ahead); the rest find it in L1.
-          if (i0 == r0)
-            tile_at(std::true_type{}, i0, rows, jp, ap, a_is, a_ks);
-          else
-            tile_at(std::false_type{}, i0, rows, jp, ap, a_is, a_ks);
-        }
+      s.kind = tile_strip<TB>::order::along_m;
+      s.i0 = r0, s.i1 = r1, s.p0 = 0, s.p1 = n_panels;
+      out(s);
       return;
     }
     float* a_panel = workspace + std::ptrdiff_t(t) * MR * a_copy_stride(k);
     for (std::ptrdiff_t jb = 0; jb < n_panels; jb += block) {
-      const std::ptrdiff_t je = std::min(n_panels, jb + block);
+      s.p0 = jb, s.p1 = std::min(n_panels, jb + block);
       for (std::ptrdiff_t i0 = r0; i0 < r1; i0 += MR) {
-        const std::ptrdiff_t rows = std::min<std::ptrdiff_t>(MR, r1 - i0);
+        s.i0 = i0, s.i1 = std::min(r1, i0 + MR);
         if (pack_a) {
-          copy_a_rows(rows, k, a, lda, i0, a_panel);
-          ap = a_panel, a_is = a_copy_stride(k), a_ks = 1;
-        } else {
-          a_in_place(i0, ap, a_is, a_ks);
+          copy_a_rows(s.i1 - i0, k, a, lda, i0, a_panel);
+          s.a = a_panel, s.a_row0 = i0, s.a_is = a_copy_stride(k), s.a_ks = 1;
         }
-        for (std::ptrdiff_t jp = jb; jp < je; ++jp)
-          tile_at(std::true_type{}, i0, rows, jp, ap, a_is, a_ks);
+        out(s);
       }
     }
   });
+}
+
+// The driver for epilogue ep: its strips run in run_strip<Arch, Ep, OutT, TB>.
+template <class Arch, class Ep, class OutT, class TB>
+void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* a,
+              std::ptrdiff_t lda, bool trans_a, const packed_b<Arch, TB>& b, OutT* c,
+              std::ptrdiff_t ldc, const Ep& ep, float* workspace, thread_pool* pool) {
+  gemm_drive<Arch, is_pair_epilogue<Ep>>(m, n, k, a, lda, trans_a, b,
+                                         sink_for<Arch, Ep, OutT, TB>(ep, c, ldc), workspace, pool);
 }
 
 }  // namespace detail
