@@ -137,4 +137,4 @@ def option(options, key, default=None):
 
 
 # Import the generator modules so that they register themselves.
-from . import cpu, compile_time, gpu  # noqa: E402,F401
+from . import cpu, compile_time, gpu, race  # noqa: E402,F401
