@@ -293,3 +293,36 @@ def compile_vs_base(files, options):
         "", f"base: `{commits.get('base', '?')}`, new: `{commits.get('new', '?')}`; medians over "
         "the pairs, peak RSS the largest; CPU s is user + system time of the compiler and its "
         "children; no ccache."]
+
+
+@generator("profile_ab")
+def profile_ab(files, options):
+    """Two builds of model_profile in alternating rounds: the time a call of each model (thread CPU
+    time, best of model_profile's rounds) before a change ("base") and after it ("new"). Reads the
+    JSON lines of benchmarks/model/profile_ab.sh (round, tree, model, us_per_call). Per model: the
+    median of each build over the rounds and the new/base ratio of the medians."""
+    rows_in = read_jsonl(files[0])
+    by_model = {}
+    for r in rows_in:
+        by_model.setdefault(r["model"], {"base": [], "new": []})[r["tree"]].append(r["us_per_call"])
+
+    def median(xs):
+        s = sorted(xs)
+        n = len(s)
+        return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+    def ms(us):
+        return f"{us / 1000:.3f}" if us < 10000 else f"{us / 1000:.1f}"
+
+    rows = []
+    for model, t in by_model.items():
+        if not t["base"] or not t["new"]:
+            raise TableError(f"{files[0]}: {model} has no {'base' if not t['base'] else 'new'} row")
+        b, n = median(t["base"]), median(t["new"])
+        rows.append([model, str(len(t["base"])), ms(b),
+                     f"{ms(min(t['base']))}-{ms(max(t['base']))}", ms(n),
+                     f"{ms(min(t['new']))}-{ms(max(t['new']))}", f"{n / b:.3f}"])
+    if not rows:
+        raise TableError(f"{files[0]}: no rows")
+    return table(["model", "rounds", "base: ms a call", "base: range", "new: ms a call",
+                  "new: range", "new / base"], rows)
