@@ -4,7 +4,7 @@ output."""
 import re
 import xml.etree.ElementTree as ET
 
-from . import TableError, generator, path_of, read_json, read_jsonl, table
+from . import TableError, generator, median, path_of, read_json, read_jsonl, table
 
 
 def compiler_name(version):
@@ -253,11 +253,6 @@ def compile_vs_base(files, options):
     max_ratio = float(options["max_ratio"]) if "max_ratio" in options else None
     max_rss = int(options["max_rss_mib"]) if "max_rss_mib" in options else None
 
-    def median(xs):
-        s = sorted(xs)
-        n = len(s)
-        return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
-
     rows = []
     for (src, flags), t in by_source.items():
         base, new = t["base"], t["new"]
@@ -305,11 +300,6 @@ def profile_ab(files, options):
     by_model = {}
     for r in rows_in:
         by_model.setdefault(r["model"], {"base": [], "new": []})[r["tree"]].append(r["us_per_call"])
-
-    def median(xs):
-        s = sorted(xs)
-        n = len(s)
-        return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
 
     def ms(us):
         return f"{us / 1000:.3f}" if us < 10000 else f"{us / 1000:.1f}"

@@ -5,10 +5,9 @@ The tables come from benchmarks/race/report.py, the code that writes each run's 
 import os
 import sys
 
-from . import TableError, generator, read_json
+from . import REPO, TableError, generator, read_json
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "benchmarks", "race"))
+sys.path.insert(0, os.path.join(REPO, "benchmarks", "race"))
 import report  # noqa: E402  (standard library only, like this package)
 
 
