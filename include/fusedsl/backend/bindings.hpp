@@ -25,6 +25,10 @@ struct binding_slot {
   int iter = 0;  // the layer, for a value inside a repeat's body
 };
 
+// The prefix of the names of the values bound in region `region` at layer `iter`: the repeat's
+// name and the layer ("layers.1."), empty in region 0.
+FUSEDSL_DECL std::string binding_prefix(graph::graph_view g, int region, int iter);
+
 class binding_table {
  public:
   binding_table() = default;

@@ -23,12 +23,12 @@
 
 #include <array>
 #include <cstddef>
-#include <map>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "fusedsl/backend/bindings.hpp"
 #include "fusedsl/backend/cuda/attention.cuh"
 #include "fusedsl/backend/cuda/attention_general.cuh"
 #include "fusedsl/backend/cuda/codegen.cuh"
@@ -146,12 +146,7 @@ class executor {
 
  public:
   executor(Program, cudaStream_t stream) : runner_(stream), stream_(stream) {
-    layout_ = layout_device_memory(g, mp, device_arena::alignment);
-    for (std::size_t i = 0; i < layout_.slots.size(); ++i) {
-      if (by_name_.count(layout_.slots[i].name))
-        throw binding_error("binding \"" + layout_.slots[i].name + "\": declared twice");
-      by_name_[layout_.slots[i].name] = i;
-    }
+    layout_ = layout_device_memory(g, mp, device_arena::alignment);  // slots in table_'s order
     bound_.assign(layout_.slots.size(), false);
     arena_.emplace(layout_.bytes);
     reset_states();
@@ -159,39 +154,23 @@ class executor {
   }
 
   using binding_info = graph::binding_info;
-  std::vector<binding_info> bindings() const {
-    std::vector<binding_info> r;
-    for (const binding_slot& s : layout_.slots) r.push_back(binding_info::of(g, s.node, s.name));
-    return r;
-  }
+  std::vector<binding_info> bindings() const { return table_.infos(); }
 
   // Asynchronous upload into the executor's own copy: `t` must stay unchanged until the stream
   // has passed this point (synchronize()).
   void bind(std::string_view name, tensor_ref t) {
-    auto it = by_name_.find(std::string(name));
-    if (it == by_name_.end())
-      throw binding_error("binding \"" + std::string(name) +
-                          "\": the program has no input or param of that name");
-    const binding_slot& s = layout_.slots[it->second];
-    const graph::node& n = g[s.node];
-    if (t.type != n.type || !(t.shape == n.shape))
-      throw binding_error("binding \"" + s.name + "\": expected " + std::string(name_of(n.type)) +
-                          to_string(n.shape) + ", got " + std::string(name_of(t.type)) +
-                          to_string(t.shape));
-    if (t.data == nullptr) throw binding_error("binding \"" + s.name + "\": null data");
-    check(cudaMemcpyAsync(at(s.offset), t.data, t.bytes(), cudaMemcpyHostToDevice, stream_),
+    const std::size_t k = table_.check(name, t);
+    check(cudaMemcpyAsync(at(layout_.slots[k].offset), t.data, t.bytes(), cudaMemcpyHostToDevice,
+                          stream_),
           "cuda::executor: bind (upload)");
-    bound_[it->second] = true;
+    bound_[k] = true;
   }
 
   // Device address of a binding (for inputs produced on the device: write there, skip bind).
   void* device_binding(std::string_view name) {
-    auto it = by_name_.find(std::string(name));
-    if (it == by_name_.end())
-      throw binding_error("binding \"" + std::string(name) +
-                          "\": the program has no input or param of that name");
-    bound_[it->second] = true;
-    return at(layout_.slots[it->second].offset);
+    const std::size_t k = table_.find(name);
+    bound_[k] = true;
+    return at(layout_.slots[k].offset);
   }
   const void* device_output(int k) const {
     return at(layout_.output_offset[std::size_t(check_output(k))]);
@@ -200,8 +179,7 @@ class executor {
   // One call: the first runs the launches eagerly and captures them; later ones replay the graph
   // (on the legacy default stream, nullptr, every call runs eagerly).
   void run() {
-    for (std::size_t i = 0; i < bound_.size(); ++i)
-      if (!bound_[i]) throw binding_error("binding \"" + layout_.slots[i].name + "\": not bound");
+    table_.require_bound(bound_);
     if (runner_.captured()) {
       runner_.replay();
       return;
@@ -214,11 +192,7 @@ class executor {
 
   // Asynchronous download of output k into host memory.
   void read_output(int k, tensor_ref t) const {
-    const graph::node& n = g[g.outputs[std::size_t(check_output(k))]];
-    if (t.type != n.type || !(t.shape == n.shape))
-      throw binding_error("output " + std::to_string(k) + ": expected " +
-                          std::string(name_of(n.type)) + to_string(n.shape) + ", got " +
-                          std::string(name_of(t.type)) + to_string(t.shape));
+    backend::binding_table::check_output(g, k, t, false);
     check(cudaMemcpyAsync(t.data, device_output(k), t.bytes(), cudaMemcpyDeviceToHost, stream_),
           "cuda::executor: read_output");
   }
@@ -272,22 +246,13 @@ class executor {
     return static_cast<std::byte*>(arena_->data()) + offset;
   }
   static int state_node(std::string_view name) {
-    for (int i = 0; i < int(N); ++i)
-      if (g[i].op == graph::op_kind::state && g[i].name.view() == name) return i;
-    throw binding_error("state \"" + std::string(name) +
-                        "\": the program has no state of that name");
+    return backend::binding_table::state_node(g, name);
   }
   static void check_state_shape(std::string_view name, const tensor_ref& s, const tensor_ref& t) {
-    if (t.type != s.type || !(t.shape == s.shape))
-      throw binding_error("state \"" + std::string(name) + "\": expected " +
-                          std::string(name_of(s.type)) + to_string(s.shape) + ", got " +
-                          std::string(name_of(t.type)) + to_string(t.shape));
-    if (t.data == nullptr) throw binding_error("state \"" + std::string(name) + "\": null data");
+    backend::binding_table::check_state(name, s, t);
   }
   static int check_output(int k) {
-    if (k < 0 || k >= g.n_outputs)
-      throw binding_error("output " + std::to_string(k) + ": the program has " +
-                          std::to_string(g.n_outputs) + " outputs");
+    backend::binding_table::output_node(g, k);
     return k;
   }
 
@@ -311,8 +276,8 @@ class executor {
   }
   static std::string step_name(int gi, int it) {
     const plan::fusion_group& gr = fp.groups[std::size_t(gi)];
-    return binding_prefix(g, gr.region, it) + std::string(plan::name_of(gr.kind)) + " (group " +
-           std::to_string(gi) + ", anchor %" + std::to_string(gr.anchor) + ")";
+    return backend::binding_prefix(g, gr.region, it) + std::string(plan::name_of(gr.kind)) +
+           " (group " + std::to_string(gi) + ", anchor %" + std::to_string(gr.anchor) + ")";
   }
 
   // The device address of every access of group GI's code, this layer.
@@ -544,8 +509,8 @@ class executor {
   graph_runner runner_;
   cudaStream_t stream_;
   device_layout<N> layout_;
+  backend::binding_table table_{graph::graph_view(g)};
   std::vector<bool> bound_;
-  std::map<std::string, std::size_t> by_name_;
   std::array<std::byte*, N> val_{};
 };
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "fusedsl/backend/bindings.hpp"
 #include "fusedsl/plan/memory.hpp"
 
 namespace fusedsl::cuda {
@@ -36,23 +37,6 @@ struct device_layout {
   std::size_t bytes = 0;                                             // the whole allocation
 };
 
-namespace detail {
-template <std::size_t N>
-int iterations_of_region(const graph::graph<N>& g, int r) {
-  for (int i = 0; i < int(N); ++i)
-    if (r != 0 && g[i].op == graph::op_kind::repeat && g[i].body == r) return g[i].count;
-  return 1;
-}
-}  // namespace detail
-
-template <std::size_t N>
-std::string binding_prefix(const graph::graph<N>& g, int region, int iter) {
-  for (int i = 0; i < int(N); ++i)
-    if (region != 0 && g[i].op == graph::op_kind::repeat && g[i].body == region)
-      return std::string(g[i].name.view()) + "." + std::to_string(iter) + ".";
-  return {};
-}
-
 template <std::size_t N>
 device_layout<N> layout_device_memory(const graph::graph<N>& g, const plan::memory_plan<N>& m,
                                       std::size_t alignment) {
@@ -62,14 +46,10 @@ device_layout<N> layout_device_memory(const graph::graph<N>& g, const plan::memo
   device_layout<N> d;
   std::size_t bytes = round_up(std::size_t(m.arena_bytes));
   d.arena_bytes = bytes;
-  for (int i = 0; i < int(N); ++i) {
-    const graph::node& n = g[i];
-    if (n.op != graph::op_kind::input && n.op != graph::op_kind::param) continue;
-    for (int it = 0; it < detail::iterations_of_region(g, n.region); ++it) {
-      d.slots.push_back(
-          {binding_prefix(g, n.region, it) + std::string(n.name.view()), i, it, bytes});
-      bytes += round_up(std::size_t(n.bytes()));
-    }
+  const backend::binding_table table(g);
+  for (const backend::binding_slot& s : table.slots()) {
+    d.slots.push_back({s.name, s.node, s.iter, bytes});
+    bytes += round_up(std::size_t(g[s.node].bytes()));
   }
   d.binding_bytes = bytes - d.arena_bytes;
   for (int o = 0; o < g.n_outputs; ++o) {

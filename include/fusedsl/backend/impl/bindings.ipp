@@ -16,19 +16,19 @@ inline int layers_of_region(graph::graph_view g, int r) {
   return 1;
 }
 
-inline std::string prefix_of_region(graph::graph_view g, int r, int iter) {
-  for (int i = 0; i < g.size; ++i)
-    if (g[i].op == graph::op_kind::repeat && g[i].body == r)
-      return std::string(g[i].name.view()) + "." + std::to_string(iter) + ".";
-  return {};
-}
-
 inline std::string expected_got(const tensor_ref& want, const tensor_ref& got) {
   return "expected " + std::string(name_of(want.type)) + to_string(want.shape) + ", got " +
          std::string(name_of(got.type)) + to_string(got.shape);
 }
 
 }  // namespace detail
+
+FUSEDSL_DECL std::string binding_prefix(graph::graph_view g, int region, int iter) {
+  for (int i = 0; region != 0 && i < g.size; ++i)
+    if (g[i].op == graph::op_kind::repeat && g[i].body == region)
+      return std::string(g[i].name.view()) + "." + std::to_string(iter) + ".";
+  return {};
+}
 
 FUSEDSL_DECL binding_table::binding_table(graph::graph_view g) : g_(g) {
   for (int i = 0; i < g.size; ++i) {
@@ -37,8 +37,7 @@ FUSEDSL_DECL binding_table::binding_table(graph::graph_view g) : g_(g) {
     const int layers = detail::layers_of_region(g, n.region);
     for (int it = 0; it < layers; ++it) {
       binding_slot s;
-      s.name = (n.region ? detail::prefix_of_region(g, n.region, it) : std::string()) +
-               std::string(n.name.view());
+      s.name = binding_prefix(g, n.region, it) + std::string(n.name.view());
       s.node = i;
       s.iter = it;
       if (by_name_.count(s.name))

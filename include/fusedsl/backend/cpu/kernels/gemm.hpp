@@ -309,8 +309,7 @@ struct micro_kernel {
       for (int v = 0; v < NV; ++v) acc[i][v] = V(0.0f);
     // Row i of A is read from row_base[i / 4] at (i % 4) * a_istride: three bases and three
     // strides for twelve rows. With twelve row pointers GCC runs out of general registers and
-    // keeps some in vector registers, moved back on every update (1% of a 128-deep tile's time
-    // on an AMD Zen 5 core).
+    // keeps some in vector registers, moved back on every update.
     const float* row_base[(R + 3) / 4];
 #pragma GCC unroll 4
     for (int g = 0; g < (R + 3) / 4; ++g) row_base[g] = a + 4 * g * a_istride;
@@ -399,9 +398,8 @@ struct micro_kernel {
   }
   // How many rank-1 updates ahead B is prefetched: 4 for a full tile; 4 KiB of the panel ahead
   // for a tile of fewer rows (decode steps, small batches), whose updates take a few cycles each,
-  // so that 4 updates ahead left the stream short of memory-level parallelism. On a Zen 5: GPT-2
-  // small's bf16 decode step (one row) 93 -> 115 tokens/s, its paged batch of 8 (f32) 292-308 ->
-  // 354-366; a one-row product on f32 panels gained nothing and keeps 4.
+  // so that 4 updates ahead left the stream short of memory-level parallelism (docs/performance.md,
+  // "Kernel choices"); a one-row product on f32 panels gained nothing and keeps 4.
   template <int R, class TB>
   static constexpr int prefetch_distance =
       R >= MR || (R == 1 && std::is_same_v<TB, float>) ? 4 : 4096 / int(NR * sizeof(TB));

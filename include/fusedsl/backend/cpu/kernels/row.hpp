@@ -87,8 +87,8 @@ float row_sum_sq(const float* x, float c, std::ptrdiff_t n) {
 // fill it (8 measured best on AVX-512 and AVX2; rmsnorm, one pass, gained nothing from it; see
 // docs/performance.md). Long rows take smaller groups (layernorm_rows): each of the three passes
 // streams the group's rows, and 8 rows of 2048 floats (8 KiB apart, so in the same L1 sets) with
-// their 8 output rows overflow the sets' ways; 4 rows from 257 columns, 2 from 513 (measured on a
-// Zen 4 core: 512 x 2048 at 1.65 G/s in groups of 8, 4.46 in groups of 2). Each row is summed in
+// their 8 output rows overflow the sets' ways; 4 rows from 257 columns, 2 from 513
+// (docs/performance.md, "Kernel choices"). Each row is summed in
 // the same order whatever the group size, so a row's result does not depend on the rows reduced
 // with it. The unroll pragmas keep the per-row accumulators in registers (without them GCC 12
 // spills them to the stack).

@@ -22,12 +22,10 @@ namespace fusedsl::cpu::kernels {
 class thread_pool {
  public:
   // How long an idle thread polls for the next run (and the caller for the workers' end) before
-  // it sleeps on a condition variable. Waking a sleeping worker costs ~75 us on a 2-vCPU virtual
-  // machine, polling costs ~1-20 us per run; but a polling thread holds its CPU: on such a VM
-  // shared with other processes any poll of 50 us or more made the medium model slower on two
-  // threads, 200 us or more the seed model up to 20x slower, while on the same VM when quiet a
-  // 50 us poll ran the seed 1.5-1.8x faster than one thread (docs/performance.md, "Threads").
-  // So the default is not to poll; OpenMP's KMP_BLOCKTIME is the same trade-off.
+  // it sleeps on a condition variable. Waking a sleeping worker costs far more than polling, but
+  // a polling thread holds its CPU: on cores shared with other processes, polling makes models
+  // slower, on cores of their own faster (docs/performance.md, "Threads"). So the default is not
+  // to poll; OpenMP's KMP_BLOCKTIME is the same trade-off.
   static constexpr std::chrono::microseconds default_spin{0};
 
   // `threads` >= 1 threads in all: the caller plus threads - 1 workers started here.

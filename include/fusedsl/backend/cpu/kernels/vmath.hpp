@@ -7,7 +7,7 @@
 // test bounds are the next whole ulp (a correctly rounded result is itself up to 0.5 ulp off):
 //   exp      1.00 ulp (AVX-512), 1.51 ulp (AVX2, xsimd) on [-87, 88] (bound 2); +inf above 88.72,
 //            NaN -> NaN; AVX-512: 0 below -87.34 (where the result would be subnormal: one
-//            subnormal result costs a ~70 ns microcode assist per vector, 40x an exp); AVX2:
+//            subnormal result costs a microcode assist per vector, tens of exps); AVX2:
 //            subnormal results down to -103.9
 //   exp2     1.15 ulp (AVX-512), 1.45 ulp (AVX2, xsimd) on [-126, 127) (bound 2); +inf from 128
 //            (xsimd, the AVX2 path: from 127); AVX-512: 0 below -126, as exp
@@ -115,10 +115,9 @@ namespace detail {
 // (2.0e-9 in exact arithmetic); the caller scales by VSCALEFPS, which takes floor(t) itself.
 inline __m512 exp2_fraction(__m512 t) {
 #if defined(__AVX512DQ__)
-  // t stays in a register: GCC would fold a load of t into VREDUCEPS, and on Zen 4 that memory
-  // form stalls a loop (a load, 2^t, a store: 30.7 cycles a vector against 7.2 with the register
-  // form, measured on an AMD EPYC Zen 4 core). No kernel here passes a loaded t, but a caller of
-  // vexp2 on loaded data would.
+  // t stays in a register: GCC would fold a load of t into VREDUCEPS, and on some cores that
+  // memory form stalls a loop several times over the register form (docs/performance.md, "Kernel
+  // choices"). No kernel here passes a loaded t, but a caller of vexp2 on loaded data would.
   asm("" : "+v"(t));
   const __m512 r = _mm512_reduce_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
 #else
@@ -228,8 +227,8 @@ V gelu_tanh(const V& x) {
 // NaN, which the zeroing replaces), and that zeroing folded into the division (a zero-masked
 // VDIVPS). The lower clamp stays: 2^t must not be subnormal. Results are bitwise those of the
 // generic form. A division rather than VRCP14PS, a Newton step and a multiply: the divider works
-// beside the FMA pipes, which a GEMM epilogue shares with the next tile (on an AMD Zen 5 core,
-// 8.3 cycles a vector against 10.2, and the seed model's FFN-up GEMM with this epilogue 2% faster).
+// beside the FMA pipes, which a GEMM epilogue shares with the next tile (docs/performance.md,
+// "Kernel choices").
 inline xsimd::batch<float, xsimd::avx512f> gelu_tanh(
     const xsimd::batch<float, xsimd::avx512f>& xb) {
   const __m512 x = xb;
