@@ -50,22 +50,28 @@ inline float apply_binary(op_kind k, float a, float b) { return graph::scalar::b
 
 namespace detail {
 
+// f(first, stride, len, out) for each line of shape `a` along `axis`: the offset of its first
+// element, its stride and length, and its index in the shape without that axis.
+template <class F>
+void for_each_line(const dims& a, int axis, F&& f) {
+  const std::int64_t len = a[axis], inner = a.stride(axis), outer = a.size() / (len * inner);
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t i = 0; i < inner; ++i) f(o * len * inner + i, inner, len, o * inner + i);
+}
+
 // argmax along n.axis (the first of equal maxima; NaN wins).
 inline void interpret_argmax(const graph::node* nodes, const graph::node& n, const float* const* in,
                              float* y) {
-  const auto shape_of = [&](int k) -> const dims& { return nodes[n.in[std::size_t(k)]].shape; };
-  const dims& a = shape_of(0);
-  const std::int64_t len = a[n.axis], inner = a.stride(n.axis), outer = a.size() / (len * inner);
-  for (std::int64_t o = 0; o < outer; ++o)
-    for (std::int64_t i = 0; i < inner; ++i) {
-      const float* x = in[0] + o * len * inner + i;
-      std::int64_t best = 0;
-      for (std::int64_t r = 1; r < len; ++r) {
-        const float v = x[r * inner], b = x[best * inner];
-        if (v > b || (v != v && b == b)) best = r;
-      }
-      y[o * inner + i] = float(best);
-    }
+  for_each_line(nodes[n.in[0]].shape, n.axis,
+                [&](std::int64_t first, std::int64_t stride, std::int64_t len, std::int64_t out) {
+                  const float* x = in[0] + first;
+                  std::int64_t best = 0;
+                  for (std::int64_t r = 1; r < len; ++r) {
+                    const float v = x[r * stride], b = x[best * stride];
+                    if (v > b || (v != v && b == b)) best = r;
+                  }
+                  y[out] = float(best);
+                });
 }
 
 // gather, dynamic_slice, dynamic_update_slice (start indices clamped into range).
@@ -102,26 +108,24 @@ inline void interpret_indexing(const graph::node* nodes, const graph::node& n,
 // reduce_sum / max / min / mean along n.axis (max and min propagate NaN).
 inline void interpret_reduce(const graph::node* nodes, const graph::node& n, const float* const* in,
                              float* y) {
-  const auto shape_of = [&](int k) -> const dims& { return nodes[n.in[std::size_t(k)]].shape; };
-  const dims& a = shape_of(0);
-  const std::int64_t len = a[n.axis], inner = a.stride(n.axis), outer = a.size() / (len * inner);
-  for (std::int64_t o = 0; o < outer; ++o)
-    for (std::int64_t i = 0; i < inner; ++i) {
-      const float* x = in[0] + o * len * inner + i;
-      float acc = n.op == op_kind::reduce_max   ? -std::numeric_limits<float>::infinity()
-                  : n.op == op_kind::reduce_min ? std::numeric_limits<float>::infinity()
-                                                : 0.0f;
-      for (std::int64_t r = 0; r < len; ++r) {
-        const float v = x[r * inner];
-        if (n.op == op_kind::reduce_max)
-          acc = nan_max(acc, v);
-        else if (n.op == op_kind::reduce_min)
-          acc = nan_min(acc, v);
-        else
-          acc += v;
-      }
-      y[o * inner + i] = n.op == op_kind::reduce_mean ? acc / float(len) : acc;
-    }
+  const float init = n.op == op_kind::reduce_max   ? -std::numeric_limits<float>::infinity()
+                     : n.op == op_kind::reduce_min ? std::numeric_limits<float>::infinity()
+                                                   : 0.0f;
+  for_each_line(nodes[n.in[0]].shape, n.axis,
+                [&](std::int64_t first, std::int64_t stride, std::int64_t len, std::int64_t out) {
+                  const float* x = in[0] + first;
+                  float acc = init;
+                  for (std::int64_t r = 0; r < len; ++r) {
+                    const float v = x[r * stride];
+                    if (n.op == op_kind::reduce_max)
+                      acc = nan_max(acc, v);
+                    else if (n.op == op_kind::reduce_min)
+                      acc = nan_min(acc, v);
+                    else
+                      acc += v;
+                  }
+                  y[out] = n.op == op_kind::reduce_mean ? acc / float(len) : acc;
+                });
 }
 
 // matmul with batch broadcasting and transposed operands.
