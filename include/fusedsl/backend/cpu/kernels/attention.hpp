@@ -319,7 +319,7 @@ void attention_block(const attention_shape& s, const attention_args& a, std::ptr
 #if defined(__AVX512F__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
 // r[i] = row i of a 16 x 16 block becomes r[c] = column c: 64 shuffles in four rounds (pairs of
 // floats, of float pairs, of 128-bit lanes twice), several times faster than one 16-lane gather
-// per column (docs/performance.md, "Kernel choices").
+// per column (docs/design.md, "Kernel choices").
 [[gnu::always_inline]] inline void transpose_16x16(__m512 (&r)[16]) {
   __m512 t[16];
 #pragma GCC unroll 16

@@ -398,7 +398,7 @@ struct micro_kernel {
   }
   // How many rank-1 updates ahead B is prefetched: 4 for a full tile; 4 KiB of the panel ahead
   // for a tile of fewer rows (decode steps, small batches), whose updates take a few cycles each,
-  // so that 4 updates ahead left the stream short of memory-level parallelism (docs/performance.md,
+  // so that 4 updates ahead left the stream short of memory-level parallelism (docs/design.md,
   // "Kernel choices"); a one-row product on f32 panels gained nothing and keeps 4.
   template <int R, class TB>
   static constexpr int prefetch_distance =

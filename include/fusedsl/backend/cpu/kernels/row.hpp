@@ -85,10 +85,10 @@ float row_sum_sq(const float* x, float c, std::ptrdiff_t n) {
 // layernorm reduces a group of rows side by side: one short row is two chains of dependent adds,
 // lane reductions and divisions, which leave the vector unit idle; eight rows' independent chains
 // fill it (8 measured best on AVX-512 and AVX2; rmsnorm, one pass, gained nothing from it; see
-// docs/performance.md). Long rows take smaller groups (layernorm_rows): each of the three passes
+// docs/kernels.md). Long rows take smaller groups (layernorm_rows): each of the three passes
 // streams the group's rows, and 8 rows of 2048 floats (8 KiB apart, so in the same L1 sets) with
 // their 8 output rows overflow the sets' ways; 4 rows from 257 columns, 2 from 513
-// (docs/performance.md, "Kernel choices"). Each row is summed in
+// (docs/design.md, "Kernel choices"). Each row is summed in
 // the same order whatever the group size, so a row's result does not depend on the rows reduced
 // with it. The unroll pragmas keep the per-row accumulators in registers (without them GCC 12
 // spills them to the stack).

@@ -116,7 +116,7 @@ namespace detail {
 inline __m512 exp2_fraction(__m512 t) {
 #if defined(__AVX512DQ__)
   // t stays in a register: GCC would fold a load of t into VREDUCEPS, and on some cores that
-  // memory form stalls a loop several times over the register form (docs/performance.md, "Kernel
+  // memory form stalls a loop several times over the register form (docs/design.md, "Kernel
   // choices"). No kernel here passes a loaded t, but a caller of vexp2 on loaded data would.
   asm("" : "+v"(t));
   const __m512 r = _mm512_reduce_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
@@ -227,7 +227,7 @@ V gelu_tanh(const V& x) {
 // NaN, which the zeroing replaces), and that zeroing folded into the division (a zero-masked
 // VDIVPS). The lower clamp stays: 2^t must not be subnormal. Results are bitwise those of the
 // generic form. A division rather than VRCP14PS, a Newton step and a multiply: the divider works
-// beside the FMA pipes, which a GEMM epilogue shares with the next tile (docs/performance.md,
+// beside the FMA pipes, which a GEMM epilogue shares with the next tile (docs/design.md,
 // "Kernel choices").
 inline xsimd::batch<float, xsimd::avx512f> gelu_tanh(
     const xsimd::batch<float, xsimd::avx512f>& xb) {
