@@ -554,6 +554,14 @@ TEST_CASE("a bf16 loop group with a broadcast bias and gelu_tanh matches within 
   CHECK(emulated_error<decltype(fd::compile(fd::gelu_tanh(x * fd::lit<0.5> + bias)))>(24) < 1e-2);
 }
 
+TEST_CASE("sin and cos in a loop group (the device policy's sinf, cosf) match within 1e-6") {
+  constexpr auto x = fd::input<"x", float, 64, 96>();
+  const double err =
+      emulated_error<decltype(fd::compile(fd::sin(x) * fd::cos(x * fd::lit<0.5>) + x))>(36);
+  MESSAGE("sin and cos (emulated schedule): relative L2 error " << err);
+  CHECK(err < 1e-6);
+}
+
 TEST_CASE("grouped-query causal attention (4 query heads, 2 key/value heads) matches within 1e-2") {
   const double err = emulated_error<gqa_bf16, gqa_f32>(25);
   MESSAGE("grouped-query bf16 (emulated schedule): relative L2 error "

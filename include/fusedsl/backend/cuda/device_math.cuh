@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "fusedsl/core/config.hpp"
 #include "fusedsl/core/dtype.hpp"
@@ -143,6 +144,8 @@ struct device_math {
   FUSEDSL_HD static float log(float x) { return ::logf(x); }
   FUSEDSL_HD static float sqrt(float x) { return ::sqrtf(x); }
   FUSEDSL_HD static float tanh(float x) { return ::tanhf(x); }
+  FUSEDSL_HD static float sin(float x) { return ::sinf(x); }
+  FUSEDSL_HD static float cos(float x) { return ::cosf(x); }
   FUSEDSL_HD static float erf(float x) { return ::erff(x); }
   FUSEDSL_HD static float erfc(float x) { return ::erfcf(x); }
   FUSEDSL_HD static float pow(float x, float y) { return ::powf(x, y); }
@@ -155,6 +158,34 @@ struct device_math {
   FUSEDSL_HD static float select(float p, float a, float b) { return p != 0.0f ? a : b; }
   FUSEDSL_HD static float trunc(float x) { return ::truncf(x); }
 };
+
+// Every computed op of the table instantiated on the device policy, on whatever compiler includes
+// this header (the host compiler too): an op whose body needs a primitive device_math lacks stops
+// the build here, the error naming the op (op_traits<op_kind::...>) and device_math, rather than
+// when nvcc compiles a program that uses it.
+namespace detail {
+template <graph::op_kind K>
+constexpr bool device_body_instantiates() {
+  using T = graph::op_traits<K>;
+  constexpr graph::op_category c = graph::category_of(K);
+  if constexpr (K == graph::op_kind::argmax) {
+    (void)&T::template take<device_math, float>;
+  } else if constexpr (c == graph::op_category::reduce) {
+    (void)&T::template identity<device_math, float>;
+    (void)&T::template combine<device_math, float>;
+    (void)&T::template finish<device_math, float>;
+  } else if constexpr (T::has_body) {
+    (void)&T::template apply<device_math, float>;
+  }
+  return true;
+}
+template <std::size_t... I>
+constexpr bool device_policy_complete(std::index_sequence<I...>) {
+  return (device_body_instantiates<graph::op_kind(I)>() && ...);
+}
+}  // namespace detail
+static_assert(detail::device_policy_complete(std::make_index_sequence<graph::op_count>{}),
+              "cuda::device_math: a computed op of the table has no device body");
 
 // Op K of the table on f32 values, with the device policy.
 template <graph::op_kind K, class... V>
