@@ -79,7 +79,7 @@ FUSEDSL_DECL void executor_base::run() {
   for (int o = 0; o < view_.g.n_outputs; ++o)
     if (outputs_[std::size_t(o)] == nullptr)
       throw binding_error("output " + std::to_string(o) + ": not bound");
-  table_.check_no_alias(bound_.data(), const_cast<const void* const*>(outputs_.data()));
+  table_.check_no_alias(bound_.data(), outputs_.data());
   if (interpreter_only_) {
     run_interpreted();
     return;
