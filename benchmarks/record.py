@@ -77,7 +77,7 @@ OTHER_STEPS = ["hf_gpt2_decode", "xla_gpt2_decode", "gpt2_small_hf", "compile_de
 MAIN_TUS = ["examples/quickstart.cpp", "benchmarks/compile_time/llama_block_executor.cpp",
             "examples/transformer_demo.cpp", "examples/export_hlo.cpp",
             "tools/fusedsl_tpu.cpp", "tests/plan/fusion_test.cpp", "tests/plan/memory_test.cpp",
-            "tests/executor/model_test.cpp", "tests/cpu/gemm_test.cpp",
+            "tests/backend/cpu/executor/model_test.cpp", "tests/cpu/gemm_test.cpp",
             "tests/cpu/attention_test.cpp", "tests/hlo/parser_test.cpp",
             "tests/export/export_test.cpp", "benchmarks/model/model_bench.cpp",
             "tests/cuda/gemm_test.cu", "tests/cuda/attention_test.cu",
@@ -88,7 +88,7 @@ MAIN_TUS = ["examples/quickstart.cpp", "benchmarks/compile_time/llama_block_exec
 # cost), the model benchmark and the heaviest test units.
 BREAKDOWN_TUS = ["examples/quickstart.cpp", "benchmarks/compile_time/llama_block_executor.cpp",
                  "benchmarks/model/model_bench.cpp", "tests/export/export_test.cpp",
-                 "tests/executor/model_test.cpp"]
+                 "tests/backend/cpu/executor/model_test.cpp"]
 
 
 # What compile_vs_base compiles from both trees: the seed and medium programs with the CPU executor

@@ -7,7 +7,7 @@
 # The instruction sets of the compiler's default x86-64 target only (SSE2: no AVX, no FMA, no AMX),
 # for test builds of the SSE2 path. -mno-... flags, not -march=x86-64: GCC honours an explicit
 # -mno-ISA whatever its place, while fusedsl_dev's -march=native comes after a target's own options.
-# FUSEDSL_HAVE_X86_64_FLAGS says whether the compiler takes them (tests/cpu and tests/executor).
+# FUSEDSL_HAVE_X86_64_FLAGS says whether the compiler takes them (tests/cpu and tests/backend/cpu/executor).
 set(FUSEDSL_X86_64_BASELINE_FLAGS -mno-sse3 -mno-amx-tile -mno-amx-int8 -mno-amx-bf16)
 include(CheckCXXCompilerFlag)
 check_cxx_compiler_flag("${FUSEDSL_X86_64_BASELINE_FLAGS}" FUSEDSL_HAVE_X86_64_FLAGS)
@@ -94,4 +94,16 @@ set(FAILTEST_MAX_ERRORS @ARG_MAX_ERRORS@)
   if(CMAKE_GENERATOR MATCHES "Ninja")
     set_tests_properties(failtest.${name}.ok failtest.${name}.ko PROPERTIES RESOURCE_LOCK fusedsl_build_tree)
   endif()
+endfunction()
+
+# fusedsl_add_area_tests(<prefix>): each <area>_test.cpp of the calling folder as its own small
+# executable, <prefix>.<area>, labelled unit, so that the folder's tests compile in parallel and a
+# failure points at one area.
+function(fusedsl_add_area_tests prefix)
+  file(GLOB _sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*_test.cpp)
+  foreach(_src ${_sources})
+    get_filename_component(_name ${_src} NAME_WE)
+    string(REGEX REPLACE "_test$" "" _name ${_name})
+    fusedsl_add_test(${prefix}.${_name} ${_src} LABELS unit)
+  endforeach()
 endfunction()

@@ -6,7 +6,8 @@
 // Eigen::setNbThreads gives the GEMMs more. It is the plain unfused Eigen baseline of the CPU
 // targets: model_bench reports the fused executor's speedup over it next to the one over the
 // reference backend (an op-by-op interpreter, much slower), benchmarks/race races it against the
-// executor and other runtimes, and tests/executor checks it against the reference backend.
+// executor and other runtimes, and tests/backend/cpu/executor checks it against the reference
+// backend.
 #include <Eigen/Core>
 #include <cmath>
 #include <cstdint>

@@ -9,7 +9,7 @@
 #include "fusedsl/backend/cpu/executor.hpp"
 #include "fusedsl/backend/reference/evaluate.hpp"
 #include "fusedsl/fusedsl.hpp"
-#include "../common/compare.hpp"
+#include "../../../common/compare.hpp"
 
 namespace fusedsl::test {
 

@@ -1,7 +1,7 @@
 // graph::expand: row composites become exactly their documented primitives, everything else is
 // copied, block bodies stay regions; it runs in constant evaluation and at run time alike.
 #include "fusedsl/graph/expand.hpp"
-#include "test_util.hpp"
+#include "../common/test_util.hpp"
 
 namespace {
 

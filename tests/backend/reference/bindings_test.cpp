@@ -1,6 +1,6 @@
 // Binding by name: a missing, unknown, mis-shaped or mis-typed tensor is a binding_error naming the
 // binding and both shapes; a malformed graph is a graph_error naming the node; nothing is UB.
-#include "test_util.hpp"
+#include "../../common/test_util.hpp"
 
 namespace {
 

@@ -1,6 +1,6 @@
 #pragma once
-// Shared by the unit tests: random tensors, element access as f32, the comparison of a tensor
-// with expected values (../common/compare.hpp's rules).
+// Shared by the tests of the DSL, the graph and the reference backend: random tensors, element
+// access as f32, the comparison of a tensor with expected values (compare.hpp's rules).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "../common/compare.hpp"
+#include "compare.hpp"
 #include "fusedsl/backend/reference/evaluate.hpp"
 #include "fusedsl/fusedsl.hpp"
 

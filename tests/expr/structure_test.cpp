@@ -1,6 +1,6 @@
 // Structural ops against index loops: permute/transpose, reshape, slice, concat, broadcast_to.
 // They copy elements bit for bit, whatever the dtype.
-#include "test_util.hpp"
+#include "../common/test_util.hpp"
 
 namespace {
 

@@ -3,7 +3,7 @@
 #include <bit>
 #include <limits>
 
-#include "test_util.hpp"
+#include "../common/test_util.hpp"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // The constexpr node table: merged subexpressions, node counts of transformer blocks, topological
 // order, pruning of dead nodes, the bindings of a stack, and the text and DOT printers. Most checks
 // are static_asserts on the constexpr graph.
-#include "test_util.hpp"
+#include "../common/test_util.hpp"
 
 namespace {
 

@@ -2,7 +2,7 @@
 // every kind of broadcasting, comparisons and select, integer masks, and edge values.
 #include <limits>
 
-#include "test_util.hpp"
+#include "../common/test_util.hpp"
 
 namespace {
 

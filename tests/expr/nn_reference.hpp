@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "test_util.hpp"
+#include "../common/test_util.hpp"
 
 namespace nnref {
 

@@ -1,7 +1,7 @@
 // Reductions against plain loops: sum, mean, max, min over every axis, with and without keepdims.
 #include <limits>
 
-#include "test_util.hpp"
+#include "../common/test_util.hpp"
 
 namespace {
 

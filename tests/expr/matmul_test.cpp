@@ -1,5 +1,5 @@
 // matmul against triple loops: 2-D, transposed operands, batched, broadcast batch axes.
-#include "test_util.hpp"
+#include "../common/test_util.hpp"
 
 namespace {
 

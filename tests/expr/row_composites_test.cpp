@@ -2,7 +2,7 @@
 // results at the edges: a row entirely -inf under a mask, NaN in a row.
 #include <limits>
 
-#include "test_util.hpp"
+#include "../common/test_util.hpp"
 
 namespace {
 
