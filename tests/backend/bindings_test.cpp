@@ -42,6 +42,12 @@ TEST_CASE("a stacked parameter has one name per layer, in node order, after the 
   CHECK(w1.iter == 1);
   CHECK(t.slot_of(w1.node, 1) == int(t.find("layers.1.fc.w")));
   CHECK(t.slot_of(w1.node, 2) == -1);
+  CHECK(t.slot_of(w1.node, -1) == -1);
+  CHECK(t.slot_of(t[0].node, 0) == 0);
+  CHECK(t.slot_of(t[0].node, 1) == -1);  // x is not in the body: one slot
+  CHECK(t.slot_of(-1, 0) == -1);
+  CHECK(t.slot_of(1000, 0) == -1);
+  CHECK(fd::backend::layers_of_region(view_of(stacked), 0) == 1);
   CHECK(t.first_input_name() == "x");
   const auto infos = t.infos();
   REQUIRE(infos.size() == 5);
@@ -49,6 +55,7 @@ TEST_CASE("a stacked parameter has one name per layer, in node order, after the 
   CHECK(infos[1].shape == fd::make_dims(8, 8));
   const int body_region = view_of(stacked)[w1.node].region;
   CHECK(body_region != 0);
+  CHECK(fd::backend::layers_of_region(view_of(stacked), body_region) == 2);
   CHECK(fd::backend::binding_prefix(view_of(stacked), body_region, 1) == "layers.1.");
   CHECK(fd::backend::binding_prefix(view_of(stacked), 0, 0).empty());
 }
@@ -59,7 +66,8 @@ TEST_CASE("what is bound is checked: the name, the dtype and shape, the data") {
   const fd::tensor_ref ok{data.data(), fd::dtype::f32, fd::make_dims(8, 8)};
   CHECK(t.check("layers.0.fc.w", ok) == t.find("layers.0.fc.w"));
   CHECK_THROWS_WITH_AS(t.check("fc.w", ok),
-                       "binding \"fc.w\": the program has no input or param of that name",
+                       "binding \"fc.w\": the program has no input or param of that name (it has: "
+                       "x, layers.0.fc.w, layers.1.fc.w, layers.0.fc.b, layers.1.fc.b)",
                        fd::binding_error);
   CHECK_THROWS_WITH_AS(t.check("layers.2.fc.w", ok), doctest::Contains("no input or param"),
                        fd::binding_error);
@@ -71,9 +79,10 @@ TEST_CASE("what is bound is checked: the name, the dtype and shape, the data") {
       "binding \"layers.1.fc.w\": expected f32[8,8], got bf16[8,8]", fd::binding_error);
   CHECK_THROWS_WITH_AS(t.check("x", fd::tensor_ref{nullptr, fd::dtype::f32, fd::make_dims(4, 8)}),
                        "binding \"x\": null data", fd::binding_error);
-  std::vector<bool> bound(t.size(), true);
-  bound[3] = false;
-  CHECK_THROWS_WITH_AS(t.require_bound(bound), "binding \"layers.0.fc.b\": not bound",
+  std::vector<const void*> bound(t.size(), data.data());
+  CHECK_NOTHROW(t.require_bound(bound.data()));
+  bound[3] = nullptr;
+  CHECK_THROWS_WITH_AS(t.require_bound(bound.data()), "binding \"layers.0.fc.b\": not bound",
                        fd::binding_error);
 }
 

@@ -29,6 +29,14 @@ struct binding_slot {
 // name and the layer ("layers.1."), empty in region 0.
 FUSEDSL_DECL std::string binding_prefix(graph::graph_view g, int region, int iter);
 
+// How many layers region `region` runs: the count of the repeat whose body it is, 1 for region 0.
+FUSEDSL_DECL int layers_of_region(graph::graph_view g, int region);
+
+// The error for a name the program does not bind: `binding "wq": the program has no input or
+// param of that name (it has: x, w)`, listing the first twelve of `names`.
+FUSEDSL_DECL std::string unknown_binding_message(std::string_view name,
+                                                 const std::vector<std::string_view>& names);
+
 class binding_table {
  public:
   binding_table() = default;
@@ -39,8 +47,13 @@ class binding_table {
   std::size_t size() const { return slots_.size(); }
   const binding_slot& operator[](std::size_t k) const { return slots_[k]; }
   const std::vector<binding_slot>& slots() const { return slots_; }
-  // The slot of (node, layer), or -1.
-  FUSEDSL_DECL int slot_of(int node, int iter) const;
+  // The slot of (node, layer), or -1. Constant time: a node's layers have consecutive slots.
+  int slot_of(int node, int iter) const {
+    if (node < 0 || std::size_t(node) >= first_slot_.size() || first_slot_[std::size_t(node)] < 0)
+      return -1;
+    const std::size_t k = std::size_t(first_slot_[std::size_t(node)] + iter);
+    return iter >= 0 && k < slots_.size() && slots_[k].node == node ? int(k) : -1;
+  }
 
   // Names, dtypes and shapes, for executor::bindings().
   FUSEDSL_DECL std::vector<graph::binding_info> infos() const;
@@ -48,8 +61,8 @@ class binding_table {
   FUSEDSL_DECL std::size_t find(std::string_view name) const;
   // The slot named `name`, checked against what is bound to it: its dtype, shape and data.
   FUSEDSL_DECL std::size_t check(std::string_view name, const tensor_ref& t) const;
-  // Throws binding_error naming the first slot whose flag is false ("not bound").
-  FUSEDSL_DECL void require_bound(const std::vector<bool>& bound) const;
+  // Throws binding_error naming the first slot k with no memory, `bound[k]` null ("not bound").
+  FUSEDSL_DECL void require_bound(const void* const* bound) const;
   // The first input's name (run(x, out)); binding_error if the program has none.
   FUSEDSL_DECL std::string first_input_name() const;
 
@@ -72,6 +85,7 @@ class binding_table {
  private:
   graph::graph_view g_;
   std::vector<binding_slot> slots_;
+  std::vector<int> first_slot_;  // per node: the slot of its layer 0, -1 for a node bound nowhere
   std::map<std::string, std::size_t, std::less<>> by_name_;
 };
 

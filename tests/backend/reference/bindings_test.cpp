@@ -34,7 +34,7 @@ TEST_CASE("an unknown name is rejected when bound, naming it and what the progra
   fd::reference::evaluator ev{g};
   CHECK_THROWS_WITH_AS(
       ev.bind("wq", xv),
-      "binding \"wq\": the program has no input or param of this name (it has: x, w)",
+      "binding \"wq\": the program has no input or param of that name (it has: x, w)",
       fd::binding_error);
   CHECK_THROWS_AS(fd::reference::run(g, {{"x", xv}, {"w", xv}, {"extra", xv}}), fd::binding_error);
 }

@@ -76,15 +76,14 @@ class executor : private executor_base {
 
   using kernel_fn = void (*)(executor_base&, int);
   template <std::size_t... I>
-  static constexpr std::array<kernel_fn, sizeof...(I) + 1> kernel_table(
-      std::index_sequence<I...>) {
+  static constexpr std::array<kernel_fn, sizeof...(I) + 1> kernel_table(std::index_sequence<I...>) {
     return {&run_group_kernel<desc<int(I)>, arch>..., nullptr};
   }
   static constexpr std::array<kernel_fn, std::size_t(G) + 1> kernels_ =
       kernel_table(std::make_index_sequence<std::size_t(G)>{});
   static constexpr program_view plan_view_ = view_of<Program>(lowered::value);
   static constexpr executor_hooks setup_hooks_{&plan_workspace<arch>, kernels_.data(),
-                                         &pack_weights_of<arch>};
+                                               &pack_weights_of<arch>};
 
  public:
   static constexpr const plan::lowered_plan<N, G>& kernels_plan() { return lowered::value; }
@@ -134,9 +133,9 @@ class executor : private executor_base {
   using executor_base::footprint;
   // Per-group timing (steady_clock and the thread's CPU clock around each group; adds four clock
   // reads per group call).
+  using executor_base::arena_bytes;
   using executor_base::profile;
   using executor_base::profile_results;
-  using executor_base::arena_bytes;
 };
 
 }  // namespace fusedsl::cpu

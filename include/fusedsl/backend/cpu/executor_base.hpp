@@ -33,7 +33,7 @@ class executor_base;
 struct executor_setup {
   int threads = 1;
   bool interpreter_only = false, amx = false, amx_attention = false, pair_gemms = true;
-  std::size_t scratch_floats = 0;  // out: the kernels' per-thread workspace, in floats
+  std::size_t scratch_floats = 0;    // out: the kernels' per-thread workspace, in floats
   std::vector<packed_weight> packs;  // out: one per product with a parameter B, per layer
   std::vector<char> paired_away;     // out: per group, its product is another group's pair
 };
@@ -106,8 +106,8 @@ class executor_base {
   executor_hooks hooks_;
   kernels::thread_pool pool_;
   bool interpreter_only_ = false;
-  bool amx_ = false;            // amx_bf16 asked for and available
-  bool amx_attention_ = false;  // and attention on the tiles too
+  bool amx_ = false;               // amx_bf16 asked for and available
+  bool amx_attention_ = false;     // and attention on the tiles too
   std::vector<char> paired_away_;  // per group: run by its pair
   int pairs_ran_ = 0;              // GEMM pairs the current group ran
   bool profiling_ = false;

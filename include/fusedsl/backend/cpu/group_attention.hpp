@@ -114,8 +114,7 @@ void run_attention(executor_base& ex) {
     constexpr auto automatic = kernels::attention_path::automatic;
     using mod_t = kernels::gen::score_mod<D, Arch>;
     if constexpr (mod_t::active) {
-      kernels::flash_attention<Arch, mod_t, paths>(sh, args, ws, pool, automatic,
-                                                   mod_t{val, b});
+      kernels::flash_attention<Arch, mod_t, paths>(sh, args, ws, pool, automatic, mod_t{val, b});
     } else {
 #if FUSEDSL_CPU_AMX
       if (ex.amx_attention() && sh.seq_q > kernels::decode_max_queries) {  // decode: f32 products

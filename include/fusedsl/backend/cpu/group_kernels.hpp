@@ -37,7 +37,8 @@ void run_group_kernel(executor_base& ex, int it) {
   } else if constexpr (d.kind == plan::kernel_kind::gemm) {
     [&]<int... P>(std::integer_sequence<int, P...>) {
       (detail::run_gemm<D, P, Arch>(ex, it), ...);
-    }(std::make_integer_sequence<int, D::value.n_gemm>{});
+    }
+    (std::make_integer_sequence<int, D::value.n_gemm>{});
   } else if constexpr (d.kind == plan::kernel_kind::attention) {
     detail::run_attention<D, Arch>(ex);
   } else if constexpr (d.kind == plan::kernel_kind::update) {

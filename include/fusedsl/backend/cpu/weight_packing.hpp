@@ -52,18 +52,11 @@ inline bool runs_as_pair_of(const program_view& v, const executor_setup& s, int 
   return false;
 }
 
-inline int layers_of_region(const program_view& v, int r) {
-  if (r == 0) return 1;
-  for (int i = 0; i < v.g.size; ++i)
-    if (v.g[i].op == graph::op_kind::repeat && v.g[i].body == r) return v.g[i].count;
-  return 1;
-}
-
 // A GEMM group's workspace, and a pack per part with a parameter B, per layer.
 template <class Arch>
 std::size_t plan_gemm(const program_view& v, executor_setup& s, int gi) {
   const plan::kernel_desc& d = v.kernel(gi);
-  const int layers = layers_of_region(v, v.group(gi).region);
+  const int layers = backend::layers_of_region(v.g, v.group(gi).region);
   std::size_t need = 0;
   for (int q = 0; q < d.n_gemm; ++q) {
     const plan::gemm_part& p = d.gemm[std::size_t(q)];
@@ -98,9 +91,8 @@ std::size_t plan_attention(const program_view& v, const executor_setup& s, int g
   for (const plan::strided_view* x : {&a.q, &a.k, &a.v, &a.o})  // widened per call
     if (v.g[x->base].type != dtype::f32) w += std::size_t(x->shape.size()) + 16;
   if (s.amx_attention && a.score.empty())
-    w = std::max(w, kernels::attention_amx_workspace_elements(a.head_dim, a.seq_kv, s.threads) /
-                            2 +
-                        64);
+    w = std::max(
+        w, kernels::attention_amx_workspace_elements(a.head_dim, a.seq_kv, s.threads) / 2 + 64);
   return w;
 }
 
@@ -152,9 +144,9 @@ void* shared_panels(weight_packs& w, const plan::gemm_part& part, const packed_w
 }
 
 [[noreturn]] inline void weight_dtype_error(const backend::binding_slot& s, bool bf16_only) {
-  throw binding_error("binding \"" + s.name + "\": " +
-                      (bf16_only ? "this matmul weight must be bf16"
-                                 : "a matmul weight must be f32 or bf16"));
+  throw binding_error(
+      "binding \"" + s.name + "\": " +
+      (bf16_only ? "this matmul weight must be bf16" : "a matmul weight must be f32 or bf16"));
 }
 
 // One weight of a GEMM pair into its half of the pair's panels; the pair is ready with both.
@@ -166,15 +158,15 @@ void pack_pair_half(const program_view& v, const plan::gemm_part& part, packed_w
   if (uses_bf16_panels<Arch>(v.g.nodes, part)) {
     if (t != dtype::bf16) weight_dtype_error(s, true);
     kernels::pack_b_pair_half<Arch>(part.k, part.n,
-                                    static_cast<const kernels::bf16_bits*>(data) + b.offset, ks,
-                                    ns, half, static_cast<kernels::bf16_bits*>(p.panels));
+                                    static_cast<const kernels::bf16_bits*>(data) + b.offset, ks, ns,
+                                    half, static_cast<kernels::bf16_bits*>(p.panels));
   } else if (t == dtype::bf16) {
     kernels::pack_b_pair_half<Arch>(part.k, part.n,
-                                    static_cast<const kernels::bf16_bits*>(data) + b.offset, ks,
-                                    ns, half, static_cast<float*>(p.panels));
+                                    static_cast<const kernels::bf16_bits*>(data) + b.offset, ks, ns,
+                                    half, static_cast<float*>(p.panels));
   } else if (t == dtype::f32) {
-    kernels::pack_b_pair_half<Arch>(part.k, part.n, static_cast<const float*>(data) + b.offset,
-                                    ks, ns, half, static_cast<float*>(p.panels));
+    kernels::pack_b_pair_half<Arch>(part.k, part.n, static_cast<const float*>(data) + b.offset, ks,
+                                    ns, half, static_cast<float*>(p.panels));
   } else {
     weight_dtype_error(s, false);
   }
@@ -196,18 +188,17 @@ inline const kernels::bf16_bits* pack_amx(const plan::gemm_part& part, const voi
 
 // One pack (not a pair) of the weight bound at `data`.
 template <class Arch>
-void pack_one(const program_view& v, weight_packs& w, const plan::gemm_part& part,
-              packed_weight& p, const backend::binding_slot& s, const void* data) {
+void pack_one(const program_view& v, weight_packs& w, const plan::gemm_part& part, packed_weight& p,
+              const backend::binding_slot& s, const void* data) {
   const dtype t = v.g[s.node].type;
   if (p.amx) {
     p.amx_data = pack_amx(part, data, w.bf16_storage() + p.offset);
   } else if (uses_bf16_panels<Arch>(v.g.nodes, part)) {
     if (t != dtype::bf16) weight_dtype_error(s, true);
     if (p.shared) p.panels = shared_panels<Arch>(w, part, p, data, t, 1);
-    kernels::pack_b_bf16_panels<Arch>(part.k, part.n,
-                                      static_cast<const kernels::bf16_bits*>(data) + part.b.offset,
-                                      part.b_ks, part.b_ns,
-                                      static_cast<kernels::bf16_bits*>(p.panels));
+    kernels::pack_b_bf16_panels<Arch>(
+        part.k, part.n, static_cast<const kernels::bf16_bits*>(data) + part.b.offset, part.b_ks,
+        part.b_ns, static_cast<kernels::bf16_bits*>(p.panels));
   } else {
     if (t != dtype::bf16 && t != dtype::f32) weight_dtype_error(s, false);
     if (p.shared) p.panels = shared_panels<Arch>(w, part, p, data, t, 0);
@@ -217,9 +208,8 @@ void pack_one(const program_view& v, weight_packs& w, const plan::gemm_part& par
                                     static_cast<const kernels::bf16_bits*>(data) + part.b.offset,
                                     part.b_ks, part.b_ns, dst);
     else
-      kernels::pack_b_strided<Arch>(part.k, part.n,
-                                    static_cast<const float*>(data) + part.b.offset, part.b_ks,
-                                    part.b_ns, dst);
+      kernels::pack_b_strided<Arch>(part.k, part.n, static_cast<const float*>(data) + part.b.offset,
+                                    part.b_ks, part.b_ns, dst);
   }
   p.ready = true;
 }

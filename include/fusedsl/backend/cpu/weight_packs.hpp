@@ -22,7 +22,7 @@ struct packed_weight {
   bool ready = false;
   bool amx = false;  // packed for the AMX tiles (bf16 weights, amx_bf16 opted in); otherwise
                      // bf16 panels where the product reads them so, else f32 panels
-  bool bf16_storage = false;                      // amx or bf16 panels
+  bool bf16_storage = false;                     // amx or bf16 panels
   const kernels::bf16_bits* amx_data = nullptr;  // the packed panels (aligned inside the slot)
   bool pair = false;        // the part's B and its pair's, side by side (pack_b_pair_half)
   std::uint8_t halves = 0;  // pair: which of the two have been packed (bits 0 and 1)
@@ -48,9 +48,7 @@ class weight_packs {
     return cache_->panels(k, bytes);
   }
   float* f32_storage() { return reinterpret_cast<float*>(f32_.data()); }
-  kernels::bf16_bits* bf16_storage() {
-    return reinterpret_cast<kernels::bf16_bits*>(bf16_.data());
-  }
+  kernels::bf16_bits* bf16_storage() { return reinterpret_cast<kernels::bf16_bits*>(bf16_.data()); }
 
   std::size_t own_bytes() const { return f32_.size() + bf16_.size(); }
   // Bytes of the distinct cache panels the packs read.

@@ -147,7 +147,7 @@ class executor {
  public:
   executor(Program, cudaStream_t stream) : runner_(stream), stream_(stream) {
     layout_ = layout_device_memory(g, mp, device_arena::alignment);  // slots in table_'s order
-    bound_.assign(layout_.slots.size(), false);
+    bound_.assign(layout_.slots.size(), nullptr);
     arena_.emplace(layout_.bytes);
     reset_states();
     build_launches();
@@ -163,14 +163,15 @@ class executor {
     check(cudaMemcpyAsync(at(layout_.slots[k].offset), t.data, t.bytes(), cudaMemcpyHostToDevice,
                           stream_),
           "cuda::executor: bind (upload)");
-    bound_[k] = true;
+    bound_[k] = at(layout_.slots[k].offset);
   }
 
   // Device address of a binding (for inputs produced on the device: write there, skip bind).
   void* device_binding(std::string_view name) {
     const std::size_t k = table_.find(name);
-    bound_[k] = true;
-    return at(layout_.slots[k].offset);
+    void* p = at(layout_.slots[k].offset);
+    bound_[k] = p;
+    return p;
   }
   const void* device_output(int k) const {
     return at(layout_.output_offset[std::size_t(check_output(k))]);
@@ -179,7 +180,7 @@ class executor {
   // One call: the first runs the launches eagerly and captures them; later ones replay the graph
   // (on the legacy default stream, nullptr, every call runs eagerly).
   void run() {
-    table_.require_bound(bound_);
+    table_.require_bound(bound_.data());
     if (runner_.captured()) {
       runner_.replay();
       return;
@@ -510,7 +511,7 @@ class executor {
   cudaStream_t stream_;
   device_layout<N> layout_;
   backend::binding_table table_{graph::graph_view(g)};
-  std::vector<bool> bound_;
+  std::vector<const void*> bound_;  // per slot: its device memory once bound, else null
   std::array<std::byte*, N> val_{};
 };
 

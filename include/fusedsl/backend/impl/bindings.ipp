@@ -9,13 +9,6 @@ namespace fusedsl::backend {
 
 namespace detail {
 
-inline int layers_of_region(graph::graph_view g, int r) {
-  if (r == 0) return 1;
-  for (int i = 0; i < g.size; ++i)
-    if (g[i].op == graph::op_kind::repeat && g[i].body == r) return g[i].count;
-  return 1;
-}
-
 inline std::string expected_got(const tensor_ref& want, const tensor_ref& got) {
   return "expected " + std::string(name_of(want.type)) + to_string(want.shape) + ", got " +
          std::string(name_of(got.type)) + to_string(got.shape);
@@ -30,28 +23,42 @@ FUSEDSL_DECL std::string binding_prefix(graph::graph_view g, int region, int ite
   return {};
 }
 
-FUSEDSL_DECL binding_table::binding_table(graph::graph_view g) : g_(g) {
+FUSEDSL_DECL int layers_of_region(graph::graph_view g, int region) {
+  for (int i = 0; region != 0 && i < g.size; ++i)
+    if (g[i].op == graph::op_kind::repeat && g[i].body == region) return g[i].count;
+  return 1;
+}
+
+FUSEDSL_DECL std::string unknown_binding_message(std::string_view name,
+                                                 const std::vector<std::string_view>& names) {
+  std::string r =
+      "binding \"" + std::string(name) + "\": the program has no input or param of that name";
+  const std::size_t shown = names.size() < 12 ? names.size() : 12;
+  for (std::size_t i = 0; i < shown; ++i) {
+    r += i ? ", " : " (it has: ";
+    r += names[i];
+  }
+  if (shown < names.size()) r += ", ...";
+  return r + (shown ? ")" : " (it has no bindings)");
+}
+
+FUSEDSL_DECL binding_table::binding_table(graph::graph_view g)
+    : g_(g), first_slot_(std::size_t(g.size > 0 ? g.size : 0), -1) {
   for (int i = 0; i < g.size; ++i) {
     const graph::node& n = g[i];
     if (n.op != graph::op_kind::input && n.op != graph::op_kind::param) continue;
-    const int layers = detail::layers_of_region(g, n.region);
+    first_slot_[std::size_t(i)] = int(slots_.size());
+    const int layers = layers_of_region(g, n.region);
     for (int it = 0; it < layers; ++it) {
       binding_slot s;
       s.name = binding_prefix(g, n.region, it) + std::string(n.name.view());
       s.node = i;
       s.iter = it;
-      if (by_name_.count(s.name))
-        throw binding_error("binding \"" + s.name + "\": declared twice");
+      if (by_name_.count(s.name)) throw binding_error("binding \"" + s.name + "\": declared twice");
       by_name_.emplace(s.name, slots_.size());
       slots_.push_back(std::move(s));
     }
   }
-}
-
-FUSEDSL_DECL int binding_table::slot_of(int node, int iter) const {
-  for (std::size_t k = 0; k < slots_.size(); ++k)
-    if (slots_[k].node == node && slots_[k].iter == iter) return int(k);
-  return -1;
 }
 
 FUSEDSL_DECL std::vector<graph::binding_info> binding_table::infos() const {
@@ -63,9 +70,12 @@ FUSEDSL_DECL std::vector<graph::binding_info> binding_table::infos() const {
 
 FUSEDSL_DECL std::size_t binding_table::find(std::string_view name) const {
   const auto it = by_name_.find(name);
-  if (it == by_name_.end())
-    throw binding_error("binding \"" + std::string(name) +
-                        "\": the program has no input or param of that name");
+  if (it == by_name_.end()) {
+    std::vector<std::string_view> names;
+    names.reserve(slots_.size());
+    for (const binding_slot& s : slots_) names.push_back(s.name);
+    throw binding_error(unknown_binding_message(name, names));
+  }
   return it->second;
 }
 
@@ -74,15 +84,15 @@ FUSEDSL_DECL std::size_t binding_table::check(std::string_view name, const tenso
   const binding_slot& s = slots_[k];
   const graph::node& n = g_[s.node];
   if (t.type != n.type || !(t.shape == n.shape))
-    throw binding_error("binding \"" + s.name + "\": " +
-                        detail::expected_got(tensor_ref{nullptr, n.type, n.shape}, t));
+    throw binding_error("binding \"" + s.name +
+                        "\": " + detail::expected_got(tensor_ref{nullptr, n.type, n.shape}, t));
   if (t.data == nullptr) throw binding_error("binding \"" + s.name + "\": null data");
   return k;
 }
 
-FUSEDSL_DECL void binding_table::require_bound(const std::vector<bool>& bound) const {
+FUSEDSL_DECL void binding_table::require_bound(const void* const* bound) const {
   for (std::size_t k = 0; k < slots_.size(); ++k)
-    if (!bound[k]) throw binding_error("binding \"" + slots_[k].name + "\": not bound");
+    if (bound[k] == nullptr) throw binding_error("binding \"" + slots_[k].name + "\": not bound");
 }
 
 FUSEDSL_DECL std::string binding_table::first_input_name() const {
@@ -114,8 +124,7 @@ FUSEDSL_DECL void binding_table::check_output(graph::graph_view g, int k, const 
 FUSEDSL_DECL int binding_table::state_node(graph::graph_view g, std::string_view name) {
   for (int i = 0; i < g.size; ++i)
     if (g[i].op == graph::op_kind::state && g[i].name.view() == name) return i;
-  throw binding_error("state \"" + std::string(name) +
-                      "\": the program has no state of that name");
+  throw binding_error("state \"" + std::string(name) + "\": the program has no state of that name");
 }
 
 FUSEDSL_DECL void binding_table::check_state(std::string_view name, const tensor_ref& s,

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "fusedsl/backend/bindings.hpp"
 #include "fusedsl/backend/reference/bindings.hpp"
 #include "fusedsl/backend/reference/kernels.hpp"
 #include "fusedsl/backend/reference/validate.hpp"
@@ -46,9 +47,11 @@ class evaluator {
   // Bind one tensor by name (a later bind of the same name replaces it).
   evaluator& bind(std::string_view name, tensor_ref t) {
     const binding_spec* spec = find(name);
-    if (!spec)
-      throw binding_error("binding \"" + std::string(name) +
-                          "\": the program has no input or param of this name" + known_names());
+    if (!spec) {
+      std::vector<std::string_view> names;
+      for (const binding_spec& s : required_) names.push_back(s.name);
+      throw binding_error(backend::unknown_binding_message(name, names));
+    }
     check_binding(*spec, t);
     bound_[spec->name] = t;
     return *this;
@@ -111,16 +114,6 @@ class evaluator {
     for (const binding_spec& s : required_)
       if (s.name == name) return &s;
     return nullptr;
-  }
-  std::string known_names() const {
-    std::string r;
-    const std::size_t shown = required_.size() < 12 ? required_.size() : 12;
-    for (std::size_t i = 0; i < shown; ++i) {
-      r += i ? ", " : " (it has: ";
-      r += required_[i].name;
-    }
-    if (shown < required_.size()) r += ", ...";
-    return r.empty() ? " (it has no bindings)" : r + ")";
   }
 
   // Free each intermediate after its last reader in its own region; values read by a block body

@@ -74,8 +74,7 @@ FUSEDSL_DECL void executor_base::bind_output(int k, tensor_ref t) {
 }
 
 FUSEDSL_DECL void executor_base::run() {
-  for (std::size_t k = 0; k < table_.size(); ++k)
-    if (bound_[k] == nullptr) throw binding_error("binding \"" + table_[k].name + "\": not bound");
+  table_.require_bound(bound_.data());
   for (int o = 0; o < view_.g.n_outputs; ++o)
     if (outputs_[std::size_t(o)] == nullptr)
       throw binding_error("output " + std::to_string(o) + ": not bound");
