@@ -19,8 +19,8 @@
 #include <iostream>
 #include <string>
 
-#include "fusedsl/hlo/export.hpp"
-#include "fusedsl/hlo/export_sharding.hpp"
+#include "fusedsl/export/export.hpp"
+#include "fusedsl/export/sharding.hpp"
 #include "fusedsl/hlo/stablehlo.hpp"
 #include "fusedsl/models/transformer.hpp"
 

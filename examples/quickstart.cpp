@@ -1,8 +1,8 @@
 // The README's example, compiled and run: a 2-layer transformer, planned at compile time, run on
 // the CPU, exported to HLO.
 #include <fusedsl/backend/cpu/executor.hpp>
+#include <fusedsl/export/export.hpp>
 #include <fusedsl/fusedsl.hpp>
-#include <fusedsl/hlo/export.hpp>
 #include <iostream>
 #include <type_traits>
 #include <vector>

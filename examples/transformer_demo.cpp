@@ -25,8 +25,8 @@
 
 #include "fusedsl/backend/cpu/executor.hpp"
 #include "fusedsl/backend/reference/evaluate.hpp"
-#include "fusedsl/hlo/export.hpp"
-#include "fusedsl/hlo/export_sharding.hpp"
+#include "fusedsl/export/export.hpp"
+#include "fusedsl/export/sharding.hpp"
 #include "fusedsl/hlo/parser.hpp"
 #include "fusedsl/hlo/printer.hpp"
 #include "fusedsl/hlo/stablehlo.hpp"

@@ -5,10 +5,10 @@
 #error "src/hlo.cpp is the compiled mode's library: build it with FUSEDSL_SEPARATE_COMPILATION"
 #endif
 
-#include "fusedsl/hlo/impl/export.ipp"
-#include "fusedsl/hlo/impl/export_sharding.ipp"
+#include "fusedsl/export/impl/export.ipp"
+#include "fusedsl/export/impl/sharding.ipp"
+#include "fusedsl/export/impl/xla_cpu_fusion.ipp"
 #include "fusedsl/hlo/impl/ir.ipp"
 #include "fusedsl/hlo/impl/parser.ipp"
 #include "fusedsl/hlo/impl/printer.ipp"
 #include "fusedsl/hlo/impl/stablehlo.ipp"
-#include "fusedsl/hlo/impl/xla_cpu_fusion.ipp"

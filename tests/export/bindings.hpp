@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "fusedsl/backend/reference/evaluate.hpp"
-#include "fusedsl/hlo/export.hpp"
+#include "fusedsl/export/export.hpp"
 
 namespace export_cases {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "bindings.hpp"
-#include "fusedsl/hlo/export.hpp"
+#include "fusedsl/export/export.hpp"
 #include "fusedsl/models/transformer.hpp"
 
 namespace export_cases {

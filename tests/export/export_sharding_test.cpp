@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "fusedsl/hlo/export_sharding.hpp"
+#include "fusedsl/export/sharding.hpp"
 #include "fusedsl/hlo/parser.hpp"
 #include "fusedsl/hlo/printer.hpp"
 #include "fusedsl/models/transformer.hpp"

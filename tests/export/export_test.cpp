@@ -3,7 +3,7 @@
 // the TPU-style backend's HLO executor against the reference backend.
 // Golden lines over 100 columns go on in the next raw string literal (a line ends in )hlo",
 // the next starts with R"hlo(): adjacent literals concatenate into one line.
-#include "fusedsl/hlo/export.hpp"
+#include "fusedsl/export/export.hpp"
 
 #include <doctest/doctest.h>
 

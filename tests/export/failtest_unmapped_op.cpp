@@ -1,8 +1,8 @@
 // failtest: exporting a graph that holds an op the HLO mapping does not cover is a compile error
 // naming the op. Every fusedsl op has a mapping today, so the ko build checks against a mapping
 // without erf (as a newly added op_kind without a mapping would be).
-#include "fusedsl/hlo/export.hpp"
 #include "fusedsl/compile.hpp"
+#include "fusedsl/export/export.hpp"
 namespace fd = fusedsl;
 
 struct mapping_without_erf {

@@ -17,7 +17,7 @@
 #include <iostream>
 
 #include "cases.hpp"
-#include "fusedsl/hlo/export_sharding.hpp"
+#include "fusedsl/export/sharding.hpp"
 #include "fusedsl/hlo/stablehlo.hpp"
 #include "fusedsl/io/npy.hpp"
 

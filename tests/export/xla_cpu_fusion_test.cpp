@@ -1,6 +1,6 @@
 // hlo::split_for_xla_cpu on small hand-built group computations: which values become parts of
 // their own, what each part reads, and that every part keeps XLA:CPU's rules (xla_cpu_rules.hpp).
-#include "fusedsl/hlo/xla_cpu_fusion.hpp"
+#include "fusedsl/export/xla_cpu_fusion.hpp"
 
 #include <doctest/doctest.h>
 

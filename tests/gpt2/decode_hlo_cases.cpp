@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "fusedsl/hlo/export.hpp"
+#include "fusedsl/export/export.hpp"
 #include "fusedsl/hlo/printer.hpp"
 #include "fusedsl/models/gpt2_generator.hpp"
 #include "reference.hpp"

@@ -55,8 +55,8 @@ constexpr int computed_ops() {
   for (std::size_t i = 0; i < g::op_count; ++i) {
     const g::op_category c = g::op_infos[i].category;
     n += c == g::op_category::unary || c == g::op_category::binary ||
-         c == g::op_category::compare || c == g::op_category::select ||
-         c == g::op_category::cast || c == g::op_category::reduce;
+         c == g::op_category::compare || c == g::op_category::select || c == g::op_category::cast ||
+         c == g::op_category::reduce;
   }
   return n;
 }

@@ -19,10 +19,10 @@
 
 #include "../hlo/random_module.hpp"
 #include "../hlo/sample_modules.hpp"
+#include "fusedsl/export/xla_cpu_fusion.hpp"
 #include "fusedsl/hlo/builder.hpp"
 #include "fusedsl/hlo/printer.hpp"
 #include "fusedsl/hlo/stablehlo.hpp"
-#include "fusedsl/hlo/xla_cpu_fusion.hpp"
 #include "fusedsl/io/npy.hpp"
 #include "reference_eval.hpp"
 

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "fusedsl/hlo/export.hpp"
+#include "fusedsl/export/export.hpp"
 #include "fusedsl/hlo/printer.hpp"
 #include "fusedsl/io/npy.hpp"
 #include "fusedsl/models/bert_bucket.hpp"

@@ -12,8 +12,8 @@
 
 #include "../export/bindings.hpp"
 #include "../export/tpu_values.hpp"
+#include "fusedsl/export/export.hpp"
 #include "fusedsl/fusedsl.hpp"
-#include "fusedsl/hlo/export.hpp"
 #include "fusedsl/hlo/parser.hpp"
 #include "fusedsl/tpu/cost.hpp"
 #include "fusedsl/tpu/execute.hpp"

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstdint>
 #include <fusedsl/backend/cpu/executor.hpp>
+#include <fusedsl/export/export.hpp>
 #include <fusedsl/fusedsl.hpp>
-#include <fusedsl/hlo/export.hpp>
 #include <fusedsl/hlo/parser.hpp>
 #include <iostream>
 #include <vector>

@@ -1,9 +1,9 @@
 #pragma once
 // Splitting a fusion group into the kLoop fusions XLA:CPU compiles.
-// The bodies of fusedsl/hlo/xla_cpu_fusion.hpp's functions: included at the end of that header in
-// header-only mode, compiled once into fusedsl::compiled otherwise (core/compiled_mode.hpp).
+// The bodies of fusedsl/export/xla_cpu_fusion.hpp's functions: included at the end of that header
+// in header-only mode, compiled once into fusedsl::compiled otherwise (core/compiled_mode.hpp).
 
-#include "fusedsl/hlo/xla_cpu_fusion.hpp"
+#include "fusedsl/export/xla_cpu_fusion.hpp"
 
 namespace fusedsl::hlo {
 

@@ -1,9 +1,9 @@
 #pragma once
 // The exporter core: a graph_view (and its fusion plan) to an HLO module.
-// The bodies of fusedsl/hlo/export.hpp's functions: included at the end of that header in
+// The bodies of fusedsl/export/export.hpp's functions: included at the end of that header in
 // header-only mode, compiled once into fusedsl::compiled otherwise (core/compiled_mode.hpp).
 
-#include "fusedsl/hlo/export.hpp"
+#include "fusedsl/export/export.hpp"
 
 namespace fusedsl::hlo {
 

@@ -1,9 +1,9 @@
 #pragma once
 // Sharding annotations for the exporter: a mesh and partition specs to HLO shardings.
-// The bodies of fusedsl/hlo/export_sharding.hpp's functions: included at the end of that header in
+// The bodies of fusedsl/export/sharding.hpp's functions: included at the end of that header in
 // header-only mode, compiled once into fusedsl::compiled otherwise (core/compiled_mode.hpp).
 
-#include "fusedsl/hlo/export_sharding.hpp"
+#include "fusedsl/export/sharding.hpp"
 
 namespace fusedsl::hlo {
 
