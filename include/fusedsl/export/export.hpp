@@ -15,9 +15,10 @@
 //   * gather is XLA's `gather` of table rows (index_vector_dim = the ids' rank, table dim 0
 //     collapsed); dynamic_slice / dynamic_update_slice are `dynamic-slice` (dynamic_slice_sizes)
 //     / `dynamic-update-slice` with one s32 start per dimension; sin / cos are `sine` / `cosine`;
-//   * gelu, silu, relu and the row composites are written with primitives, with the decompositions
-//     of graph/expand.hpp; bf16/f16 arithmetic is done in f32 between two `convert`s (the dtype
-//     rule of core/dtype.hpp), so dot and reduce accumulate in f32;
+//   * gelu and silu are the op table's bodies written with primitives (impl/op_bodies.ipp), relu
+//     is maximum(x, 0), the row composites the decompositions of graph/expand.hpp; bf16/f16
+//     arithmetic is done in f32 between two `convert`s (the dtype rule of core/dtype.hpp), so dot
+//     and reduce accumulate in f32;
 //   * a stacked block (`repeat`) is unrolled: layer i reads entry parameters
 //     "<prefix>.<i>.<param>"; in the fused form every layer calls the same fusion computations;
 //   * entry parameters follow the binding order (every input and param in the order the graph

@@ -4,6 +4,7 @@
 // header-only mode, compiled once into fusedsl::compiled otherwise (core/compiled_mode.hpp).
 
 #include "fusedsl/export/export.hpp"
+#include "fusedsl/export/impl/op_bodies.ipp"
 
 namespace fusedsl::hlo {
 
@@ -375,37 +376,14 @@ class node_emitter {
     return narrow(b_.add_dot(a, b, dn), element_of(n.type));
   }
 
+  // A unary op: its table row's HLO opcode, or, for a composite row, the table's body written
+  // out as HLO (op_bodies.ipp).
   instruction_id emit_unary(op_kind k, instruction_id x) {
+    if (graph::info_of(k).hlo != "composite") return b_.add_unary(direct_opcode(k), x);
     const element_type t = type_of(x);
     const std::vector<std::int64_t> s = dims_of(x);
-    auto mul = [&](instruction_id p, instruction_id q) {
-      return b_.add_binary(opcode::multiply, p, q);
-    };
-    auto add = [&](instruction_id p, instruction_id q) { return b_.add_binary(opcode::add, p, q); };
-    switch (k) {
-      case op_kind::relu: return b_.add_binary(opcode::maximum, x, full(0.0, t, s));
-      case op_kind::silu: return mul(x, b_.add_unary(opcode::logistic, x));
-      case op_kind::gelu_erf: {
-        // 0.5 x (1 + erf(x / sqrt 2)); one instruction per statement, so the text is the same
-        // whatever order a compiler evaluates arguments in.
-        const instruction_id e = b_.add_unary(opcode::erf, mul(x, full(0.70710678118654752, t, s)));
-        const instruction_id half_x = mul(full(0.5, t, s), x);
-        return mul(half_x, add(full(1.0, t, s), e));
-      }
-      case op_kind::gelu_tanh: {
-        // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-        const instruction_id x3 = mul(mul(x, x), x);
-        const instruction_id cubic = add(x, mul(full(0.044715, t, s), x3));
-        const instruction_id th =
-            b_.add_unary(opcode::tanh, mul(full(0.7978845608028654, t, s), cubic));
-        const instruction_id half_x = mul(full(0.5, t, s), x);
-        return mul(half_x, add(full(1.0, t, s), th));
-      }
-      default: break;
-    }
-    if (!graph::is_unary(k))
-      throw graph::graph_error("hlo::export: not a unary op: " + std::string(graph::name_of(k)));
-    return b_.add_unary(direct_opcode(k), x);
+    const body_value body = unary_body(k);
+    return emit_body(b_, body.expr(), x, [&](double v) { return full(v, t, s); });
   }
 
   // where(v == from, to, v)
