@@ -1,6 +1,6 @@
 // The GPT-2 decode step exported as HLO (one module per program: the embedding, the layer, the
-// head), for XLA (tests/gpt2/run_decode_xla.py) and the TPU-style backend
-// (tests/gpt2/run_decode_tpu.py):
+// head), for XLA (tests/models/gpt2/run_decode_xla.py) and the TPU-style backend
+// (tests/models/gpt2/run_decode_tpu.py):
 //   <dir>/tiny/<k>_<program>/   the small reference model's step at position 20 after a 20-token
 //                               prompt: module.hlo, <N>.npy for entry parameter N (the
 //                               checkpoint's weights, the caches after the prompt, the token and

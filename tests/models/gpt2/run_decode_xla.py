@@ -14,7 +14,7 @@ Exit 0 all passed, 1 a mismatch or an XLA error, 77 jax not importable (1 under 
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interop"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "interop"))
 import run_hlo  # noqa: E402  (exits 77 when jax is missing)
 import numpy as np  # noqa: E402
 
