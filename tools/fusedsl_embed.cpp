@@ -23,7 +23,7 @@
 
 #include "cli_number.hpp"
 #include "fusedsl/io/npy.hpp"
-#include "fusedsl/models/sentence_embedder.hpp"
+#include "fusedsl/runtime/sentence_embedder.hpp"
 #include "minilm_l6.hpp"
 
 namespace fd = fusedsl;

@@ -1,12 +1,12 @@
 // GPT-2 small (12 layers, 768 wide, 12 heads, vocab 50257, 1024 positions) decoding one sequence
-// with its KV cache (models/gpt2_generator.hpp), one thread, random weights N(0, 0.02) written as
+// with its KV cache (runtime/gpt2_generator.hpp), one thread, random weights N(0, 0.02) written as
 // a safetensors checkpoint in memory. Ratios measured in one run:
 //   stream_copy               a STREAM-like copy of two 512 MiB f32 arrays: the memory bandwidth
 //                             (bytes read + written per second), measured first
 //   decode/ctx:N/weights:W    one decode step with N tokens in the cache, W = f32 or bf16 weights
 //                             (bf16: the KV cache too)
 //   decode_f32_cache/ctx:N/weights:bf16  bf16 weights over an f32 KV cache
-//   decode_paged/weights:W/batch:B/ctx:N  one paged batch step (models/gpt2_paged.hpp) of B
+//   decode_paged/weights:W/batch:B/ctx:N  one paged batch step (runtime/gpt2_paged.hpp) of B
 //                             sequences with N tokens each in pages of 16 positions, W = f32 or
 //                             bf16 weights (bf16: the pages too); its tokens_per_second counts
 //                             the B tokens
@@ -34,8 +34,8 @@
 #include "fma_peak.hpp"
 #include "fusedsl/backend/cpu/kernels/simd.hpp"
 #include "fusedsl/io/safetensors_writer.hpp"
-#include "fusedsl/models/gpt2_generator.hpp"
-#include "fusedsl/models/gpt2_paged.hpp"
+#include "fusedsl/runtime/gpt2_generator.hpp"
+#include "fusedsl/runtime/gpt2_paged.hpp"
 
 namespace fd = fusedsl;
 namespace fm = fusedsl::models;

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "fusedsl/io/npy.hpp"
-#include "fusedsl/models/gpt2_generator.hpp"
+#include "fusedsl/runtime/gpt2_generator.hpp"
 
 namespace fd = fusedsl;
 namespace fm = fusedsl::models;

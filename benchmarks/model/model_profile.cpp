@@ -15,8 +15,8 @@
 
 #include "fma_peak.hpp"
 #include "fusedsl/backend/cpu/executor.hpp"
-#include "fusedsl/models/bert_bucket.hpp"
 #include "fusedsl/models/transformer.hpp"
+#include "fusedsl/runtime/bert_bucket.hpp"
 #include "race_models.hpp"
 
 namespace fd = fusedsl;

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "fusedsl/models/sentence_model.hpp"
+#include "fusedsl/io/sentence_model.hpp"
 
 namespace fs = std::filesystem;
 

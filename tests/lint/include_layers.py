@@ -27,13 +27,19 @@ LAYERS = {
     "export": {"core", "graph", "plan", "hlo"},  # fusedsl's graph to HLO
     "tpu": {"core", "hlo", "io"},  # runs HLO: the IR only, never the exporter
     "backend": {"core", "graph", "plan"},
-    "models": {"core", "graph", "expr", "plan", "backend", "io", "text", "compile.hpp"},
+    "models": {"core", "graph", "expr", "plan", "compile.hpp"},  # definitions: no backend
+    "runtime": {"core", "graph", "expr", "plan", "backend", "io", "text", "models", "compile.hpp"},
 }
 BACKENDS = {"cpu", "cuda", "reference"}
 DEPRECATED = {
     "hlo/export.hpp": "export/export.hpp",
     "hlo/export_sharding.hpp": "export/sharding.hpp",
     "hlo/xla_cpu_fusion.hpp": "export/xla_cpu_fusion.hpp",
+    "models/bert_bucket.hpp": "runtime/bert_bucket.hpp",
+    "models/sentence_embedder.hpp": "runtime/sentence_embedder.hpp",
+    "models/gpt2_generator.hpp": "runtime/gpt2_generator.hpp",
+    "models/gpt2_paged.hpp": "runtime/gpt2_paged.hpp",
+    "models/sentence_model.hpp": "io/sentence_model.hpp",
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"fusedsl/([^"]+)"')
 

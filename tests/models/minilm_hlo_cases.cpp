@@ -23,7 +23,7 @@
 #include "fusedsl/export/export.hpp"
 #include "fusedsl/hlo/printer.hpp"
 #include "fusedsl/io/npy.hpp"
-#include "fusedsl/models/bert_bucket.hpp"
+#include "fusedsl/runtime/bert_bucket.hpp"
 #include "reference_file.hpp"
 
 namespace fd = fusedsl;

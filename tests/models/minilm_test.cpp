@@ -23,7 +23,7 @@
 #include "fusedsl/io/checkpoint.hpp"
 #include "fusedsl/io/npy.hpp"
 #include "fusedsl/models/bert.hpp"
-#include "fusedsl/models/sentence_embedder.hpp"
+#include "fusedsl/runtime/sentence_embedder.hpp"
 #include "minilm_l6.hpp"
 #include "reference_file.hpp"
 

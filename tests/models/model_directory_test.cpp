@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "fusedsl/io/safetensors_writer.hpp"
-#include "fusedsl/models/sentence_embedder.hpp"
+#include "fusedsl/runtime/sentence_embedder.hpp"
 #include "minilm_l6.hpp"
 
 namespace fs = std::filesystem;

@@ -1,7 +1,7 @@
 // all-MiniLM-L6-v2's encoder_variant: the buckets of minilm_l6_bucket.cpp.
 #include "minilm_l6.hpp"
 
-#include "fusedsl/models/bert_bucket.hpp"
+#include "fusedsl/runtime/bert_bucket.hpp"
 
 namespace fusedsl::models {
 

@@ -1,16 +1,16 @@
 #pragma once
-// The all-MiniLM-L6-v2 encoder buckets this build carries (models/bert_bucket.hpp): batch 1 and
+// The all-MiniLM-L6-v2 encoder buckets this build carries (runtime/bert_bucket.hpp): batch 1 and
 // batch 8 at each of the lengths below, one translation unit per length
 // (minilm_l6_bucket.cpp, compiled once per length by tools/CMakeLists.txt).
 #include <array>
 #include <memory>
 
-#include "fusedsl/models/sentence_embedder.hpp"
+#include "fusedsl/runtime/sentence_embedder.hpp"
 
 namespace fusedsl::models {
 
-inline constexpr std::array<std::int64_t, 9> minilm_l6_lengths = {16, 24, 32, 40, 48, 56,
-                                                                   64, 128, 256};
+inline constexpr std::array<std::int64_t, 9> minilm_l6_lengths = {16, 24, 32,  40, 48,
+                                                                  56, 64, 128, 256};
 inline constexpr std::array<std::int64_t, 2> minilm_l6_batches = {1, 8};
 
 // The bucket of batch `batch` (1 or 8) and length L, from the translation unit of that length.

@@ -1,6 +1,6 @@
 // The all-MiniLM-L6-v2 buckets of one sequence length, FUSEDSL_MINILM_LENGTH, at batch 1 and 8
 // (tools/CMakeLists.txt compiles this file once per length of minilm_l6_lengths).
-#include "fusedsl/models/bert_bucket.hpp"
+#include "fusedsl/runtime/bert_bucket.hpp"
 #include "minilm_l6.hpp"
 
 #ifndef FUSEDSL_MINILM_LENGTH

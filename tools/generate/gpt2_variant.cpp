@@ -1,5 +1,5 @@
 // One GPT-2 shape of fusedsl-generate: FUSEDSL_GPT2_ID (small, medium, tiny) selects it.
-#include "fusedsl/models/gpt2_generator.hpp"
+#include "fusedsl/runtime/gpt2_generator.hpp"
 #include "gpt2_variants.hpp"
 
 namespace fusedsl::tools {

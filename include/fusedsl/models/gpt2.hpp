@@ -29,7 +29,7 @@
 //                                         attends over rows 0..pos only: the attention kernel
 //                                         stops at pos + 1, whatever the capacity
 //     gpt2_head_program<Cfg, 1>
-// models/gpt2_generator.hpp chains them and binds a checkpoint.
+// runtime/gpt2_generator.hpp chains them and binds a checkpoint.
 #include <array>
 #include <cstdint>
 #include <limits>

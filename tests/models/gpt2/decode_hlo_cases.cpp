@@ -21,7 +21,7 @@
 
 #include "fusedsl/export/export.hpp"
 #include "fusedsl/hlo/printer.hpp"
-#include "fusedsl/models/gpt2_generator.hpp"
+#include "fusedsl/runtime/gpt2_generator.hpp"
 #include "reference.hpp"
 
 namespace fd = fusedsl;

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "fusedsl/models/gpt2_generator.hpp"
+#include "fusedsl/runtime/gpt2_generator.hpp"
 #include "reference.hpp"
 
 namespace fd = fusedsl;

@@ -1,4 +1,4 @@
-// GPT-2's paged batch step (models/gpt2_paged.hpp) with bf16 pages (gpt2_config::with_cache<bf16>)
+// GPT-2's paged batch step (runtime/gpt2_paged.hpp) with bf16 pages (gpt2_config::with_cache<bf16>)
 // against Hugging Face transformers' (f32) outputs for the small reference model
 // (tests/models/data/gpt2_small_test) and against gpt2_generator with a bf16 cache: the attention
 // reads the gathered bf16 rows in place, the prompt's pages hold the generator's bf16 cache bit
@@ -14,8 +14,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "fusedsl/models/gpt2_generator.hpp"
-#include "fusedsl/models/gpt2_paged.hpp"
+#include "fusedsl/runtime/gpt2_generator.hpp"
+#include "fusedsl/runtime/gpt2_paged.hpp"
 #include "paged_cases.hpp"
 #include "reference.hpp"
 

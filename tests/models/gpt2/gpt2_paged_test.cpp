@@ -1,8 +1,8 @@
-// GPT-2 decoding a batch over a paged KV cache (models/gpt2_paged.hpp) against Hugging Face
+// GPT-2 decoding a batch over a paged KV cache (runtime/gpt2_paged.hpp) against Hugging Face
 // transformers' outputs for the small reference model (tests/models/data/gpt2_small_test): the
 // teacher-forced logits through pages, four sequences of different lengths joining and leaving
 // a continuous batch mid-run, page reuse, and the errors.
-#include "fusedsl/models/gpt2_paged.hpp"
+#include "fusedsl/runtime/gpt2_paged.hpp"
 
 #include <doctest/doctest.h>
 

@@ -10,7 +10,7 @@
 #include <span>
 #include <vector>
 
-#include "fusedsl/models/gpt2_paged.hpp"
+#include "fusedsl/runtime/gpt2_paged.hpp"
 #include "reference.hpp"
 
 namespace gpt2_reference {
