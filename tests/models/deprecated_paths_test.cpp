@@ -1,17 +1,17 @@
 // The runtimes' and the model-directory reader's headers at their old paths under models/
 // (bert_bucket, sentence_embedder, gpt2_generator, gpt2_paged, sentence_model), kept for one
 // release with a deprecation message: a program that includes them still builds and runs them.
-#include "fusedsl/models/bert_bucket.hpp"
-#include "fusedsl/models/gpt2_generator.hpp"
-#include "fusedsl/models/gpt2_paged.hpp"
-#include "fusedsl/models/sentence_embedder.hpp"
-#include "fusedsl/models/sentence_model.hpp"
-
 #include <doctest/doctest.h>
 
 #include <cstdint>
 #include <filesystem>
 #include <vector>
+
+#include "fusedsl/models/bert_bucket.hpp"
+#include "fusedsl/models/gpt2_generator.hpp"
+#include "fusedsl/models/gpt2_paged.hpp"
+#include "fusedsl/models/sentence_embedder.hpp"
+#include "fusedsl/models/sentence_model.hpp"
 
 namespace fm = fusedsl::models;
 
