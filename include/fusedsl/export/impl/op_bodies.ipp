@@ -6,6 +6,8 @@
 // builds the expression; it is emitted afterwards, operands before their users and left to right,
 // so the text does not depend on the order a compiler evaluates arguments in.
 // Part of export.ipp (included there).
+#include <array>
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <utility>
@@ -109,15 +111,32 @@ struct hlo_math {
   static V relu(const V& x) { return max(x, V(0.0f)); }
 };
 
-// Unary op k's table body over x, as an expression.
+// Unary op k's table body over x, as an expression: a table of the composite rows' bodies, the only
+// ones instantiated (the other unary rows are one opcode each).
+template <graph::op_kind K>
+body_value composite_body() {
+  return graph::op_traits<K>::template apply<hlo_math>(body_value::x());
+}
+using composite_body_fn = body_value (*)();
+template <graph::op_kind K>
+constexpr composite_body_fn composite_body_entry() {
+  if constexpr (graph::is_unary(K) && graph::info_of(K).hlo == "composite")
+    return &composite_body<K>;
+  else
+    return nullptr;
+}
+template <std::size_t... I>
+constexpr std::array<composite_body_fn, sizeof...(I)> composite_bodies(std::index_sequence<I...>) {
+  return {composite_body_entry<graph::op_kind(I)>()...};
+}
 inline body_value unary_body(graph::op_kind k) {
-  return graph::visit_op(k, [](auto kind) -> body_value {
-    constexpr graph::op_kind K = decltype(kind)::value;
-    if constexpr (graph::is_unary(K))
-      return graph::op_traits<K>::template apply<hlo_math>(body_value::x());
-    else
-      throw graph::graph_error("hlo::export: not a unary op: " + std::string(graph::name_of(K)));
-  });
+  static constexpr std::array<composite_body_fn, graph::op_count> bodies =
+      composite_bodies(std::make_index_sequence<graph::op_count>{});
+  const composite_body_fn f = std::size_t(k) < bodies.size() ? bodies[std::size_t(k)] : nullptr;
+  if (f == nullptr)
+    throw graph::graph_error("hlo::export: not a composite unary op: " +
+                             std::string(graph::name_of(k)));
+  return f();
 }
 
 // Emits a body's expression with x = `x` (of type t and dims `dims`); `full(v)` makes a constant
