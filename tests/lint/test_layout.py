@@ -37,7 +37,7 @@ HARNESS = {
     "tools": "the programs in tools/",
     "lint": "repository checks",
     "suite": "the suite's own rules",
-    "common": "helpers every test shares",
+    "common": "compare.hpp and test_util.hpp, which the tests of every folder include",
 }
 
 
