@@ -77,8 +77,8 @@ OTHER_STEPS = ["hf_gpt2_decode", "xla_gpt2_decode", "gpt2_small_hf", "compile_de
 MAIN_TUS = ["examples/quickstart.cpp", "benchmarks/compile_time/llama_block_executor.cpp",
             "examples/transformer_demo.cpp", "examples/export_hlo.cpp",
             "tools/fusedsl_tpu.cpp", "tests/plan/fusion_test.cpp", "tests/plan/memory_test.cpp",
-            "tests/backend/cpu/executor/model_test.cpp", "tests/cpu/gemm_test.cpp",
-            "tests/cpu/attention_test.cpp", "tests/hlo/parser_test.cpp",
+            "tests/backend/cpu/executor/model_test.cpp", "tests/backend/cpu/kernels/gemm_test.cpp",
+            "tests/backend/cpu/kernels/attention_test.cpp", "tests/hlo/parser_test.cpp",
             "tests/export/export_test.cpp", "benchmarks/model/model_bench.cpp",
             "tests/cuda/gemm_test.cu", "tests/cuda/attention_test.cu",
             "tests/cuda_executor/executor_test.cu"]

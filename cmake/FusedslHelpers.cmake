@@ -7,12 +7,12 @@
 # The instruction sets of the compiler's default x86-64 target only (SSE2: no AVX, no FMA, no AMX),
 # for test builds of the SSE2 path. -mno-... flags, not -march=x86-64: GCC honours an explicit
 # -mno-ISA whatever its place, while fusedsl_dev's -march=native comes after a target's own options.
-# FUSEDSL_HAVE_X86_64_FLAGS says whether the compiler takes them (tests/cpu and tests/backend/cpu/executor).
+# FUSEDSL_HAVE_X86_64_FLAGS says whether the compiler takes them (tests/backend/cpu).
 set(FUSEDSL_X86_64_BASELINE_FLAGS -mno-sse3 -mno-amx-tile -mno-amx-int8 -mno-amx-bf16)
 include(CheckCXXCompilerFlag)
 check_cxx_compiler_flag("${FUSEDSL_X86_64_BASELINE_FLAGS}" FUSEDSL_HAVE_X86_64_FLAGS)
 
-# Which builds of the CPU kernel tests (tests/cpu) to make. "all": the native build, AVX2 with
+# Which builds of the CPU kernel tests (tests/backend/cpu/kernels) to make. "all": the native build, AVX2 with
 # AVX-512 off, the x86-64 baseline (SSE2) and the forced scalar path. "widths": only the builds
 # that differ in vector width on every x86-64 machine (native: 8 or 16 f32 lanes, SSE2: 4, scalar:
 # 1), the width being what decides the loop tails a sanitizer checks; the AVX2 builds (the native

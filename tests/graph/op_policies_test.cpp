@@ -4,7 +4,7 @@
 // (cuda::device_math checks itself the same way, in device_math.cuh, with any compiler.) Each
 // computed op's body is instantiated on each policy here, at compile time: a primitive a policy
 // lacks stops this unit's build with an error naming the op (op_traits<op_kind::...>) and the
-// policy. tests/cpu/op_table_test.cpp compares the values.
+// policy. tests/backend/cpu/kernels/op_table_test.cpp compares the values.
 #include <doctest/doctest.h>
 
 #include <cstddef>

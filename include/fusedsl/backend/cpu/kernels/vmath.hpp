@@ -3,8 +3,9 @@
 //
 // Vector lanes use xsimd's polynomial approximations, except exp on AVX-512, which is our own
 // (below); one-lane calls use the C library. Maximum error against the exact value (std:: in
-// double), in float ulps, measured by tests/cpu/vmath_test.cpp on 2^20 evenly spaced points; the
-// test bounds are the next whole ulp (a correctly rounded result is itself up to 0.5 ulp off):
+// double), in float ulps, measured by tests/backend/cpu/kernels/vmath_test.cpp on 2^20 evenly
+// spaced points; the test bounds are the next whole ulp (a correctly rounded result is itself up
+// to 0.5 ulp off):
 //   exp      1.00 ulp (AVX-512), 1.51 ulp (AVX2, xsimd) on [-87, 88] (bound 2); +inf above 88.72,
 //            NaN -> NaN; AVX-512: 0 below -87.34 (where the result would be subnormal: one
 //            subnormal result costs a microcode assist per vector, tens of exps); AVX2:
@@ -191,7 +192,7 @@ V relu(const V& x) {
 
 // GELU, exact form: x/2 (1 + erf(x / sqrt 2)) (Hendrycks & Gimpel 2016, eq. 1), computed as
 // x/2 erfc(-x / sqrt 2): 1 + erf cancels for negative x (6.5e5 ulp at x = -5), erfc does not.
-// Accuracy: tests/cpu/vmath_test.cpp.
+// Accuracy: tests/backend/cpu/kernels/vmath_test.cpp.
 template <class V>
 V gelu_erf(const V& x) {
   // -inf gives the limit 0, not -inf * 0
@@ -207,7 +208,7 @@ V gelu_erf(const V& x) {
 // in magnitude there, and x over the clamped 1 + 2^t would not be (at x = -1e30 it gave -1.8e5).
 // t is kept within +-80 log2(e) for the exp2, so it gives no subnormal (whose microcode assists
 // made the epilogue 2x slower for large positive x). NaN stays NaN. Accuracy:
-// tests/cpu/vmath_test.cpp.
+// tests/backend/cpu/kernels/vmath_test.cpp.
 namespace detail {
 inline constexpr double gelu_c = 0.79788456080286536;           // sqrt(2 / pi)
 inline constexpr float gelu_t1 = float(-2.0 * gelu_c * log2e);  // t = x (t1 + t3 x^2)

@@ -1,5 +1,5 @@
 // fmadd rounds once on every path, whatever the compiler's floating-point contraction: this file
-// is built with -ffp-contract=off (tests/cpu/CMakeLists.txt), where a multiply and an add written
+// is built with -ffp-contract=off (CMakeLists.txt here), where a multiply and an add written
 // apart stay apart. xsimd 8.1's AVX-512 fma is such a pair; simd.hpp replaces it.
 #include <cmath>
 #include <cstring>

@@ -4,7 +4,7 @@
 // backend's own formula (backend/reference/kernels.hpp). The inputs are an odd count (the last
 // vector is partly filled) of random values and edge values: NaN, +-inf, +-0, a subnormal, the ends
 // of exp's range. Built for AVX-512, AVX2, SSE2 and the forced scalar path
-// (tests/cpu/CMakeLists.txt).
+// (CMakeLists.txt here).
 #include <doctest/doctest.h>
 
 #include <cmath>

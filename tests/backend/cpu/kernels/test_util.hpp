@@ -1,5 +1,5 @@
 #pragma once
-// Shared by the CPU kernel tests: random data, the comparison (../common/compare.hpp) as ft::.
+// Shared by the CPU kernel tests: random data, the comparison (tests/common/compare.hpp) as ft::.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "../common/compare.hpp"
+#include "../../../common/compare.hpp"
 #include "fusedsl/backend/cpu/kernels/simd.hpp"
 
 namespace fusedsl_test {
