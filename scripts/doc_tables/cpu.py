@@ -494,6 +494,37 @@ def generated(files, options):
                  rows) + ["", note]
 
 
+@generator("rotary")
+def rotary(files, options):
+    """Rotary embeddings in GPT-J's shapes, one thread: rotary_bench's Google Benchmark JSON (run
+    with --benchmark_repetitions), one file per tree. Option labels=A,B,...: a name per file (the
+    tree it was built from). Per case the median time per call, its fraction of the same-run copy
+    floor, and the interleaved form's time over the halves form's, measured in the same run."""
+    labels = options.get("labels", "").split(",") if options.get("labels") else []
+    if labels and len(labels) != len(files):
+        raise TableError(f"rotary: {len(labels)} labels for {len(files)} files")
+    rows, reps = [], set()
+    for i, rel in enumerate(files):
+        _, runs, _ = gbench(rel)
+        label = labels[i] if labels else rel
+        for case, what in (("rotary_halves", "halves (GPT-NeoX)"),
+                           ("rotary_interleaved", "interleaved pairs (GPT-J)")):
+            rs = by_prefix(runs, case, rel)
+            reps.add(len(rs))
+            ratio = "—"
+            if case == "rotary_interleaved":
+                ratio = f"{median([get(r, 'time_vs_halves') for r in rs]):.2f}"
+            rows.append([label, what, fmt_time(median([seconds(r) for r in rs])),
+                         f"{median([get(r, 'floor_fraction') for r in rs]):.3f}", ratio,
+                         f"{int(max(get(r, 'groups') for r in rs))}",
+                         f"{int(max(get(r, 'interpreted_groups') for r in rs))}"])
+    note = (f"x [256 tokens, 16 heads, 256], rotary on the first 64 dims of each head, f32, one "
+            f"thread, wall time per call; medians of {'/'.join(str(r) for r in sorted(reps))} "
+            f"repetitions. Copy floor: `y = x` over the same array in the same run.")
+    return table(["tree", "form", "per call", "of the copy floor", "time / halves'", "kernels",
+                  "interpreted groups"], rows) + ["", note]
+
+
 @generator("footprint")
 def footprint(files, options):
     """What a GPT-2-small-shaped stack (2 layers, seq 1024) costs in memory: footprint_bench's

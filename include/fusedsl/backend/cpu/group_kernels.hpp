@@ -35,10 +35,12 @@ void run_group_kernel(executor_base& ex, int it) {
   } else if constexpr (d.kind == plan::kernel_kind::row) {
     kernels::gen::run_row<D, Arch>(ex.values(), ex.scratch(), ex.pool_for(elements * 8.0));
   } else if constexpr (d.kind == plan::kernel_kind::gemm) {
+    // (clang-format 14 would put the call's argument list on a line of its own)
+    // clang-format off
     [&]<int... P>(std::integer_sequence<int, P...>) {
       (detail::run_gemm<D, P, Arch>(ex, it), ...);
-    }
-    (std::make_integer_sequence<int, D::value.n_gemm>{});
+    }(std::make_integer_sequence<int, D::value.n_gemm>{});
+    // clang-format on
   } else if constexpr (d.kind == plan::kernel_kind::attention) {
     detail::run_attention<D, Arch>(ex);
   } else if constexpr (d.kind == plan::kernel_kind::update) {

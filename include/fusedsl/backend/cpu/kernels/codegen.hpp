@@ -31,6 +31,7 @@
 #include "fusedsl/backend/cpu/kernels/threads.hpp"
 #include "fusedsl/backend/cpu/kernels/vec_math.hpp"
 #include "fusedsl/core/dtype.hpp"
+#include "fusedsl/plan/loop_space.hpp"
 #include "fusedsl/plan/lower.hpp"
 
 namespace fusedsl::cpu::kernels::gen {
@@ -98,7 +99,8 @@ inline void element_from_f32(void* p, float x) {
 template <dtype T>
 inline constexpr std::int64_t element_bytes = size_of(T);
 
-// Lanes of dtype T at element offsets off + l * S (S compile-time: 1 contiguous, 0 broadcast).
+// Lanes of dtype T at element offsets off + l * S (S compile-time: 1 contiguous, 0 broadcast,
+// 2 one half of interleaved pairs).
 template <class V, dtype T, std::int64_t S>
 [[gnu::always_inline]] inline V load_lanes(const void* base, std::int64_t off) {
   const char* p = static_cast<const char*>(base) + off * element_bytes<T>;
@@ -117,6 +119,24 @@ template <class V, dtype T, std::int64_t S>
 #if defined(__AVX512F__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
       if constexpr (T == dtype::bf16 && S == 1 && W == 16)
         return V(from_bf16_x16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+      if constexpr (T == dtype::f32 && S == 2 && W == 16) {  // p[0, 2, ..., 30]
+        const float* f = reinterpret_cast<const float*>(p);
+        const __m512i pick = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14,        // a's even lanes
+                                               17, 19, 21, 23, 25, 27, 29, 31);  // b's odd lanes
+        return V(_mm512_permutex2var_ps(_mm512_loadu_ps(f), pick, _mm512_loadu_ps(f + 15)));
+      }
+#endif
+#if defined(__AVX2__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
+      // Stride 2 (one of an interleaved pair): two loads that end at the last element read,
+      // the even lanes of the first and the odd lanes of the second, in order.
+      if constexpr (T == dtype::f32 && S == 2 && W == 8) {  // p[0, 2, ..., 14]
+        const float* f = reinterpret_cast<const float*>(p);
+        const __m256 e =
+            _mm256_shuffle_ps(_mm256_loadu_ps(f), _mm256_loadu_ps(f + 7),
+                              _MM_SHUFFLE(3, 1, 2, 0));  // p0 p2 p8 p10 | p4 p6 p12 p14
+        return V(
+            _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0))));
+      }
 #endif
       alignas(64) float t[W];
       for (int l = 0; l < W; ++l) t[l] = element_to_f32<T>(p + l * S * element_bytes<T>);
@@ -358,9 +378,21 @@ constexpr bool range_is_heavy(const kernel_desc& d, int begin, int end) {
 
 // ---- loop groups ----
 
+// Desc with loop segment S's iteration space simplified for Lanes-wide vectors (plan/
+// loop_space.hpp: no axes of extent 1, contiguous axes merged, the vector axis chosen by the
+// strides), or Desc itself where that changes nothing.
+template <class Desc, int S, int Lanes>
+struct simplified_loop {
+  static constexpr kernel_desc value = plan::simplify_loop_segment(Desc::value, S, Lanes);
+};
+template <class Desc, int S, int Lanes>
+using loop_space_t = std::conditional_t<plan::loop_segment_simplifies(Desc::value, S, Lanes),
+                                        simplified_loop<Desc, S, Lanes>, Desc>;
+
 template <class Desc, class Arch, int S>
 struct loop_segment {
-  static constexpr const kernel_desc& D = Desc::value;
+  using DS = loop_space_t<Desc, S, simd<Arch>::width>;
+  static constexpr const kernel_desc& D = DS::value;
   static constexpr plan::segment seg = D.seg[std::size_t(S)];
   static constexpr int R = D.rank, L = R - 1;
   static constexpr access_list used = accesses_of(D, seg.begin, seg.end, D.store);
@@ -372,7 +404,7 @@ struct loop_segment {
     for (int t = 0; t < R - 1; ++t) o *= seg.hi[std::size_t(t)] - seg.lo[std::size_t(t)];
     return o;
   }();
-  using M = machine<Desc, L>;
+  using M = machine<DS, L>;
   using V = vec_t<Arch>;
   static constexpr int W = simd<Arch>::width;
 
@@ -391,19 +423,19 @@ struct loop_segment {
         rest /= e;
       }
       if constexpr (R > 0) idx[R - 1] = seg.lo[std::size_t(R - 1)] + c0;
-      offsets_at<Desc, used>(idx, R, off);
+      offsets_at<DS, used>(idx, R, off);
       std::int64_t j = c0;
       if constexpr (R > 0) {
         for (; j + W <= c1; j += W) {
           const V v = M::template run<seg.begin, seg.end, seg.result, V>(val, off, nullptr);
           store_lanes<V, st.type, ss>(out, off[D.store], v);
-          offsets_step<Desc, used>(R - 1, W, off);
+          offsets_step<DS, used>(R - 1, W, off);
         }
       }
       for (int q = 0, tail = int(c1 - j); q < tail; ++q) {
         const float v = M::template run<seg.begin, seg.end, seg.result, float>(val, off, nullptr);
         store_lanes<float, st.type, ss>(out, off[D.store], v);
-        if constexpr (R > 0) offsets_step<Desc, used>(R - 1, 1, off);
+        if constexpr (R > 0) offsets_step<DS, used>(R - 1, 1, off);
       }
     }
   }
@@ -431,9 +463,20 @@ void run_loop(void* const* val, thread_pool* pool) {
 
 // ---- reduce groups ----
 
+// Desc with its reduce space simplified (plan/loop_space.hpp), or Desc itself where that changes
+// nothing.
+template <class Desc>
+struct simplified_reduce {
+  static constexpr kernel_desc value = plan::simplify_reduce(Desc::value);
+};
+template <class Desc>
+using reduce_space_t =
+    std::conditional_t<plan::reduce_simplifies(Desc::value), simplified_reduce<Desc>, Desc>;
+
 template <class Desc, class Arch>
 struct reduce_kernel {
-  static constexpr const kernel_desc& D = Desc::value;
+  using DS = reduce_space_t<Desc>;
+  static constexpr const kernel_desc& D = DS::value;
   static constexpr plan::segment seg = D.seg[0];
   static constexpr int R = D.rank, L = R - 1;
   static constexpr int rf = D.reduce_first, rc = D.reduce_count;
@@ -443,7 +486,7 @@ struct reduce_kernel {
   static constexpr plan::access st = D.c.acc[std::size_t(D.store)];
   static constexpr graph::op_kind K = D.reduce_op;
   using T = graph::op_traits<K>;
-  using M = machine<Desc, L>;
+  using M = machine<DS, L>;
   using V = vec_t<Arch>;
   static constexpr int W = simd<Arch>::width;
   static constexpr bool is_reduced(int t) { return t >= rf && t < rf + rc; }
@@ -528,19 +571,19 @@ struct reduce_kernel {
         for (std::int64_t q = 0; q < red_points; ++q) {
           decompose(q, idx, [](int t) { return is_reduced(t) && t != L; });
           idx[L] = 0;
-          offsets_at<Desc, used_pro>(idx, R, off);
+          offsets_at<DS, used_pro>(idx, R, off);
           std::int64_t j = 0;
           for (; j + W <= n; j += W) {
             idx[L] = j;
             const V at = V(float(position(idx))) + lane_pos;
             vs.add(M::template run<seg.begin, seg.end, seg.result, V>(val, off, nullptr), at);
-            offsets_step<Desc, used_pro>(L, W, off);
+            offsets_step<DS, used_pro>(L, W, off);
           }
           for (int q2 = 0, left = int(n - j); q2 < left; ++q2, ++j) {
             idx[L] = j;
             tail.add(M::template run<seg.begin, seg.end, seg.result, float>(val, off, nullptr),
                      float(position(idx)));
-            offsets_step<Desc, used_pro>(L, 1, off);
+            offsets_step<DS, used_pro>(L, 1, off);
           }
         }
         // Across the lanes, in lane order, then the tail: the same order on every run.
@@ -573,7 +616,7 @@ struct reduce_kernel {
         }
         const float r = h.result();
         for (int t = rf; t < rf + rc; ++t) idx[t] = 0;
-        offsets_at<Desc, used_epi>(idx, R, off);
+        offsets_at<DS, used_epi>(idx, R, off);
         const float y = M::template run<D.epilogue.begin, D.epilogue.end, D.epilogue.result, float>(
             val, off, &r);
         store_lanes<float, st.type, 0>(out, off[D.store], y);
@@ -584,13 +627,13 @@ struct reduce_kernel {
           for (std::int64_t q = 0; q < red_points; ++q) {
             decompose(q, idx, [](int t) { return is_reduced(t); });
             idx[L] = j0;
-            offsets_at<Desc, used_pro>(idx, R, off);
+            offsets_at<DS, used_pro>(idx, R, off);
             acc.add(M::template run<seg.begin, seg.end, seg.result, VV>(val, off, nullptr),
                     VV(float(position(idx))));
           }
           const VV r = acc.result();
           for (int t = rf; t < rf + rc; ++t) idx[t] = 0;
-          offsets_at<Desc, used_epi>(idx, R, off);
+          offsets_at<DS, used_epi>(idx, R, off);
           const VV y = M::template run<D.epilogue.begin, D.epilogue.end, D.epilogue.result, VV>(
               val, off, &r);
           store_lanes<VV, st.type, ss>(out, off[D.store], y);
