@@ -1,7 +1,7 @@
 #pragma once
 // The bodies of fusedsl/backend/cpu/values.hpp's functions: included at the end of that header
 // in header-only mode, compiled once into fusedsl::compiled otherwise (core/compiled_mode.hpp).
-#include "fusedsl/backend/cpu/kernels/codegen.hpp"
+#include "fusedsl/backend/cpu/kernels/gen/machine.hpp"
 #include "fusedsl/backend/cpu/values.hpp"
 
 namespace fusedsl::cpu {
