@@ -525,6 +525,39 @@ def rotary(files, options):
                   "interpreted groups"], rows) + ["", note]
 
 
+@generator("gemm_s8")
+def gemm_s8(files, options):
+    """The int8 GEMM (u8 x s8, exact s32 sums) against the f32 GEMM on the same shapes, one thread,
+    B packed once. Reads cpu_gemm_s8_bench's Google Benchmark JSON (run with
+    --benchmark_repetitions): per shape the medians of GMAC/s and of the speedup over the f32
+    case's fastest call in the same run."""
+    rel = files[0]
+    ctx, runs, _ = gbench(rel)
+    isa_names = {1: "VNNI (vpdpbusd)", 2: "AVX2 (16-bit vpmaddwd)", 3: "plain loops"}
+    shapes, isas, reps = [], set(), set()
+    for name in runs:
+        if name.startswith("BM_gemm_f32/"):
+            shapes.append(name.split("/", 1)[1])
+    rows = []
+    for shape in shapes:
+        m, n, k = shape.split("/")
+        row = [f"{m} x {n} x {k}"]
+        for case in ("BM_gemm_f32", "BM_gemm_u8s8_s32", "BM_gemm_u8s8_f32"):
+            rs = one(runs, f"{case}/{shape}", rel)
+            reps.add(len(rs))
+            row.append(f"{median([get(r, 'GMACs') for r in rs]):.1f}")
+            if case != "BM_gemm_f32":
+                row.append(f"{median([get(r, 'speedup_vs_f32') for r in rs]):.2f}x")
+                isas.update(int(get(r, "isa")) for r in rs)
+        rows.append(row)
+    note = (f"m x n x k (A m x k, B k x n); one thread; GMAC/s of the fastest call, medians of "
+            f"{'/'.join(str(r) for r in sorted(reps))} repetitions; int8 path: "
+            f"{', '.join(isa_names.get(i, str(i)) for i in sorted(isas))}. " +
+            " ".join(peak_note([ctx])))
+    return table(["shape", "f32 GMAC/s", "u8s8 -> s32 GMAC/s", "vs f32", "u8s8 -> f32 GMAC/s",
+                  "vs f32"], rows) + ["", note]
+
+
 @generator("footprint")
 def footprint(files, options):
     """What a GPT-2-small-shaped stack (2 layers, seq 1024) costs in memory: footprint_bench's

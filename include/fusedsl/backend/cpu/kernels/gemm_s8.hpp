@@ -1,0 +1,272 @@
+#pragma once
+// int8 GEMM: unsigned 8-bit activations times signed 8-bit weights, summed exactly in 32 bits,
+//
+//   C[m x n] = A[m x k] . B[k x n]                                    (s32 C: gemm_u8s8_s32)
+//   C[m x n] = a_scale[i] * b_scale[j] * (A . B - a_zero * colsum_B[j]) + bias[j]
+//                                                                     (f32 C: gemm_u8s8_f32)
+//
+// the form of dynamically quantized linear layers (ONNX Runtime's MatMulInteger, oneDNN's u8s8s32):
+// A quantized per row with a zero point (asymmetric u8), B per output column (symmetric s8). The
+// column sums of B that the zero point needs are made once, when B is packed.
+//
+// B is packed once (`pack_b_s8`) into panels of 8 columns, k in groups of 4 consecutive values per
+// column (32 bits: the operand layout of VNNI's vpdpbusd), zero past k and n. The micro-kernel
+// keeps a 4 x 8 tile of s32 accumulators over the whole k and reads A in place, four bytes of a
+// row at a time:
+//   AVX-VNNI / AVX512-VNNI (+VL)  vpdpbusd: four u8 x s8 products and their sum per 32-bit lane;
+//   AVX2                          the bytes widened to 16 bits (A zero-, B sign-extended) and
+//                                 vpmaddwd: two exact products summed per lane, the pairs added
+//                                 once at the end (vpmaddubsw would saturate 255 * -128 * 2);
+//   other targets                 plain loops.
+// Every path gives the same, exact sums (no rounding, no saturation: |sum| <= 255 * 128 * k, which
+// fits 32 bits for k < 65,793). Panels are split across threads; each C element is written once.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "fusedsl/backend/cpu/kernels/simd.hpp"
+#include "fusedsl/backend/cpu/kernels/threads.hpp"
+
+namespace fusedsl::cpu::kernels {
+
+inline constexpr int s8_nr = 8;  // columns per packed panel
+inline constexpr int s8_mr = 4;  // rows per micro-kernel tile
+inline constexpr int s8_kq = 4;  // k values per 32-bit group
+
+// Bytes of a packed k x n s8 operand.
+constexpr std::size_t packed_b_s8_bytes(std::ptrdiff_t k, std::ptrdiff_t n) {
+  return std::size_t(round_up(k, s8_kq) * round_up(n, s8_nr));
+}
+
+// A packed B (views the caller's storage): panel p holds columns [8p, 8p + 8) as kp/4 groups of
+// 8 columns x 4 bytes; col_sum[j] = sum over k of B(k, j).
+struct packed_b_s8 {
+  const std::int8_t* data = nullptr;
+  const std::int32_t* col_sum = nullptr;
+  std::ptrdiff_t k = 0, n = 0, kp = 0;
+};
+
+// Packs B(p, j) = b[p * ldb + j] (or b[j * ldb + p] when trans_b) into `out`
+// (packed_b_s8_bytes(k, n) bytes) and its column sums into `col_sum` (n values).
+inline packed_b_s8 pack_b_s8(std::ptrdiff_t k, std::ptrdiff_t n, const std::int8_t* b,
+                             std::ptrdiff_t ldb, bool trans_b, std::int8_t* out,
+                             std::int32_t* col_sum) {
+  if (k <= 0 || n <= 0)
+    throw std::invalid_argument("pack_b_s8: k and n must be positive (got k = " +
+                                std::to_string(k) + ", n = " + std::to_string(n) + ")");
+  if (b == nullptr || out == nullptr || col_sum == nullptr)
+    throw std::invalid_argument("pack_b_s8: B, the packed storage or the column sums is null");
+  if (ldb < (trans_b ? k : n))
+    throw std::invalid_argument(
+        "pack_b_s8: ldb = " + std::to_string(ldb) + " is less than " +
+        (trans_b ? "k = " + std::to_string(k) : "n = " + std::to_string(n)));
+  const std::ptrdiff_t kp = round_up(k, s8_kq);
+  std::memset(out, 0, packed_b_s8_bytes(k, n));
+  for (std::ptrdiff_t j = 0; j < n; ++j) {
+    std::int32_t sum = 0;
+    std::int8_t* panel = out + (j / s8_nr) * kp * s8_nr;
+    for (std::ptrdiff_t p = 0; p < k; ++p) {
+      const std::int8_t v = trans_b ? b[j * ldb + p] : b[p * ldb + j];
+      panel[((p / s8_kq) * s8_nr + j % s8_nr) * s8_kq + p % s8_kq] = v;
+      sum += v;
+    }
+    col_sum[j] = sum;
+  }
+  return {out, col_sum, k, n, kp};
+}
+
+namespace detail {
+
+// Four bytes of A at column p of a row of k (zero past k), as one 32-bit group.
+inline std::uint32_t a_group(const std::uint8_t* row, std::ptrdiff_t p, std::ptrdiff_t k) {
+  std::uint32_t g = 0;
+  std::memcpy(&g, row + p, std::size_t(std::min<std::ptrdiff_t>(s8_kq, k - p)));
+  return g;
+}
+
+// A's four bytes at column 4g of row r, the last group zero-padded past k.
+template <int Rows>
+struct a_rows {
+  const std::uint8_t* row[Rows];
+  std::ptrdiff_t full;  // groups with all four bytes inside k
+  std::ptrdiff_t k;
+  std::uint32_t at(int r, std::ptrdiff_t g) const {
+    if (g < full) {
+      std::uint32_t v;
+      std::memcpy(&v, row[r] + g * s8_kq, sizeof v);
+      return v;
+    }
+    return a_group(row[r], g * s8_kq, k);
+  }
+};
+
+// acc[r][c] = sum over p of A(r, p) * panel(p, c), r < Rows (<= 4), c < 8.
+template <class Arch, int Rows>
+[[gnu::always_inline]] inline void s8_tile(const std::uint8_t* a, std::ptrdiff_t lda,
+                                           std::ptrdiff_t k, const std::int8_t* panel,
+                                           std::int32_t (&acc)[s8_mr][s8_nr]) {
+  const std::ptrdiff_t groups = (k + s8_kq - 1) / s8_kq;
+  a_rows<Rows> rows{{}, k / s8_kq, k};
+  for (int r = 0; r < Rows; ++r) rows.row[r] = a + r * lda;
+#if (defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__))) && \
+    !defined(FUSEDSL_CPU_FORCE_SCALAR)
+  if constexpr (!std::is_same_v<Arch, scalar_arch>) {
+    __m256i c[Rows];
+    for (int r = 0; r < Rows; ++r) c[r] = _mm256_setzero_si256();
+    for (std::ptrdiff_t g = 0; g < groups; ++g) {
+      const __m256i bq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + g * 32));
+      for (int r = 0; r < Rows; ++r) {
+        const __m256i av = _mm256_set1_epi32(int(rows.at(r, g)));
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+        c[r] = _mm256_dpbusd_epi32(c[r], av, bq);
+#else
+        c[r] = _mm256_dpbusd_avx_epi32(c[r], av, bq);
+#endif
+      }
+    }
+    for (int r = 0; r < Rows; ++r) _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc[r]), c[r]);
+    return;
+  }
+#elif defined(__AVX2__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
+  if constexpr (!std::is_same_v<Arch, scalar_arch>) {
+    // lo[r]: columns 0-3, hi[r]: columns 4-7, two partial sums per column (k pairs 0-1 and 2-3)
+    __m256i lo[Rows], hi[Rows];
+    for (int r = 0; r < Rows; ++r) lo[r] = hi[r] = _mm256_setzero_si256();
+    for (std::ptrdiff_t g = 0; g < groups; ++g) {
+      const __m256i bq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + g * 32));
+      const __m256i b_lo = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(bq));
+      const __m256i b_hi = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(bq, 1));
+      for (int r = 0; r < Rows; ++r) {
+        const __m256i av =  // the four bytes as 16-bit values, repeated in each 64-bit lane
+            _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(int(rows.at(r, g)))));
+        lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(av, b_lo));
+        hi[r] = _mm256_add_epi32(hi[r], _mm256_madd_epi16(av, b_hi));
+      }
+    }
+    for (int r = 0; r < Rows; ++r) {
+      // hadd: [c0 c1 c4 c5 | c2 c3 c6 c7]; the 64-bit lanes reordered to c0..c7
+      const __m256i s = _mm256_hadd_epi32(lo[r], hi[r]);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc[r]), _mm256_permute4x64_epi64(s, 0xD8));
+    }
+    return;
+  }
+#endif
+  for (int r = 0; r < Rows; ++r)
+    for (int c = 0; c < s8_nr; ++c) acc[r][c] = 0;
+  for (std::ptrdiff_t g = 0; g < groups; ++g)
+    for (int r = 0; r < Rows; ++r) {
+      const std::uint32_t g4 = rows.at(r, g);
+      for (int c = 0; c < s8_nr; ++c)
+        for (int q = 0; q < s8_kq; ++q)
+          acc[r][c] += std::int32_t((g4 >> (8 * q)) & 0xffu) *
+                       std::int32_t(panel[(g * s8_nr + c) * s8_kq + q]);
+    }
+}
+
+// The tile of `rows` (1-4) rows: one instantiation per row count, its accumulators in registers.
+template <class Arch>
+void s8_tile_rows(const std::uint8_t* a, std::ptrdiff_t lda, int rows, std::ptrdiff_t k,
+                  const std::int8_t* panel, std::int32_t (&acc)[s8_mr][s8_nr]) {
+  switch (rows) {
+    case 4:
+      return s8_tile<Arch, 4>(a, lda, k, panel, acc);
+    case 3:
+      return s8_tile<Arch, 3>(a, lda, k, panel, acc);
+    case 2:
+      return s8_tile<Arch, 2>(a, lda, k, panel, acc);
+    default:
+      return s8_tile<Arch, 1>(a, lda, k, panel, acc);
+  }
+}
+
+inline void check_s8_args(const char* what, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k,
+                          const std::uint8_t* a, std::ptrdiff_t lda, const packed_b_s8& b,
+                          const void* c, std::ptrdiff_t ldc) {
+  const std::string w(what);
+  if (m < 0 || n <= 0 || k <= 0)
+    throw std::invalid_argument(
+        w + ": m must be non-negative and n, k positive (got m = " + std::to_string(m) +
+        ", n = " + std::to_string(n) + ", k = " + std::to_string(k) + ")");
+  if (b.k != k || b.n != n)
+    throw std::invalid_argument(w + ": the packed B is " + std::to_string(b.k) + "x" +
+                                std::to_string(b.n) + ", not k x n = " + std::to_string(k) + "x" +
+                                std::to_string(n));
+  if (m > 0 && (a == nullptr || c == nullptr)) throw std::invalid_argument(w + ": A or C is null");
+  if (lda < k) throw std::invalid_argument(w + ": lda = " + std::to_string(lda) + " < k");
+  if (ldc < n) throw std::invalid_argument(w + ": ldc = " + std::to_string(ldc) + " < n");
+}
+
+// Runs the tiles, panels split across threads; store(i0, rows, j0, cols, acc) writes one tile.
+template <class Arch, class Store>
+void gemm_s8_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const std::uint8_t* a,
+                 std::ptrdiff_t lda, const packed_b_s8& b, thread_pool* pool, Store&& store) {
+  const std::ptrdiff_t panels = (n + s8_nr - 1) / s8_nr;
+  parallel_for(pool, panels, [&](std::ptrdiff_t p0, std::ptrdiff_t p1, int) {
+    std::int32_t acc[s8_mr][s8_nr];
+    for (std::ptrdiff_t p = p0; p < p1; ++p) {  // the panel stays in L1 while A streams
+      const std::int8_t* panel = b.data + p * b.kp * s8_nr;
+      const int cols = int(std::min<std::ptrdiff_t>(s8_nr, n - p * s8_nr));
+      for (std::ptrdiff_t i = 0; i < m; i += s8_mr) {
+        const int rows = int(std::min<std::ptrdiff_t>(s8_mr, m - i));
+        s8_tile_rows<Arch>(a + i * lda, lda, rows, k, panel, acc);
+        store(i, rows, p * s8_nr, cols, acc);
+      }
+    }
+  });
+}
+
+}  // namespace detail
+
+// C (s32, row stride ldc) = A . B exactly; A(i, p) = a[i * lda + p].
+template <class Arch = native_arch>
+void gemm_u8s8_s32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const std::uint8_t* a,
+                   std::ptrdiff_t lda, const packed_b_s8& b, std::int32_t* c, std::ptrdiff_t ldc,
+                   thread_pool* pool = nullptr) {
+  detail::check_s8_args("gemm_u8s8_s32", m, n, k, a, lda, b, c, ldc);
+  detail::gemm_s8_run<Arch>(m, n, k, a, lda, b, pool,
+                            [&](std::ptrdiff_t i0, int rows, std::ptrdiff_t j0, int cols,
+                                const std::int32_t(&acc)[s8_mr][s8_nr]) {
+                              for (int r = 0; r < rows; ++r)
+                                std::memcpy(c + (i0 + r) * ldc + j0, acc[r],
+                                            std::size_t(cols) * sizeof(std::int32_t));
+                            });
+}
+
+// The dequantizing epilogue of a quantized linear layer: A's rows quantized with scales a_scale[i]
+// and one zero point a_zero, B's columns with scales b_scale[j] (symmetric), bias optional.
+struct s8_dequant {
+  const float* a_scale = nullptr;  // m values
+  std::uint8_t a_zero = 0;
+  const float* b_scale = nullptr;  // n values
+  const float* bias = nullptr;     // n values, or null
+};
+
+// C (f32) = a_scale[i] * b_scale[j] * (A . B - a_zero * colsum_B[j]) + bias[j].
+template <class Arch = native_arch>
+void gemm_u8s8_f32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const std::uint8_t* a,
+                   std::ptrdiff_t lda, const packed_b_s8& b, const s8_dequant& q, float* c,
+                   std::ptrdiff_t ldc, thread_pool* pool = nullptr) {
+  detail::check_s8_args("gemm_u8s8_f32", m, n, k, a, lda, b, c, ldc);
+  if (m > 0 && (q.a_scale == nullptr || q.b_scale == nullptr))
+    throw std::invalid_argument("gemm_u8s8_f32: the row or column scales are null");
+  const std::int64_t zero = q.a_zero;
+  detail::gemm_s8_run<Arch>(m, n, k, a, lda, b, pool,
+                            [&](std::ptrdiff_t i0, int rows, std::ptrdiff_t j0, int cols,
+                                const std::int32_t(&acc)[s8_mr][s8_nr]) {
+                              for (int r = 0; r < rows; ++r) {
+                                const float sa = q.a_scale[i0 + r];
+                                float* out = c + (i0 + r) * ldc + j0;
+                                for (int j = 0; j < cols; ++j) {
+                                  const std::int64_t v = acc[r][j] - zero * b.col_sum[j0 + j];
+                                  out[j] = sa * q.b_scale[j0 + j] * float(v) +
+                                           (q.bias ? q.bias[j0 + j] : 0.0f);
+                                }
+                              }
+                            });
+}
+
+}  // namespace fusedsl::cpu::kernels

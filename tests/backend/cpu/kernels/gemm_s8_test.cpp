@@ -1,0 +1,156 @@
+// The int8 GEMM (kernels/gemm_s8.hpp) against an exact 64-bit integer reference: odd shapes (m, n
+// and k not multiples of the 4 x 8 tile or of the 4-byte k groups), both layouts of B, the
+// extremes of the types (A all 255 against B all -128 or 127), the dequantizing epilogue with a
+// zero point against double arithmetic, threads, and the argument checks; on this build's
+// instruction set (VNNI, AVX2 or plain loops) and on the scalar path.
+#include "fusedsl/backend/cpu/kernels/gemm_s8.hpp"
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "test_util.hpp"
+
+namespace k = fusedsl::cpu::kernels;
+
+namespace {
+
+struct problem {
+  std::ptrdiff_t m, n, kk;
+  std::vector<std::uint8_t> a;
+  std::vector<std::int8_t> b;  // [k x n]
+  problem(std::ptrdiff_t m_, std::ptrdiff_t n_, std::ptrdiff_t k_, unsigned seed)
+      : m(m_), n(n_), kk(k_), a(std::size_t(m_ * k_)), b(std::size_t(k_ * n_)) {
+    std::mt19937 rng(seed);
+    for (auto& x : a) x = std::uint8_t(rng() % 256);
+    for (auto& x : b) x = std::int8_t(int(rng() % 256) - 128);
+  }
+  std::int64_t ref(std::ptrdiff_t i, std::ptrdiff_t j) const {
+    std::int64_t s = 0;
+    for (std::ptrdiff_t p = 0; p < kk; ++p)
+      s += std::int64_t(a[std::size_t(i * kk + p)]) * std::int64_t(b[std::size_t(p * n + j)]);
+    return s;
+  }
+};
+
+struct packed {
+  std::vector<std::int8_t> data;
+  std::vector<std::int32_t> sums;
+  k::packed_b_s8 view;
+  packed(const problem& pr, bool trans) {
+    data.resize(k::packed_b_s8_bytes(pr.kk, pr.n));
+    sums.resize(std::size_t(pr.n));
+    std::vector<std::int8_t> bt(pr.b.size());
+    if (trans)
+      for (std::ptrdiff_t p = 0; p < pr.kk; ++p)
+        for (std::ptrdiff_t j = 0; j < pr.n; ++j)
+          bt[std::size_t(j * pr.kk + p)] = pr.b[std::size_t(p * pr.n + j)];
+    view = k::pack_b_s8(pr.kk, pr.n, trans ? bt.data() : pr.b.data(), trans ? pr.kk : pr.n, trans,
+                        data.data(), sums.data());
+  }
+};
+
+template <class Arch>
+void check_exact(const problem& pr, bool trans,
+                 fusedsl::cpu::kernels::thread_pool* pool = nullptr) {
+  const packed pb(pr, trans);
+  std::vector<std::int32_t> c(std::size_t(pr.m * pr.n), -7);
+  k::gemm_u8s8_s32<Arch>(pr.m, pr.n, pr.kk, pr.a.data(), pr.kk, pb.view, c.data(), pr.n, pool);
+  int wrong = 0;
+  for (std::ptrdiff_t i = 0; i < pr.m; ++i)
+    for (std::ptrdiff_t j = 0; j < pr.n; ++j)
+      wrong += std::int64_t(c[std::size_t(i * pr.n + j)]) != pr.ref(i, j);
+  CHECK(wrong == 0);
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("u8 x s8 GEMM sums exactly on odd shapes, B in either layout", Arch,
+                   FUSEDSL_CPU_ARCHS) {
+  unsigned seed = 1;
+  for (std::ptrdiff_t m : {1, 3, 4, 5, 17})
+    for (std::ptrdiff_t n : {1, 7, 8, 9, 33})
+      for (std::ptrdiff_t kk : {1, 3, 4, 5, 64, 131}) {
+        CAPTURE(m);
+        CAPTURE(n);
+        CAPTURE(kk);
+        const problem pr(m, n, kk, seed++);
+        check_exact<Arch>(pr, false);
+        check_exact<Arch>(pr, seed % 2 == 0);
+      }
+}
+
+TEST_CASE_TEMPLATE("u8 x s8 GEMM at the types' extremes: 255 * -128 and 255 * 127, no saturation",
+                   Arch, FUSEDSL_CPU_ARCHS) {
+  for (int bv : {-128, 127}) {
+    problem pr(6, 10, 1027, 3);
+    for (auto& x : pr.a) x = 255;
+    for (auto& x : pr.b) x = std::int8_t(bv);
+    const packed pb(pr, false);
+    std::vector<std::int32_t> c(std::size_t(pr.m * pr.n));
+    k::gemm_u8s8_s32<Arch>(pr.m, pr.n, pr.kk, pr.a.data(), pr.kk, pb.view, c.data(), pr.n);
+    for (std::int32_t v : c) CHECK(v == 255 * bv * 1027);
+    for (std::int32_t s : pb.sums) CHECK(s == bv * 1027);
+  }
+}
+
+TEST_CASE_TEMPLATE("the dequantizing epilogue: row and column scales, a zero point, a bias", Arch,
+                   FUSEDSL_CPU_ARCHS) {
+  const problem pr(13, 21, 75, 9);
+  const packed pb(pr, false);
+  std::vector<float> a_scale(std::size_t(pr.m)), b_scale(std::size_t(pr.n)),
+      bias(std::size_t(pr.n));
+  for (std::size_t i = 0; i < a_scale.size(); ++i) a_scale[i] = 0.01f * float(i + 1);
+  for (std::size_t j = 0; j < b_scale.size(); ++j) {
+    b_scale[j] = 0.002f * float(j + 3);
+    bias[j] = 0.5f - 0.1f * float(j);
+  }
+  for (int zero : {0, 128, 255}) {
+    CAPTURE(zero);
+    const k::s8_dequant q{a_scale.data(), std::uint8_t(zero), b_scale.data(), bias.data()};
+    std::vector<float> c(std::size_t(pr.m * pr.n));
+    k::gemm_u8s8_f32<Arch>(pr.m, pr.n, pr.kk, pr.a.data(), pr.kk, pb.view, q, c.data(), pr.n);
+    std::vector<double> got, want;
+    for (std::ptrdiff_t i = 0; i < pr.m; ++i)
+      for (std::ptrdiff_t j = 0; j < pr.n; ++j) {
+        std::int64_t s = 0;  // sum over p of (A - zero) * B
+        for (std::ptrdiff_t p = 0; p < pr.kk; ++p)
+          s += (std::int64_t(pr.a[std::size_t(i * pr.kk + p)]) - zero) *
+               std::int64_t(pr.b[std::size_t(p * pr.n + j)]);
+        want.push_back(double(a_scale[std::size_t(i)]) * double(b_scale[std::size_t(j)]) *
+                           double(s) +
+                       double(bias[std::size_t(j)]));
+        got.push_back(c[std::size_t(i * pr.n + j)]);
+      }
+    CHECK(ft::compare(got, want, ft::rel_tol(1e-5)));
+  }
+}
+
+TEST_CASE("the int8 GEMM on four threads writes what one thread writes") {
+  const problem pr(37, 83, 96, 11);
+  fusedsl::cpu::kernels::thread_pool pool(4);
+  check_exact<k::native_arch>(pr, false, &pool);
+}
+
+TEST_CASE("the int8 GEMM names a bad argument") {
+  const problem pr(2, 3, 4, 1);
+  const packed pb(pr, false);
+  std::vector<std::int32_t> c(6);
+  CHECK_THROWS_WITH_AS(k::gemm_u8s8_s32(2, 3, 5, pr.a.data(), 5, pb.view, c.data(), 3),
+                       "gemm_u8s8_s32: the packed B is 4x3, not k x n = 5x3",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(k::gemm_u8s8_s32(2, 3, 4, pr.a.data(), 4, pb.view, c.data(), 2),
+                       "gemm_u8s8_s32: ldc = 2 < n", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(k::gemm_u8s8_s32(2, 3, 4, nullptr, 4, pb.view, c.data(), 3),
+                       "gemm_u8s8_s32: A or C is null", std::invalid_argument);
+  std::vector<std::int8_t> out(k::packed_b_s8_bytes(4, 3));
+  std::vector<std::int32_t> sums(3);
+  CHECK_THROWS_WITH_AS(k::pack_b_s8(4, 3, pr.b.data(), 2, false, out.data(), sums.data()),
+                       "pack_b_s8: ldb = 2 is less than n = 3", std::invalid_argument);
+  CHECK_THROWS_AS(k::pack_b_s8(0, 3, pr.b.data(), 3, false, out.data(), sums.data()),
+                  std::invalid_argument);
+  const k::s8_dequant none{};
+  std::vector<float> cf(6);
+  CHECK_THROWS_WITH_AS(k::gemm_u8s8_f32(2, 3, 4, pr.a.data(), 4, pb.view, none, cf.data(), 3),
+                       "gemm_u8s8_f32: the row or column scales are null", std::invalid_argument);
+}
