@@ -11,12 +11,13 @@
 //
 // B is packed once (`pack_b_s8`) into panels of 8 columns, k in groups of 4 consecutive values per
 // column (32 bits: the operand layout of VNNI's vpdpbusd), zero past k and n. The micro-kernel
-// keeps a 4 x 8 tile of s32 accumulators over the whole k and reads A in place, four bytes of a
-// row at a time:
+// keeps a 4 x 8 tile of s32 accumulators over the whole k and reads A four bytes of a row at a
+// time:
 //   AVX-VNNI / AVX512-VNNI (+VL)  vpdpbusd: four u8 x s8 products and their sum per 32-bit lane;
-//   AVX2                          the bytes widened to 16 bits (A zero-, B sign-extended) and
-//                                 vpmaddwd: two exact products summed per lane, the pairs added
-//                                 once at the end (vpmaddubsw would saturate 255 * -128 * 2);
+//   AVX2                          the bytes widened to 16 bits (A zero-extended once per block
+//                                 of 4 rows, B sign-extended as loaded) and vpmaddwd: two exact
+//                                 products summed per lane, the pairs added once at the end
+//                                 (vpmaddubsw would saturate 255 * -128 * 2);
 //   other targets                 plain loops.
 // Every path gives the same, exact sums (no rounding, no saturation: |sum| <= 255 * 128 * k, which
 // fits 32 bits for k < 65,793). Panels are split across threads; each C element is written once.
@@ -104,12 +105,15 @@ struct a_rows {
   }
 };
 
-// acc[r][c] = sum over p of A(r, p) * panel(p, c), r < Rows (<= 4), c < 8.
+// acc[r][c] = sum over p of A(r, p) * panel(p, c), r < Rows (<= 4), c < 8. `wide`: A's rows
+// already widened to 16 bits (widen_a; AVX2 only), or null.
 template <class Arch, int Rows>
 [[gnu::always_inline]] inline void s8_tile(const std::uint8_t* a, std::ptrdiff_t lda,
-                                           std::ptrdiff_t k, const std::int8_t* panel,
+                                           std::ptrdiff_t k, const std::int16_t* wide,
+                                           const std::int8_t* panel,
                                            std::int32_t (&acc)[s8_mr][s8_nr]) {
   const std::ptrdiff_t groups = (k + s8_kq - 1) / s8_kq;
+  (void)wide;
   a_rows<Rows> rows{{}, k / s8_kq, k};
   for (int r = 0; r < Rows; ++r) rows.row[r] = a + r * lda;
 #if (defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__))) && \
@@ -141,8 +145,13 @@ template <class Arch, int Rows>
       const __m256i b_lo = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(bq));
       const __m256i b_hi = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(bq, 1));
       for (int r = 0; r < Rows; ++r) {
-        const __m256i av =  // the four bytes as 16-bit values, repeated in each 64-bit lane
-            _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(int(rows.at(r, g)))));
+        std::int64_t a4;  // the four bytes as 16-bit values, repeated in each 64-bit lane
+        if (wide != nullptr) {
+          std::memcpy(&a4, wide + (g * Rows + r) * s8_kq, sizeof a4);
+        } else {
+          a4 = _mm_cvtsi128_si64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(int(rows.at(r, g)))));
+        }
+        const __m256i av = _mm256_set1_epi64x(a4);
         lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(av, b_lo));
         hi[r] = _mm256_add_epi32(hi[r], _mm256_madd_epi16(av, b_hi));
       }
@@ -170,17 +179,46 @@ template <class Arch, int Rows>
 // The tile of `rows` (1-4) rows: one instantiation per row count, its accumulators in registers.
 template <class Arch>
 void s8_tile_rows(const std::uint8_t* a, std::ptrdiff_t lda, int rows, std::ptrdiff_t k,
-                  const std::int8_t* panel, std::int32_t (&acc)[s8_mr][s8_nr]) {
+                  const std::int16_t* wide, const std::int8_t* panel,
+                  std::int32_t (&acc)[s8_mr][s8_nr]) {
   switch (rows) {
     case 4:
-      return s8_tile<Arch, 4>(a, lda, k, panel, acc);
+      return s8_tile<Arch, 4>(a, lda, k, wide, panel, acc);
     case 3:
-      return s8_tile<Arch, 3>(a, lda, k, panel, acc);
+      return s8_tile<Arch, 3>(a, lda, k, wide, panel, acc);
     case 2:
-      return s8_tile<Arch, 2>(a, lda, k, panel, acc);
+      return s8_tile<Arch, 2>(a, lda, k, wide, panel, acc);
     default:
-      return s8_tile<Arch, 1>(a, lda, k, panel, acc);
+      return s8_tile<Arch, 1>(a, lda, k, wide, panel, acc);
   }
+}
+
+// Groups of k A can be widened for on the stack (32 KiB for 4 rows); longer rows are read as
+// bytes.
+inline constexpr std::ptrdiff_t s8_wide_groups = 1024;
+
+// Whether Arch's tile reads A widened to 16 bits (the AVX2 path).
+template <class Arch>
+constexpr bool s8_widens() {
+#if (defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__))) || \
+    !defined(__AVX2__) || defined(FUSEDSL_CPU_FORCE_SCALAR)
+  return false;
+#else
+  return !std::is_same_v<Arch, scalar_arch>;
+#endif
+}
+
+// A's `rows` rows from `a` as 16-bit values in s8_tile's order: group g of row r at
+// w[(g * rows + r) * 4], zero past k.
+inline void widen_a(const std::uint8_t* a, std::ptrdiff_t lda, int rows, std::ptrdiff_t k,
+                    std::int16_t* w) {
+  const std::ptrdiff_t groups = (k + s8_kq - 1) / s8_kq;
+  for (std::ptrdiff_t g = 0; g < groups; ++g)
+    for (int r = 0; r < rows; ++r)
+      for (int q = 0; q < s8_kq; ++q) {
+        const std::ptrdiff_t p = g * s8_kq + q;
+        w[(g * rows + r) * s8_kq + q] = p < k ? std::int16_t(a[r * lda + p]) : std::int16_t(0);
+      }
 }
 
 inline void check_s8_args(const char* what, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k,
@@ -201,19 +239,29 @@ inline void check_s8_args(const char* what, std::ptrdiff_t m, std::ptrdiff_t n, 
 }
 
 // Runs the tiles, panels split across threads; store(i0, rows, j0, cols, acc) writes one tile.
+// Each thread takes its panels in blocks of about 256 KiB (kept in L2) and runs every row block of
+// A over a block, widening the row block once where the tile reads it widened.
 template <class Arch, class Store>
 void gemm_s8_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const std::uint8_t* a,
                  std::ptrdiff_t lda, const packed_b_s8& b, thread_pool* pool, Store&& store) {
   const std::ptrdiff_t panels = (n + s8_nr - 1) / s8_nr;
+  const std::ptrdiff_t panel_bytes = b.kp * s8_nr;
+  const std::ptrdiff_t block = std::max<std::ptrdiff_t>(1, (256 << 10) / panel_bytes);
+  const bool widen = s8_widens<Arch>() && b.kp / s8_kq <= s8_wide_groups;
   parallel_for(pool, panels, [&](std::ptrdiff_t p0, std::ptrdiff_t p1, int) {
     std::int32_t acc[s8_mr][s8_nr];
-    for (std::ptrdiff_t p = p0; p < p1; ++p) {  // the panel stays in L1 while A streams
-      const std::int8_t* panel = b.data + p * b.kp * s8_nr;
-      const int cols = int(std::min<std::ptrdiff_t>(s8_nr, n - p * s8_nr));
+    alignas(64) std::int16_t wide[s8_wide_groups * s8_mr * s8_kq];
+    for (std::ptrdiff_t q0 = p0; q0 < p1; q0 += block) {
+      const std::ptrdiff_t q1 = std::min(p1, q0 + block);
       for (std::ptrdiff_t i = 0; i < m; i += s8_mr) {
         const int rows = int(std::min<std::ptrdiff_t>(s8_mr, m - i));
-        s8_tile_rows<Arch>(a + i * lda, lda, rows, k, panel, acc);
-        store(i, rows, p * s8_nr, cols, acc);
+        if (widen) widen_a(a + i * lda, lda, rows, k, wide);
+        for (std::ptrdiff_t p = q0; p < q1; ++p) {
+          const int cols = int(std::min<std::ptrdiff_t>(s8_nr, n - p * s8_nr));
+          s8_tile_rows<Arch>(a + i * lda, lda, rows, k, widen ? wide : nullptr,
+                             b.data + p * panel_bytes, acc);
+          store(i, rows, p * s8_nr, cols, acc);
+        }
       }
     }
   });
