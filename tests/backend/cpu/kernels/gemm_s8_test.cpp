@@ -1,11 +1,14 @@
 // The int8 GEMM (kernels/gemm_s8.hpp) against an exact 64-bit integer reference: odd shapes (m, n
 // and k not multiples of the 4 x 8 tile or of the 4-byte k groups), both layouts of B, the
 // extremes of the types (A all 255 against B all -128 or 127), the dequantizing epilogue with a
-// zero point against double arithmetic, threads, and the argument checks; on this build's
+// zero point against double arithmetic, threads, and the argument checks; rows quantized to u8, and
+// a quantized linear layer within its quantization bound of the f32 one; on this build's
 // instruction set (VNNI, AVX2 or plain loops) and on the scalar path.
 #include "fusedsl/backend/cpu/kernels/gemm_s8.hpp"
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -153,4 +156,84 @@ TEST_CASE("the int8 GEMM names a bad argument") {
   std::vector<float> cf(6);
   CHECK_THROWS_WITH_AS(k::gemm_u8s8_f32(2, 3, 4, pr.a.data(), 4, pb.view, none, cf.data(), 3),
                        "gemm_u8s8_f32: the row or column scales are null", std::invalid_argument);
+}
+
+TEST_CASE("rows quantized to u8 come back within half a step; 0 is exact; inf and NaN saturate") {
+  constexpr std::ptrdiff_t m = 5, kk = 37;
+  std::vector<float> x(std::size_t(m * kk));
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> d(-3.0f, 2.0f);
+  for (auto& v : x) v = d(rng);
+  for (std::ptrdiff_t p = 0; p < kk; ++p) {
+    x[std::size_t(1 * kk + p)] = std::abs(x[std::size_t(1 * kk + p)]);  // row 1: no negatives
+    x[std::size_t(2 * kk + p)] = 0.0f;                                  // row 2: zeros
+  }
+  x[std::size_t(3 * kk + 0)] = 0.0f;
+  x[std::size_t(4 * kk + 1)] = std::numeric_limits<float>::infinity();
+  x[std::size_t(4 * kk + 2)] = -std::numeric_limits<float>::infinity();
+  x[std::size_t(4 * kk + 3)] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<std::uint8_t> q(x.size()), zero(m);
+  std::vector<float> scale(m);
+  k::quantize_rows_u8(m, kk, x.data(), kk, q.data(), kk, scale.data(), zero.data());
+  CHECK(zero[1] == 0);                       // the range starts at 0
+  CHECK(scale[2] == 1.0f);                   // a row of zeros
+  CHECK(q[std::size_t(3 * kk)] == zero[3]);  // 0 is exact
+  CHECK(q[std::size_t(4 * kk + 1)] == 255);
+  CHECK(q[std::size_t(4 * kk + 2)] == 0);
+  CHECK(q[std::size_t(4 * kk + 3)] == zero[4]);
+  int outside = 0;
+  for (std::ptrdiff_t i = 0; i < m; ++i)
+    for (std::ptrdiff_t p = 0; p < kk; ++p) {
+      const float v = x[std::size_t(i * kk + p)];
+      if (!std::isfinite(v)) continue;
+      const double back = double(scale[std::size_t(i)]) *
+                          (double(q[std::size_t(i * kk + p)]) - double(zero[std::size_t(i)]));
+      outside += std::abs(back - double(v)) > 0.5 * double(scale[std::size_t(i)]) * (1 + 1e-5);
+    }
+  CHECK(outside == 0);
+}
+
+TEST_CASE_TEMPLATE("a quantized linear layer is within its quantization bound of the f32 one", Arch,
+                   FUSEDSL_CPU_ARCHS) {
+  constexpr std::ptrdiff_t m = 13, n = 21, kk = 75;
+  std::mt19937 rng(8);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> x(std::size_t(m * kk)), w(std::size_t(kk * n));
+  for (auto& v : x) v = d(rng) + 0.3f;
+  for (auto& v : w) v = 0.1f * d(rng);
+  // W per output column, symmetric s8
+  std::vector<float> b_scale(n);
+  std::vector<std::int8_t> w8(w.size());
+  for (std::ptrdiff_t j = 0; j < n; ++j) {
+    float mx = 0.0f;
+    for (std::ptrdiff_t p = 0; p < kk; ++p) mx = std::max(mx, std::abs(w[std::size_t(p * n + j)]));
+    b_scale[std::size_t(j)] = mx / 127.0f;
+    for (std::ptrdiff_t p = 0; p < kk; ++p)
+      w8[std::size_t(p * n + j)] =
+          std::int8_t(std::nearbyint(w[std::size_t(p * n + j)] / b_scale[std::size_t(j)]));
+  }
+  std::vector<std::int8_t> packed(k::packed_b_s8_bytes(kk, n));
+  std::vector<std::int32_t> sums(n);
+  const auto pb = k::pack_b_s8(kk, n, w8.data(), n, false, packed.data(), sums.data());
+  std::vector<std::uint8_t> xq(x.size()), zero(m);
+  std::vector<float> a_scale(m), y(std::size_t(m * n));
+  k::quantize_rows_u8(m, kk, x.data(), kk, xq.data(), kk, a_scale.data(), zero.data());
+  k::s8_dequant dq;
+  dq.a_scale = a_scale.data();
+  dq.a_zeros = zero.data();
+  dq.b_scale = b_scale.data();
+  k::gemm_u8s8_f32<Arch>(m, n, kk, xq.data(), kk, pb, dq, y.data(), n);
+  int outside = 0;
+  for (std::ptrdiff_t i = 0; i < m; ++i)
+    for (std::ptrdiff_t j = 0; j < n; ++j) {
+      double exact = 0, bound = 0;
+      const double sa = a_scale[std::size_t(i)], sb = b_scale[std::size_t(j)];
+      for (std::ptrdiff_t p = 0; p < kk; ++p) {
+        const double xv = x[std::size_t(i * kk + p)], wv = w[std::size_t(p * n + j)];
+        exact += xv * wv;
+        bound += std::abs(xv) * sb / 2 + std::abs(wv) * sa / 2 + sa * sb / 4;
+      }
+      outside += std::abs(double(y[std::size_t(i * n + j)]) - exact) > bound * 1.001 + 1e-5;
+    }
+  CHECK(outside == 0);
 }

@@ -6,8 +6,8 @@
 //                                                                     (f32 C: gemm_u8s8_f32)
 //
 // the form of dynamically quantized linear layers (ONNX Runtime's MatMulInteger, oneDNN's u8s8s32):
-// A quantized per row with a zero point (asymmetric u8), B per output column (symmetric s8). The
-// column sums of B that the zero point needs are made once, when B is packed.
+// A quantized per row with a zero point (asymmetric u8, `quantize_rows_u8`), B per output column
+// (symmetric s8). The column sums of B that the zero points need are made once, when B is packed.
 //
 // B is packed once (`pack_b_s8`) into panels of 8 columns, k in groups of 4 consecutive values per
 // column (32 bits: the operand layout of VNNI's vpdpbusd), zero past k and n. The micro-kernel
@@ -22,6 +22,7 @@
 // Every path gives the same, exact sums (no rounding, no saturation: |sum| <= 255 * 128 * k, which
 // fits 32 bits for k < 65,793). Panels are split across threads; each C element is written once.
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -289,11 +290,13 @@ void gemm_u8s8_s32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const s
 struct s8_dequant {
   const float* a_scale = nullptr;  // m values
   std::uint8_t a_zero = 0;
-  const float* b_scale = nullptr;  // n values
-  const float* bias = nullptr;     // n values, or null
+  const float* b_scale = nullptr;         // n values
+  const float* bias = nullptr;            // n values, or null
+  const std::uint8_t* a_zeros = nullptr;  // m values, one zero point per row (quantize_rows_u8);
+                                          // when given, a_zero is not read
 };
 
-// C (f32) = a_scale[i] * b_scale[j] * (A . B - a_zero * colsum_B[j]) + bias[j].
+// C (f32) = a_scale[i] * b_scale[j] * (A . B - a_zero_i * colsum_B[j]) + bias[j].
 template <class Arch = native_arch>
 void gemm_u8s8_f32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const std::uint8_t* a,
                    std::ptrdiff_t lda, const packed_b_s8& b, const s8_dequant& q, float* c,
@@ -301,12 +304,12 @@ void gemm_u8s8_f32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const s
   detail::check_s8_args("gemm_u8s8_f32", m, n, k, a, lda, b, c, ldc);
   if (m > 0 && (q.a_scale == nullptr || q.b_scale == nullptr))
     throw std::invalid_argument("gemm_u8s8_f32: the row or column scales are null");
-  const std::int64_t zero = q.a_zero;
   detail::gemm_s8_run<Arch>(m, n, k, a, lda, b, pool,
                             [&](std::ptrdiff_t i0, int rows, std::ptrdiff_t j0, int cols,
                                 const std::int32_t(&acc)[s8_mr][s8_nr]) {
                               for (int r = 0; r < rows; ++r) {
                                 const float sa = q.a_scale[i0 + r];
+                                const std::int64_t zero = q.a_zeros ? q.a_zeros[i0 + r] : q.a_zero;
                                 float* out = c + (i0 + r) * ldc + j0;
                                 for (int j = 0; j < cols; ++j) {
                                   const std::int64_t v = acc[r][j] - zero * b.col_sum[j0 + j];
@@ -315,6 +318,38 @@ void gemm_u8s8_f32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const s
                                 }
                               }
                             });
+}
+
+// Rows of x quantized to u8 as a dynamically quantized linear layer quantizes its input: row i's
+// range [lo, hi] is widened to hold 0 (so 0 is exact), scale[i] = (hi - lo) / 255 (1 for a row of
+// zeros), zero[i] = round(-lo / scale[i]), q = clamp(round(x / scale[i]) + zero[i], 0, 255),
+// rounding half to even. A row's values then come back as scale[i] * (q - zero[i]) within
+// scale[i] / 2. The range ignores NaN and infinities: +inf quantizes to 255, -inf to 0 and NaN
+// to the zero point (0).
+inline void quantize_rows_u8(std::ptrdiff_t m, std::ptrdiff_t k, const float* x, std::ptrdiff_t ldx,
+                             std::uint8_t* q, std::ptrdiff_t ldq, float* scale,
+                             std::uint8_t* zero) {
+  if (m < 0 || k <= 0)
+    throw std::invalid_argument("quantize_rows_u8: m must be non-negative and k positive");
+  if (m > 0 && (x == nullptr || q == nullptr || scale == nullptr || zero == nullptr))
+    throw std::invalid_argument("quantize_rows_u8: x, q, the scales or the zero points are null");
+  if (ldx < k || ldq < k) throw std::invalid_argument("quantize_rows_u8: ldx or ldq < k");
+  for (std::ptrdiff_t i = 0; i < m; ++i) {
+    const float* row = x + i * ldx;
+    float lo = 0.0f, hi = 0.0f;
+    for (std::ptrdiff_t p = 0; p < k; ++p)
+      if (std::isfinite(row[p])) lo = std::min(lo, row[p]), hi = std::max(hi, row[p]);
+    const float s = hi > lo ? (hi - lo) / 255.0f : 1.0f;
+    const float z = std::clamp(std::nearbyint(-lo / s), 0.0f, 255.0f);
+    scale[i] = s;
+    zero[i] = std::uint8_t(z);
+    std::uint8_t* out = q + i * ldq;
+    for (std::ptrdiff_t p = 0; p < k; ++p) {
+      const float v = row[p];
+      const float t = v != v ? z : std::nearbyint(v / s) + z;  // inf stays inf: clamped below
+      out[p] = std::uint8_t(std::clamp(t, 0.0f, 255.0f));
+    }
+  }
 }
 
 }  // namespace fusedsl::cpu::kernels
