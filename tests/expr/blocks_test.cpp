@@ -91,3 +91,42 @@ TEST_CASE("a stack of a user block reads per-layer params and shared inputs") {
   }
   test::check_close(y[0], h, 1e-4, 1e-4);
 }
+
+TEST_CASE("nn::emit_linear and emit_layernorm name and lay out their params as the style says") {
+  namespace g = fd::graph;
+  g::builder b;
+  const int x_in = b.input("x", fd::dtype::f32, fd::make_dims(3, 5));
+  auto param = [&](std::string_view name) -> const g::node* {
+    for (const g::node& n : b.nodes)
+      if (n.op == g::op_kind::param && n.name.view() == name) return &n;
+    return nullptr;
+  };
+  // fusedsl's names, [In, Out]
+  const int y1 = fd::nn::emit_linear(b, x_in, "a", 7);
+  REQUIRE(param("a.w") != nullptr);
+  CHECK(param("a.w")->shape == fd::make_dims(5, 7));
+  CHECK(param("a.b")->shape == fd::make_dims(7));
+  CHECK(b.at(y1).op == g::op_kind::add);
+  CHECK_FALSE(b.at(b.at(y1).in[0]).trans_b);
+  // torch.nn.Linear: "weight" [Out, In], read transposed
+  const int y2 = fd::nn::emit_linear(b, x_in, "t", 7, true, -1, fd::nn::torch_linear_layers);
+  REQUIRE(param("t.weight") != nullptr);
+  CHECK(param("t.weight")->shape == fd::make_dims(7, 5));
+  CHECK(param("t.bias")->shape == fd::make_dims(7));
+  CHECK(b.at(b.at(y2).in[0]).trans_b);
+  CHECK(b.at(y2).shape == fd::make_dims(3, 7));
+  // GPT-2's Conv1D: "weight" [In, Out]; no bias asked for, none made
+  const int y3 = fd::nn::emit_linear(b, x_in, "c", 7, false, -1, fd::nn::conv1d_layers);
+  REQUIRE(param("c.weight") != nullptr);
+  CHECK(param("c.weight")->shape == fd::make_dims(5, 7));
+  CHECK(param("c.bias") == nullptr);
+  CHECK(b.at(y3).op == g::op_kind::matmul);
+  // a LayerNorm's gamma and beta as "weight" and "bias", in bf16 widened to the input's f32
+  const int n = fd::nn::emit_layernorm(b, x_in, "ln", 1e-5, int(fd::dtype::bf16),
+                                       fd::nn::torch_linear_layers);
+  REQUIRE(param("ln.weight") != nullptr);
+  CHECK(param("ln.weight")->type == fd::dtype::bf16);
+  CHECK(param("ln.bias")->shape == fd::make_dims(5));
+  CHECK(b.at(n).op == g::op_kind::layernorm);
+  CHECK(b.at(n).type == fd::dtype::f32);
+}

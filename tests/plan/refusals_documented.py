@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Every reason the lowering can refuse a group with (the string literals of refuse(...),
-fail(...), refine_request::fail and `return "..."` in include/fusedsl/plan/{lower,code,affine}.hpp)
+fail(...), refine_request::fail and `return "..."` in include/fusedsl/plan/{lower,code,affine}.hpp
+and plan/lower/*.hpp)
 appears in docs/fusion.md's "Refusals" section, so the list there stays closed."""
 import re
 import sys
 from pathlib import Path
 
 root = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2]
-sources = [root / "include/fusedsl/plan" / f for f in ("lower.hpp", "code.hpp", "affine.hpp")]
+plan = root / "include/fusedsl/plan"
+sources = [plan / f for f in ("lower.hpp", "code.hpp", "affine.hpp")] + sorted(plan.glob("lower/*.hpp"))
 reasons = set()
 for path in sources:
     text = path.read_text()

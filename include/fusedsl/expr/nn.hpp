@@ -170,30 +170,52 @@ constexpr double sqrt_of(double v) {
   return r;
 }
 
-// y = x @ w + b, x: [..., In], w: [In, Out], b: [Out]. Params "<prefix>.w", "<prefix>.b", of
-// dtype wt (the input's when wt is not given).
+// How a checkpoint names and lays out a layer's parameters: the linear layer's weight and bias, a
+// norm's gamma and beta, and whether the weight is [In, Out] (y = x @ w) or [Out, In] (y = x @ wᵀ,
+// torch.nn.Linear's layout).
+enum class weight_layout : std::uint8_t { in_out, out_in };
+struct layer_style {
+  std::string_view weight = "w", bias = "b", gamma = "gamma", beta = "beta";
+  weight_layout layout = weight_layout::in_out;
+};
+// fusedsl's own names ("<prefix>.w", "<prefix>.b", "<prefix>.gamma", "<prefix>.beta"), [In, Out].
+inline constexpr layer_style fusedsl_layers{};
+// Hugging Face's torch.nn.Linear and LayerNorm (BERT, LLaMA's projections): "weight" and "bias"
+// for both, the weight [Out, In].
+inline constexpr layer_style torch_linear_layers{"weight", "bias", "weight", "bias",
+                                                 weight_layout::out_in};
+// GPT-2's Conv1D: "weight" and "bias", the weight [In, Out].
+inline constexpr layer_style conv1d_layers{"weight", "bias", "weight", "bias",
+                                           weight_layout::in_out};
+
+// y = x @ w + b, x: [..., In], the weight and bias named and laid out as `style` says, of dtype wt
+// (the input's when wt is not given), widened to the input's dtype where they differ.
 constexpr int emit_linear(builder& b, int x, std::string_view prefix, std::int64_t out,
-                          bool bias = true, int wt = -1) {
+                          bool bias = true, int wt = -1,
+                          const layer_style& style = fusedsl_layers) {
   const node& xn = b.at(x);
   const std::int64_t in = xn.shape.back();
   const dtype t = xn.type, w_t = wt < 0 ? t : dtype(wt);
-  const int w = param_as(b, join(prefix, "w").view(), w_t, t, make_dims(in, out));
-  int y = b.matmul(x, w);
+  const bool out_in = style.layout == weight_layout::out_in;
+  const int w = param_as(b, join(prefix, style.weight).view(), w_t, t,
+                         out_in ? make_dims(out, in) : make_dims(in, out));
+  int y = b.matmul(x, w, false, out_in);
   if (bias) {
-    const int bv = param_as(b, join(prefix, "b").view(), w_t, t, make_dims(out));
+    const int bv = param_as(b, join(prefix, style.bias).view(), w_t, t, make_dims(out));
     y = b.binary(op_kind::add, y, bv);
   }
   return y;
 }
 
+// LayerNorm over the last axis with gamma and beta named as `style` says, of dtype wt.
 constexpr int emit_layernorm(builder& b, int x, std::string_view prefix, double eps = 1e-5,
-                             int wt = -1) {
+                             int wt = -1, const layer_style& style = fusedsl_layers) {
   const dims row = make_dims(b.at(x).shape.back());
   const dtype t = b.at(x).type, w_t = wt < 0 ? t : dtype(wt);
   // One builder call per statement: argument order differs between constant evaluation and run
   // time in GCC, and node ids must not.
-  const int gamma = param_as(b, join(prefix, "gamma").view(), w_t, t, row);
-  const int beta = param_as(b, join(prefix, "beta").view(), w_t, t, row);
+  const int gamma = param_as(b, join(prefix, style.gamma).view(), w_t, t, row);
+  const int beta = param_as(b, join(prefix, style.beta).view(), w_t, t, row);
   return b.norm(op_kind::layernorm, x, gamma, beta, eps);
 }
 

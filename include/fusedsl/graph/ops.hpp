@@ -48,72 +48,76 @@ enum class op_category : std::uint8_t {
 };
 
 // id, category, arity (-1: variadic), HLO opcode ("composite": the exporter writes the op as
-// several instructions; "": no HLO mapping), may be an epilogue member of a GEMM or row group.
-#define FUSEDSL_OPS(X)                                    \
-  X(input, leaf, 0, "parameter", false)                   \
-  X(param, leaf, 0, "parameter", false)                   \
-  X(constant, leaf, 0, "constant", false)                 \
-  X(iota, leaf, 0, "iota", false)                         \
-  X(placeholder, leaf, 0, "parameter", false)             \
-  X(state, leaf, 0, "parameter", false)                   \
-  X(neg, unary, 1, "negate", true)                        \
-  X(abs, unary, 1, "abs", true)                           \
-  X(exp, unary, 1, "exponential", true)                   \
-  X(log, unary, 1, "log", true)                           \
-  X(sqrt, unary, 1, "sqrt", true)                         \
-  X(rsqrt, unary, 1, "rsqrt", true)                       \
-  X(tanh, unary, 1, "tanh", true)                         \
-  X(erf, unary, 1, "erf", true)                           \
-  X(sigmoid, unary, 1, "logistic", true)                  \
-  X(relu, unary, 1, "composite", true)                             \
-  X(gelu_erf, unary, 1, "composite", true)                         \
-  X(gelu_tanh, unary, 1, "composite", true)                        \
-  X(silu, unary, 1, "composite", true)                             \
-  X(sin, unary, 1, "sine", true)                          \
-  X(cos, unary, 1, "cosine", true)                        \
-  X(add, binary, 2, "add", true)                          \
-  X(sub, binary, 2, "subtract", true)                     \
-  X(mul, binary, 2, "multiply", true)                     \
-  X(div, binary, 2, "divide", true)                       \
-  X(max, binary, 2, "maximum", true)                      \
-  X(min, binary, 2, "minimum", true)                      \
-  X(pow, binary, 2, "power", true)                        \
-  X(eq, compare, 2, "compare", true)                      \
-  X(ne, compare, 2, "compare", true)                      \
-  X(lt, compare, 2, "compare", true)                      \
-  X(le, compare, 2, "compare", true)                      \
-  X(gt, compare, 2, "compare", true)                      \
-  X(ge, compare, 2, "compare", true)                      \
-  X(select, select, 3, "select", true)                    \
-  X(cast, cast, 1, "convert", true)                       \
-  X(reduce_sum, reduce, 1, "reduce", false)               \
-  X(reduce_mean, reduce, 1, "composite", false)                    \
-  X(reduce_max, reduce, 1, "reduce", false)               \
-  X(reduce_min, reduce, 1, "reduce", false)               \
-  X(argmax, reduce, 1, "composite", false)                \
-  X(matmul, matmul, 2, "dot", false)                      \
-  X(transpose, layout, 1, "transpose", false)             \
-  X(reshape, layout, 1, "reshape", false)                 \
-  X(slice, layout, 1, "slice", false)                     \
-  X(concat, layout, -1, "concatenate", false)             \
-  X(broadcast, layout, 1, "broadcast", false)             \
-  X(gather, index, 2, "gather", false)                    \
-  X(dynamic_slice, index, 2, "dynamic-slice", false)      \
-  X(dynamic_update_slice, index, 3, "dynamic-update-slice", false) \
-  X(softmax, row, 1, "composite", false)                           \
-  X(log_softmax, row, 1, "composite", false)                       \
-  X(layernorm, row, -1, "composite", false)                        \
-  X(rmsnorm, row, 2, "composite", false)                           \
-  X(repeat, repeat, 1, "composite", false)
+// several instructions; "": no HLO mapping), its place in a GEMM or row group's epilogue (none;
+// member: any elementwise epilogue; activation: also one of the activations the GEMM's standard
+// epilogue compiles in, cpu::kernels::gemm_epilogue::act).
+enum class op_epilogue : std::uint8_t { none, member, activation };
+
+#define FUSEDSL_OPS(X)                                            \
+  X(input, leaf, 0, "parameter", none)                            \
+  X(param, leaf, 0, "parameter", none)                            \
+  X(constant, leaf, 0, "constant", none)                          \
+  X(iota, leaf, 0, "iota", none)                                  \
+  X(placeholder, leaf, 0, "parameter", none)                      \
+  X(state, leaf, 0, "parameter", none)                            \
+  X(neg, unary, 1, "negate", member)                              \
+  X(abs, unary, 1, "abs", member)                                 \
+  X(exp, unary, 1, "exponential", member)                         \
+  X(log, unary, 1, "log", member)                                 \
+  X(sqrt, unary, 1, "sqrt", member)                               \
+  X(rsqrt, unary, 1, "rsqrt", member)                             \
+  X(tanh, unary, 1, "tanh", activation)                           \
+  X(erf, unary, 1, "erf", member)                                 \
+  X(sigmoid, unary, 1, "logistic", activation)                    \
+  X(relu, unary, 1, "composite", activation)                      \
+  X(gelu_erf, unary, 1, "composite", activation)                  \
+  X(gelu_tanh, unary, 1, "composite", activation)                 \
+  X(silu, unary, 1, "composite", activation)                      \
+  X(sin, unary, 1, "sine", member)                                \
+  X(cos, unary, 1, "cosine", member)                              \
+  X(add, binary, 2, "add", member)                                \
+  X(sub, binary, 2, "subtract", member)                           \
+  X(mul, binary, 2, "multiply", member)                           \
+  X(div, binary, 2, "divide", member)                             \
+  X(max, binary, 2, "maximum", member)                            \
+  X(min, binary, 2, "minimum", member)                            \
+  X(pow, binary, 2, "power", member)                              \
+  X(eq, compare, 2, "compare", member)                            \
+  X(ne, compare, 2, "compare", member)                            \
+  X(lt, compare, 2, "compare", member)                            \
+  X(le, compare, 2, "compare", member)                            \
+  X(gt, compare, 2, "compare", member)                            \
+  X(ge, compare, 2, "compare", member)                            \
+  X(select, select, 3, "select", member)                          \
+  X(cast, cast, 1, "convert", member)                             \
+  X(reduce_sum, reduce, 1, "reduce", none)                        \
+  X(reduce_mean, reduce, 1, "composite", none)                    \
+  X(reduce_max, reduce, 1, "reduce", none)                        \
+  X(reduce_min, reduce, 1, "reduce", none)                        \
+  X(argmax, reduce, 1, "composite", none)                         \
+  X(matmul, matmul, 2, "dot", none)                               \
+  X(transpose, layout, 1, "transpose", none)                      \
+  X(reshape, layout, 1, "reshape", none)                          \
+  X(slice, layout, 1, "slice", none)                              \
+  X(concat, layout, -1, "concatenate", none)                      \
+  X(broadcast, layout, 1, "broadcast", none)                      \
+  X(gather, index, 2, "gather", none)                             \
+  X(dynamic_slice, index, 2, "dynamic-slice", none)               \
+  X(dynamic_update_slice, index, 3, "dynamic-update-slice", none) \
+  X(softmax, row, 1, "composite", none)                           \
+  X(log_softmax, row, 1, "composite", none)                       \
+  X(layernorm, row, -1, "composite", none)                        \
+  X(rmsnorm, row, 2, "composite", none)                           \
+  X(repeat, repeat, 1, "composite", none)
 
 enum class op_kind : std::uint8_t {
-#define FUSEDSL_X(id, cat, arity, hlo, ep) id,
+#define FUSEDSL_X(id, cat, arity, hlo, epi) id,
   FUSEDSL_OPS(FUSEDSL_X)
 #undef FUSEDSL_X
 };
 
 inline constexpr std::size_t op_count = 0
-#define FUSEDSL_X(id, cat, arity, hlo, ep) +1
+#define FUSEDSL_X(id, cat, arity, hlo, epi) +1
     FUSEDSL_OPS(FUSEDSL_X)
 #undef FUSEDSL_X
     ;
@@ -125,11 +129,12 @@ struct op_info {
   op_category category;
   int arity;
   std::string_view hlo;
-  bool epilogue;
+  op_epilogue epilogue;
 };
 
 inline constexpr op_info op_infos[] = {
-#define FUSEDSL_X(id, cat, arity, hlo, ep) {op_kind::id, #id, op_category::cat, arity, hlo, ep},
+#define FUSEDSL_X(id, cat, arity, hlo, epi) \
+  {op_kind::id, #id, op_category::cat, arity, hlo, op_epilogue::epi},
     FUSEDSL_OPS(FUSEDSL_X)
 #undef FUSEDSL_X
 };
@@ -153,7 +158,12 @@ constexpr bool is_elementwise(op_kind k) {
          c == op_category::select || c == op_category::cast;
 }
 // May be a member of a GEMM or row group's epilogue (computed on the tile in registers).
-constexpr bool may_be_epilogue(op_kind k) { return info_of(k).epilogue; }
+constexpr bool may_be_epilogue(op_kind k) { return info_of(k).epilogue != op_epilogue::none; }
+// One of the activations the CPU GEMM's standard epilogue compiles in (relu, the GELUs, silu,
+// sigmoid, tanh; cpu::kernels::with_standard_epilogue).
+constexpr bool is_gemm_activation(op_kind k) {
+  return info_of(k).epilogue == op_epilogue::activation;
+}
 // Has an HLO lowering (one opcode, or a composite the exporter writes).
 constexpr bool has_hlo_lowering(op_kind k) { return !info_of(k).hlo.empty(); }
 
@@ -334,6 +344,20 @@ struct op_traits<op_kind::argmax> : detail::body_base<op_kind::argmax> {
   }
 };
 
+// A computed op: an elementwise, cast or reduce row, which has a body.
+constexpr bool is_computed(op_kind k) {
+  const op_category c = category_of(k);
+  return c == op_category::unary || c == op_category::binary || c == op_category::compare ||
+         c == op_category::select || c == op_category::cast || c == op_category::reduce;
+}
+
+// The table's computed ops.
+constexpr int computed_ops() {
+  int n = 0;
+  for (const op_info& o : op_infos) n += is_computed(o.kind);
+  return n;
+}
+
 // Every computed elementwise and reduce kind has a body; every table row names its own kind.
 namespace detail {
 template <std::size_t... I>
@@ -341,16 +365,43 @@ constexpr bool table_complete(std::index_sequence<I...>) {
   constexpr op_kind kinds[] = {op_kind(I)...};
   for (std::size_t i = 0; i < sizeof...(I); ++i) {
     if (op_infos[i].kind != kinds[i]) return false;
-    const op_category c = op_infos[i].category;
-    const bool computed = c == op_category::unary || c == op_category::binary ||
-                          c == op_category::compare || c == op_category::select ||
-                          c == op_category::cast || c == op_category::reduce;
     const bool bodies[] = {op_traits<op_kind(I)>::has_body...};
-    if (computed != bodies[i]) return false;
+    if (is_computed(kinds[i]) != bodies[i]) return false;
   }
   return true;
 }
+
+// 1 when K is computed and its body instantiates with policy M on values of type V (a primitive
+// M lacks stops the build here, the error naming op_traits<op_kind::...> and M); 0 otherwise.
+template <class M, class V, op_kind K>
+constexpr int body_on() {
+  using T = op_traits<K>;
+  if constexpr (K == op_kind::argmax) {
+    (void)&T::template take<M, V>;
+  } else if constexpr (category_of(K) == op_category::reduce) {
+    (void)&T::template identity<M, V>;
+    (void)&T::template combine<M, V>;
+    (void)&T::template finish<M, V>;
+  } else if constexpr (T::has_body) {
+    (void)&T::template apply<M, V>;
+  } else {
+    return 0;
+  }
+  return 1;
+}
+template <class M, class V, std::size_t... I>
+constexpr int bodies_on(std::index_sequence<I...>) {
+  return (body_on<M, V, op_kind(I)>() + ...);
+}
 }  // namespace detail
+
+// How many computed ops math policy M (graph/scalar.hpp, the CPU kernels' vec_math, CUDA's
+// device_math) has the body of, for values of type V; every body is instantiated, so a primitive
+// M lacks is a compile error naming the op and M. A complete policy gives computed_ops().
+template <class M, class V>
+constexpr int bodies_on() {
+  return detail::bodies_on<M, V>(std::make_index_sequence<op_count>{});
+}
 static_assert(detail::table_complete(std::make_index_sequence<op_count>{}),
               "graph::op_traits: every elementwise and reduce op needs a body, and only those");
 

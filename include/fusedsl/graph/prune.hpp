@@ -9,18 +9,18 @@ namespace fusedsl::graph {
 
 // Keep only nodes reachable from the outputs and region results; ids are renumbered in order.
 constexpr void prune(builder& b) {
-  std::vector<bool> live(b.nodes.size(), false);
-  for (int o : b.outputs) live[std::size_t(o)] = true;
+  std::vector<char> live(b.nodes.size(), 0);  // not vector<bool>: constexpr in every library
+  for (int o : b.outputs) live[std::size_t(o)] = 1;
   for (int st : b.output_state)
-    if (st >= 0) live[std::size_t(st)] = true;
+    if (st >= 0) live[std::size_t(st)] = 1;
   for (const region_info& r : b.regions) {
-    if (r.result >= 0) live[std::size_t(r.result)] = true;
-    if (r.placeholder >= 0) live[std::size_t(r.placeholder)] = true;
+    if (r.result >= 0) live[std::size_t(r.result)] = 1;
+    if (r.placeholder >= 0) live[std::size_t(r.placeholder)] = 1;
   }
   for (int i = b.size() - 1; i >= 0; --i) {
     if (!live[std::size_t(i)]) continue;
     const node& n = b.nodes[std::size_t(i)];
-    for (int k = 0; k < n.n_in; ++k) live[std::size_t(n.in[std::size_t(k)])] = true;
+    for (int k = 0; k < n.n_in; ++k) live[std::size_t(n.in[std::size_t(k)])] = 1;
   }
   std::vector<int> remap(b.nodes.size(), -1);
   std::vector<node> kept;

@@ -74,28 +74,6 @@ inline constexpr std::string_view bert_layer_prefix = "encoder.layer";
 
 // ---- graph-level definitions (constexpr functions over a builder) ----
 
-// y = x @ weight^T + bias with weight [out, in] (torch.nn.Linear's layout), params
-// "<prefix>.weight" and "<prefix>.bias" of dtype wt.
-constexpr int emit_bert_dense(builder& b, int x, std::string_view prefix, std::int64_t out,
-                              dtype wt) {
-  const dtype t = b.at(x).type;
-  const std::int64_t in = b.at(x).shape.back();
-  const int w = nn::param_as(b, join(prefix, "weight").view(), wt, t, make_dims(out, in));
-  const int y = b.matmul(x, w, false, true);
-  const int bias = nn::param_as(b, join(prefix, "bias").view(), wt, t, make_dims(out));
-  return b.binary(op_kind::add, y, bias);
-}
-
-// LayerNorm with params "<prefix>.weight" (gamma) and "<prefix>.bias" (beta).
-constexpr int emit_bert_layernorm(builder& b, int x, std::string_view prefix, double eps,
-                                  dtype wt) {
-  const dtype t = b.at(x).type;
-  const dims row = make_dims(b.at(x).shape.back());
-  const int gamma = nn::param_as(b, join(prefix, "weight").view(), wt, t, row);
-  const int beta = nn::param_as(b, join(prefix, "bias").view(), wt, t, row);
-  return b.norm(op_kind::layernorm, x, gamma, beta, eps);
-}
-
 // A table's rows [begin, end) as the compute dtype t (sliced first, so only those rows widen).
 constexpr int emit_table_rows(builder& b, std::string_view name, dtype wt, dtype t, dims table,
                               std::int64_t begin, std::int64_t end) {
@@ -122,7 +100,7 @@ constexpr int emit_bert_embeddings(builder& b, int ids, std::int64_t vocab,
   const int pos = emit_table_rows(b, "embeddings.position_embeddings.weight", wt, t,
                                   make_dims(max_positions, d), 0, len);
   const int x = b.binary(op_kind::add, wt0, pos);
-  return emit_bert_layernorm(b, x, "embeddings.LayerNorm", eps, wt);
+  return nn::emit_layernorm(b, x, "embeddings.LayerNorm", eps, int(wt), nn::torch_linear_layers);
 }
 
 // One post-LN BERT layer over x [B, L, D] with a key-padding mask [B, L] (boolean: true attends);
@@ -130,21 +108,27 @@ constexpr int emit_bert_embeddings(builder& b, int ids, std::int64_t vocab,
 constexpr int emit_bert_layer(builder& b, int x, int mask, int heads, std::int64_t hidden,
                               double eps, dtype wt) {
   const std::int64_t d = b.at(x).shape.back();
-  const int q = emit_bert_dense(b, x, "attention.self.query", d, wt);
-  const int k = emit_bert_dense(b, x, "attention.self.key", d, wt);
-  const int v = emit_bert_dense(b, x, "attention.self.value", d, wt);
+  const int q =
+      nn::emit_linear(b, x, "attention.self.query", d, true, int(wt), nn::torch_linear_layers);
+  const int k =
+      nn::emit_linear(b, x, "attention.self.key", d, true, int(wt), nn::torch_linear_layers);
+  const int v =
+      nn::emit_linear(b, x, "attention.self.value", d, true, int(wt), nn::torch_linear_layers);
   const int qh = nn::split_heads(b, q, heads);
   const int kh = nn::split_heads(b, k, heads);
   const int vh = nn::split_heads(b, v, heads);
   const int ctx = nn::emit_attention_core(b, qh, kh, vh, false, mask);
-  const int o = emit_bert_dense(b, ctx, "attention.output.dense", d, wt);
+  const int o =
+      nn::emit_linear(b, ctx, "attention.output.dense", d, true, int(wt), nn::torch_linear_layers);
   const int r1 = b.binary(op_kind::add, o, x);
-  const int a = emit_bert_layernorm(b, r1, "attention.output.LayerNorm", eps, wt);
-  const int i = emit_bert_dense(b, a, "intermediate.dense", hidden, wt);
+  const int a = nn::emit_layernorm(b, r1, "attention.output.LayerNorm", eps, int(wt),
+                                   nn::torch_linear_layers);
+  const int i =
+      nn::emit_linear(b, a, "intermediate.dense", hidden, true, int(wt), nn::torch_linear_layers);
   const int g = b.unary(op_kind::gelu_erf, i);
-  const int f = emit_bert_dense(b, g, "output.dense", d, wt);
+  const int f = nn::emit_linear(b, g, "output.dense", d, true, int(wt), nn::torch_linear_layers);
   const int r2 = b.binary(op_kind::add, f, a);
-  return emit_bert_layernorm(b, r2, "output.LayerNorm", eps, wt);
+  return nn::emit_layernorm(b, r2, "output.LayerNorm", eps, int(wt), nn::torch_linear_layers);
 }
 
 // `count` layers as one repeated block with params "encoder.layer.<i>.*"; `mask` must be an input

@@ -37,9 +37,12 @@
 #include <type_traits>
 
 #include "fusedsl/compile.hpp"
-#include "fusedsl/models/bert.hpp"
+#include "fusedsl/expr/nn.hpp"
 
 namespace fusedsl::models {
+
+using graph::builder;
+using graph::op_kind;
 
 // The hyper-parameters of a GPT-2: n_layer, n_embd, n_head, vocab_size, n_positions, the weights'
 // dtype (float, bf16, f16: narrower weights are widened where they are read), n_inner,
@@ -82,17 +85,6 @@ using gpt2_medium_config = gpt2_config<24, 1024, 16, 50257, 1024>;
 
 // ---- graph-level definitions ----
 
-// Conv1D: x @ weight + bias with weight [in, out], params "<prefix>.weight" and "<prefix>.bias".
-constexpr int emit_gpt2_conv1d(builder& b, int x, std::string_view prefix, std::int64_t out,
-                               dtype wt) {
-  const dtype t = b.at(x).type;
-  const std::int64_t in = b.at(x).shape.back();
-  const int w = nn::param_as(b, join(prefix, "weight").view(), wt, t, make_dims(in, out));
-  const int y = b.matmul(x, w);
-  const int bias = nn::param_as(b, join(prefix, "bias").view(), wt, t, make_dims(out));
-  return b.binary(op_kind::add, y, bias);
-}
-
 struct gpt2_heads {
   int q, k, v;  // [H, T, Dh] each
 };
@@ -101,8 +93,10 @@ struct gpt2_heads {
 constexpr gpt2_heads emit_gpt2_qkv(builder& b, int x, std::string_view prefix, int heads,
                                    double eps, dtype wt) {
   const std::int64_t d = b.at(x).shape.back();
-  const int a = emit_bert_layernorm(b, x, join(prefix, "ln_1").view(), eps, wt);
-  const int qkv = emit_gpt2_conv1d(b, a, join(prefix, "attn.c_attn").view(), 3 * d, wt);
+  const int a =
+      nn::emit_layernorm(b, x, join(prefix, "ln_1").view(), eps, int(wt), nn::conv1d_layers);
+  const int qkv = nn::emit_linear(b, a, join(prefix, "attn.c_attn").view(), 3 * d, true, int(wt),
+                                  nn::conv1d_layers);
   const int q = b.slice(qkv, 1, 0, d);
   const int k = b.slice(qkv, 1, d, 2 * d);
   const int v = b.slice(qkv, 1, 2 * d, 3 * d);
@@ -116,12 +110,16 @@ constexpr gpt2_heads emit_gpt2_qkv(builder& b, int x, std::string_view prefix, i
 constexpr int emit_gpt2_block_tail(builder& b, int x, int ctx, std::string_view prefix,
                                    std::int64_t inner, double eps, dtype wt) {
   const std::int64_t d = b.at(x).shape.back();
-  const int o = emit_gpt2_conv1d(b, ctx, join(prefix, "attn.c_proj").view(), d, wt);
+  const int o = nn::emit_linear(b, ctx, join(prefix, "attn.c_proj").view(), d, true, int(wt),
+                                nn::conv1d_layers);
   const int h = b.binary(op_kind::add, o, x);
-  const int m = emit_bert_layernorm(b, h, join(prefix, "ln_2").view(), eps, wt);
-  const int f = emit_gpt2_conv1d(b, m, join(prefix, "mlp.c_fc").view(), inner, wt);
+  const int m =
+      nn::emit_layernorm(b, h, join(prefix, "ln_2").view(), eps, int(wt), nn::conv1d_layers);
+  const int f = nn::emit_linear(b, m, join(prefix, "mlp.c_fc").view(), inner, true, int(wt),
+                                nn::conv1d_layers);
   const int g = b.unary(op_kind::gelu_tanh, f);
-  const int p = emit_gpt2_conv1d(b, g, join(prefix, "mlp.c_proj").view(), d, wt);
+  const int p =
+      nn::emit_linear(b, g, join(prefix, "mlp.c_proj").view(), d, true, int(wt), nn::conv1d_layers);
   return b.binary(op_kind::add, p, h);
 }
 
@@ -141,7 +139,7 @@ constexpr int emit_gpt2_embeddings(builder& b, int ids, int pos, std::int64_t vo
 // LN_f and the tied LM head over x [1, D]: the logits [1, V].
 constexpr int emit_gpt2_head(builder& b, int x, std::int64_t vocab, double eps, dtype wt) {
   const std::int64_t d = b.at(x).shape.back();
-  const int f = emit_bert_layernorm(b, x, "ln_f", eps, wt);
+  const int f = nn::emit_layernorm(b, x, "ln_f", eps, int(wt), nn::conv1d_layers);
   const int wte = nn::param_as(b, "wte.weight", wt, dtype::f32, make_dims(vocab, d));
   return b.matmul(f, wte, false, true);
 }

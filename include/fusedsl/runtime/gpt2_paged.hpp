@@ -63,8 +63,8 @@ template <class Cfg, std::int64_t B, std::int64_t Ctx, std::int64_t Rows>
 constexpr int emit_gpt2_paged_layer(builder& b, int x, int len, int rows) {
   const dtype wt = Cfg::weight_dtype;
   constexpr std::int64_t d = Cfg::d, H = Cfg::heads, Dh = Cfg::head_dim;
-  const int a = emit_bert_layernorm(b, x, "ln_1", Cfg::eps, wt);
-  const int qkv = emit_gpt2_conv1d(b, a, "attn.c_attn", 3 * d, wt);
+  const int a = nn::emit_layernorm(b, x, "ln_1", Cfg::eps, int(wt), nn::conv1d_layers);
+  const int qkv = nn::emit_linear(b, a, "attn.c_attn", 3 * d, true, int(wt), nn::conv1d_layers);
   const int q = b.slice(qkv, 1, 0, d);
   const int k = b.slice(qkv, 1, d, 2 * d);
   const int v = b.slice(qkv, 1, 2 * d, 3 * d);

@@ -163,28 +163,7 @@ struct device_math {
 // this header (the host compiler too): an op whose body needs a primitive device_math lacks stops
 // the build here, the error naming the op (op_traits<op_kind::...>) and device_math, rather than
 // when nvcc compiles a program that uses it.
-namespace detail {
-template <graph::op_kind K>
-constexpr bool device_body_instantiates() {
-  using T = graph::op_traits<K>;
-  constexpr graph::op_category c = graph::category_of(K);
-  if constexpr (K == graph::op_kind::argmax) {
-    (void)&T::template take<device_math, float>;
-  } else if constexpr (c == graph::op_category::reduce) {
-    (void)&T::template identity<device_math, float>;
-    (void)&T::template combine<device_math, float>;
-    (void)&T::template finish<device_math, float>;
-  } else if constexpr (T::has_body) {
-    (void)&T::template apply<device_math, float>;
-  }
-  return true;
-}
-template <std::size_t... I>
-constexpr bool device_policy_complete(std::index_sequence<I...>) {
-  return (device_body_instantiates<graph::op_kind(I)>() && ...);
-}
-}  // namespace detail
-static_assert(detail::device_policy_complete(std::make_index_sequence<graph::op_count>{}),
+static_assert(graph::bodies_on<device_math, float>() == graph::computed_ops(),
               "cuda::device_math: a computed op of the table has no device body");
 
 // Op K of the table on f32 values, with the device policy.

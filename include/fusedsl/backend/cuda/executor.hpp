@@ -160,10 +160,10 @@ class executor {
   // has passed this point (synchronize()).
   void bind(std::string_view name, tensor_ref t) {
     const std::size_t k = table_.check(name, t);
-    check(cudaMemcpyAsync(at(layout_.slots[k].offset), t.data, t.bytes(), cudaMemcpyHostToDevice,
-                          stream_),
+    std::byte* slot = at(layout_.slots[k].offset);
+    check(cudaMemcpyAsync(slot, t.data, t.bytes(), cudaMemcpyHostToDevice, stream_),
           "cuda::executor: bind (upload)");
-    bound_[k] = at(layout_.slots[k].offset);
+    bound_[k] = slot;
   }
 
   // Device address of a binding (for inputs produced on the device: write there, skip bind).

@@ -5,34 +5,18 @@
 
 #include "fusedsl/export/export.hpp"
 #include "fusedsl/export/impl/op_bodies.ipp"
+#include "fusedsl/graph/bindings.hpp"
 
 namespace fusedsl::hlo {
 
 namespace detail {
 
-inline void collect_bindings(const graph::graph_view& g, int region, const std::string& prefix,
-                             int depth, std::vector<export_binding>& out) {
-  if (depth > graph::max_regions)
-    throw graph::graph_error("hlo::export: repeated blocks nest in a cycle");
-  for (int i = 0; i < g.size; ++i) {
-    const graph::node& n = g[i];
-    if (n.region != region) continue;
-    if (n.op == op_kind::input || n.op == op_kind::param || n.op == op_kind::state) {
-      // Inputs and states inside a body are shared by all layers and keep their own name.
-      std::string name =
-          (n.op == op_kind::param ? prefix : std::string()) + std::string(n.name.view());
-      bool seen = false;
-      for (const export_binding& b : out) seen = seen || b.name == name;
-      if (!seen) out.push_back({name, n.type, n.shape, n.op});
-    } else if (n.op == op_kind::repeat) {
-      if (n.body <= 0 || n.body >= g.n_regions)
-        throw graph::graph_error("hlo::export: a repeat names no body region");
-      for (int l = 0; l < n.count; ++l)
-        collect_bindings(g, n.body,
-                         prefix + std::string(n.name.view()) + "." + std::to_string(l) + ".",
-                         depth + 1, out);
-    }
-  }
+// The entry parameters: the graph's bindings (graph/bindings.hpp), in its order.
+inline std::vector<export_binding> collect_bindings(const graph::graph_view& g) {
+  std::vector<export_binding> out;
+  for (graph::binding_spec& b : graph::required_bindings(g))
+    out.push_back({std::move(b.name), b.type, b.shape, b.kind});
+  return out;
 }
 
 constexpr element_type element_of(dtype t) {
@@ -459,8 +443,7 @@ class exporter {
 
   module run() {
     computation_builder entry("main");
-    std::vector<export_binding> bs;
-    collect_bindings(g_, 0, "", 0, bs);
+    const std::vector<export_binding> bs = collect_bindings(g_);
     for (const export_binding& b : bs) {
       const instruction_id p =
           entry.add_parameter(hlo::shape::array(element_of(b.type), to_vector(b.shape)), b.name);
@@ -761,9 +744,7 @@ class exporter {
 }  // namespace detail
 
 FUSEDSL_DECL std::vector<export_binding> export_bindings(const graph::graph_view& g) {
-  std::vector<export_binding> out;
-  detail::collect_bindings(g, 0, "", 0, out);
-  return out;
+  return detail::collect_bindings(g);
 }
 
 FUSEDSL_DECL module to_module(const graph::graph_view& g, const fusion_view* fusion,

@@ -318,6 +318,19 @@ TEST_CASE("gemm rejects a packed B of the wrong shape, a null A or workspace and
                        doctest::Contains("A is null"), std::invalid_argument);
 }
 
+TEST_CASE("the GEMM's activations are the op table's activation rows; another op is refused") {
+  CHECK(k::gemm_activation_names() == "tanh, sigmoid, relu, gelu_erf, gelu_tanh, silu");
+  CHECK(fusedsl_test::all_activations.size() == 7);  // none and the six
+  std::vector<float> b(12), packed(k::packed_b_floats(4, 3)), a(8), c(6), ws(64);
+  const auto pb = k::pack_b(4, 3, b.data(), 3, false, packed.data());
+  k::gemm_epilogue ep;
+  ep.act = fusedsl::graph::op_kind::exp;  // an elementwise op, but no standard activation
+  CHECK_THROWS_WITH_AS(k::gemm(2, 3, 4, a.data(), 4, false, pb, c.data(), 3, ep, ws.data()),
+                       "gemm: activation exp is not one of tanh, sigmoid, relu, gelu_erf, "
+                       "gelu_tanh, silu",
+                       std::invalid_argument);
+}
+
 namespace {
 
 // A pair epilogue: the two products' sums multiplied (Heavy: staged in L1 first, as a

@@ -130,26 +130,32 @@ struct standard_epilogue<void> {
   }
 };
 
-// Calls f(standard_epilogue<...>{ep}) with ep's activation made a compile-time one.
+// The activations with_standard_epilogue takes: the op table's (graph/ops.hpp) `activation` rows.
+inline std::string gemm_activation_names() {
+  std::string names;
+  for (const graph::op_info& o : graph::op_infos)
+    if (o.epilogue == graph::op_epilogue::activation)
+      names += (names.empty() ? "" : ", ") + std::string(o.name);
+  return names;
+}
+
+// Calls f(standard_epilogue<...>{ep}) with ep's activation made a compile-time one: one
+// instantiation per `activation` row of the op table.
 template <class F>
 void with_standard_epilogue(const gemm_epilogue& ep, F&& f) {
   using graph::op_kind;
   if (!ep.act) return f(standard_epilogue<void>{ep});
   switch (*ep.act) {
-#define FUSEDSL_CASE(k) \
-  case op_kind::k:      \
-    return f(standard_epilogue<std::integral_constant<op_kind, op_kind::k>>{ep});
-    FUSEDSL_CASE(relu)
-    FUSEDSL_CASE(gelu_erf)
-    FUSEDSL_CASE(gelu_tanh)
-    FUSEDSL_CASE(silu)
-    FUSEDSL_CASE(sigmoid)
-    FUSEDSL_CASE(tanh)
-#undef FUSEDSL_CASE
-    default:
-      throw std::invalid_argument("gemm: activation " + std::string(graph::name_of(*ep.act)) +
-                                  " is not one of relu, gelu_erf, gelu_tanh, silu, sigmoid, tanh");
+#define FUSEDSL_X(id, cat, arity, hlo, epi)                                          \
+  case op_kind::id:                                                                  \
+    if constexpr (graph::op_epilogue::epi == graph::op_epilogue::activation)         \
+      return f(standard_epilogue<std::integral_constant<op_kind, op_kind::id>>{ep}); \
+    break;
+    FUSEDSL_OPS(FUSEDSL_X)
+#undef FUSEDSL_X
   }
+  throw std::invalid_argument("gemm: activation " + std::string(graph::name_of(*ep.act)) +
+                              " is not one of " + gemm_activation_names());
 }
 
 // Floats needed to pack a k x n B operand (columns padded to a multiple of nr).
