@@ -48,6 +48,12 @@ inline std::vector<float> values(const fd::tensor_ref& t) {
       case fd::dtype::boolean:
         r[i] = t.as<const bool>()[i] ? 1.0f : 0.0f;
         break;
+      case fd::dtype::i8:
+        r[i] = float(t.as<const std::int8_t>()[i]);
+        break;
+      case fd::dtype::u8:
+        r[i] = float(t.as<const std::uint8_t>()[i]);
+        break;
     }
   }
   return r;

@@ -49,6 +49,10 @@ float load(dtype t, const void* p, long i) {
       return fd::cuda::load_f32<dtype::i32>(p, i);
     case dtype::boolean:
       return fd::cuda::load_f32<dtype::boolean>(p, i);
+    case dtype::i8:
+      return fd::cuda::load_f32<dtype::i8>(p, i);
+    case dtype::u8:
+      return fd::cuda::load_f32<dtype::u8>(p, i);
   }
   return 0.0f;
 }
@@ -64,6 +68,10 @@ void store(dtype t, void* p, long i, float v) {
       return fd::cuda::store_f32<dtype::i32>(p, i, v);
     case dtype::boolean:
       return fd::cuda::store_f32<dtype::boolean>(p, i, v);
+    case dtype::i8:
+      return fd::cuda::store_f32<dtype::i8>(p, i, v);
+    case dtype::u8:
+      return fd::cuda::store_f32<dtype::u8>(p, i, v);
   }
 }
 

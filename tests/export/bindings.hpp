@@ -45,6 +45,12 @@ inline std::vector<fd::dynamic_tensor> random_bindings(
         case fd::dtype::boolean:
           t.data<bool>()[i] = v > 0;
           break;
+        case fd::dtype::i8:
+          t.data<std::int8_t>()[i] = std::int8_t(v * 100);
+          break;
+        case fd::dtype::u8:
+          t.data<std::uint8_t>()[i] = std::uint8_t(v * 100 + 100);
+          break;
       }
     }
     out.push_back(std::move(t));

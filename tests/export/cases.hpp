@@ -73,6 +73,18 @@ constexpr auto xh = fd::input<"xh", fd::f16, 4, 8>();
 constexpr auto low_precision =
     fd::compile(fd::softmax(fd::matmul(xb, wb)), fd::gelu(xh) + fd::sum<1, true>(xh));
 
+// int8 and uint8: a linear layer with an i8 weight (per-output-channel f32 scales) on i8
+// activations, dequantized by converts; activations quantized by a saturating cast; u8 values
+// with a zero point; an i8 sum that saturates.
+constexpr auto q8 = fd::input<"q8", std::int8_t, 4, 8>();
+constexpr auto w8 = fd::param<"w8", std::int8_t, 8, 6>();
+constexpr auto w8_scale = fd::param<"w8_scale", float, 6>();
+constexpr auto u8 = fd::input<"u8", std::uint8_t, 4, 8>();
+constexpr auto int8 = fd::compile(
+    fd::matmul(fd::cast<float>(q8) * fd::lit<0.05>, fd::cast<float>(w8)) * w8_scale,
+    fd::cast<float>(fd::cast<std::int8_t>(x * fd::lit<40.0>)),
+    (fd::cast<float>(u8) - fd::lit<128.0>) * fd::lit<0.02>, fd::cast<float>(q8 + q8));
+
 // Embedding lookups (ids of rank 2 and 1, bound to values outside the table on both sides, which
 // gather clamps) with positions and layernorm; a bf16 table.
 constexpr auto tokens = fd::input<"ids", std::int32_t, 2, 4>();

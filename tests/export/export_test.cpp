@@ -199,6 +199,7 @@ void for_each_case(F&& f) {
   f("structure", ec::structure);
   f("rows", ec::rows);
   f("low_precision", ec::low_precision);
+  f("int8", ec::int8);
   f("embedding", ec::embedding);
   f("decode", ec::decode);
   f("state_update", ec::state_update);

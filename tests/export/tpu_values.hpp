@@ -30,6 +30,10 @@ inline double element(const fd::dynamic_tensor& t, std::int64_t i) {
       return t.data<std::int32_t>()[i];
     case fd::dtype::boolean:
       return t.data<bool>()[i];
+    case fd::dtype::i8:
+      return t.data<std::int8_t>()[i];
+    case fd::dtype::u8:
+      return t.data<std::uint8_t>()[i];
   }
   return 0;
 }

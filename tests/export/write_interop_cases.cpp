@@ -36,6 +36,8 @@ std::vector<float> as_f32(const fd::dynamic_tensor& t) {
       case fd::dtype::f16: v[i] = float(t.data<fd::f16>()[i]); break;
       case fd::dtype::i32: v[i] = float(t.data<std::int32_t>()[i]); break;
       case fd::dtype::boolean: v[i] = t.data<bool>()[i] ? 1.0f : 0.0f; break;
+      case fd::dtype::i8: v[i] = float(t.data<std::int8_t>()[i]); break;
+      case fd::dtype::u8: v[i] = float(t.data<std::uint8_t>()[i]); break;
     }
   }
   return v;

@@ -119,3 +119,29 @@ TEST_CASE("i32 and pred cast to floating types as their values") {
   test::check_close(outs[1], {0, 1, 2, 3, 4}, 0);
   test::check_close(outs[2], {0, 0, 0, 1, 1}, 0);
 }
+
+TEST_CASE("casts to i8 and u8 truncate toward zero and saturate; NaN gives 0; i8 sums saturate") {
+  constexpr auto x = fd::input<"x", float, 8>();
+  fd::tensor<float, 8> xv;
+  const float picks[8] = {2.7f, -2.7f, 300.0f, -300.0f, std::numeric_limits<float>::quiet_NaN(),
+                          inf,  127.9f, -128.5f};
+  for (int i = 0; i < 8; ++i) xv[i] = picks[i];
+  constexpr auto q = fd::cast<std::int8_t>(x);
+  auto outs = fd::reference::run(
+      fd::flatten(q, fd::cast<std::uint8_t>(x), fd::cast<float>(q), q + q), {{"x", xv}});
+  REQUIRE(outs[0].type() == fd::dtype::i8);
+  REQUIRE(outs[1].type() == fd::dtype::u8);
+  const std::int8_t want_i8[8] = {2, -2, 127, -128, 0, 127, 127, -128};
+  const std::uint8_t want_u8[8] = {2, 0, 255, 0, 0, 255, 127, 0};
+  for (int i = 0; i < 8; ++i) {
+    CAPTURE(i);
+    CHECK(outs[0].data<std::int8_t>()[i] == want_i8[i]);
+    CHECK(outs[1].data<std::uint8_t>()[i] == want_u8[i]);
+    CHECK(outs[2].data<float>()[i] == float(want_i8[i]));
+    const int sum = 2 * want_i8[i];
+    CHECK(outs[3].data<std::int8_t>()[i] == std::int8_t(sum > 127 ? 127 : sum < -128 ? -128 : sum));
+  }
+  CHECK(fd::from_f32<std::int8_t>(-0.5f) == 0);
+  CHECK(fd::size_of(fd::dtype::u8) == 1);
+  CHECK(fd::name_of(fd::dtype::i8) == "i8");
+}

@@ -136,9 +136,12 @@ TEST_CASE("parse_shape reads array and tuple shapes") {
   CHECK(parse_shape("(s32[], (pred[4]))").elements[1].elements[0] ==
         shape::array(element_type::pred, {4}));
   CHECK(parse_shape("bf16[8]") == shape::array(element_type::bf16, {8}));
+  CHECK(parse_shape("u8[2]") == shape::array(element_type::u8, {2}));
+  CHECK(parse_shape("s8[3,4]") == shape::array(element_type::s8, {3, 4}));
   CHECK_THROWS_WITH_AS(
-      parse_shape("u8[2]"),
-      "1:1: unsupported element type 'u8' (supported: pred, s32, s64, f16, bf16, f32, f64)",
+      parse_shape("u16[2]"),
+      "1:1: unsupported element type 'u16' (supported: pred, s8, u8, s32, s64, f16, bf16, f32, "
+      "f64)",
       parse_error);
   CHECK_THROWS_WITH_AS(parse_shape("f32[2,3]{1,1}"),
                        "1:13: layout is not a permutation of the dimensions", parse_error);
@@ -261,6 +264,31 @@ TEST_CASE("constants beyond a type's range read as infinity, as IEEE rounding gi
   CHECK(v[2] == static_cast<double>(std::numeric_limits<float>::max()));
   CHECK(literal::scalar(element_type::bf16, 1e39).values[0] == INFINITY);
   CHECK_THROWS_AS(literal::array(shape::array(element_type::s64, {1}), {1e300}), ir_error);
+}
+
+TEST_CASE("s8 and u8: parameters, constants, converts and an s32 dot round-trip; range checked") {
+  const std::string text = header +
+                           "  a = s8[2,3]{1,0} parameter(0)\n"
+                           "  b = s8[3,2]{1,0} constant({ { -128, 0 }, { 127, 5 }, { 1, -1 } })\n"
+                           "  d = s32[2,2]{1,0} dot(a, b), lhs_contracting_dims={1}, "
+                           "rhs_contracting_dims={0}\n"
+                           "  u = u8[2]{0} constant({0, 255})\n"
+                           "  ROOT f = f32[2,2]{1,0} convert(d)\n}\n";
+  const module m = parse_module(text);
+  const computation& c = m.entry_computation();
+  CHECK(c.instructions[0].shape == shape::array(element_type::s8, {2, 3}));
+  CHECK(c.instructions[1].literal->ints == std::vector<std::int64_t>{-128, 0, 127, 5, 1, -1});
+  CHECK(c.instructions[3].literal->ints == std::vector<std::int64_t>{0, 255});
+  CHECK(parse_module(to_text(m)) == m);
+  CHECK(shape::array(element_type::s8, {4}).byte_count() == 4);
+  CHECK(round_to(element_type::s8, 300.7) == 127.0);
+  CHECK(round_to(element_type::s8, -3.9) == -3.0);
+  CHECK(round_to(element_type::u8, -1.0) == 0.0);
+  CHECK(round_to(element_type::u8, NAN) == 0.0);
+  CHECK_THROWS_WITH_AS(literal::array_int(shape::array(element_type::s8, {1}), {128}),
+                       "literal: 128 is not an s8 value", ir_error);
+  CHECK_THROWS_WITH_AS(literal::array(shape::array(element_type::u8, {1}), {-1.0}),
+                       "literal: -1 is not a u8 value", ir_error);
 }
 
 TEST_CASE("jax's embedding lookups (jnp.take, indexing) parse as gathers and round-trip") {

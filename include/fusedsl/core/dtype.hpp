@@ -1,6 +1,9 @@
 #pragma once
 // Element types. bf16 and f16 are storage types: arithmetic happens in f32 and results are
-// rounded back with round-to-nearest-even (IEEE 754-2008, 4.3.1).
+// rounded back with round-to-nearest-even (IEEE 754-2008, 4.3.1). The integer types (i32, i8, u8)
+// are carried as f32 values too (exact below 2^24) and rounded to their type toward zero,
+// saturating at its range, NaN to 0. i8 and u8 were added after bool, so the older values keep
+// their numbers.
 #include <bit>
 #include <cstdint>
 #include <string_view>
@@ -10,7 +13,7 @@
 
 namespace fusedsl {
 
-enum class dtype : std::uint8_t { f32, bf16, f16, i32, boolean };
+enum class dtype : std::uint8_t { f32, bf16, f16, i32, boolean, i8, u8 };
 
 constexpr std::string_view name_of(dtype t) {
   switch (t) {
@@ -19,6 +22,10 @@ constexpr std::string_view name_of(dtype t) {
     case dtype::f16: return "f16";
     case dtype::i32: return "i32";
     case dtype::boolean: return "pred";
+    case dtype::i8:
+      return "i8";
+    case dtype::u8:
+      return "u8";
   }
   return "?";
 }
@@ -27,9 +34,24 @@ constexpr int size_of(dtype t) {
   switch (t) {
     case dtype::f32: case dtype::i32: return 4;
     case dtype::bf16: case dtype::f16: return 2;
-    case dtype::boolean: return 1;
+    case dtype::boolean:
+    case dtype::i8:
+    case dtype::u8:
+      return 1;
   }
   return 0;
+}
+
+constexpr bool is_integer(dtype t) {
+  return t == dtype::i32 || t == dtype::i8 || t == dtype::u8;
+}
+
+// The range of an integer dtype, as the f32 values it saturates to.
+constexpr float integer_min(dtype t) {
+  return t == dtype::i8 ? -128.0f : t == dtype::u8 ? 0.0f : -2147483648.0f;
+}
+constexpr float integer_max(dtype t) {
+  return t == dtype::i8 ? 127.0f : t == dtype::u8 ? 255.0f : 2147483520.0f;  // i32: below 2^31
 }
 
 constexpr bool is_floating(dtype t) {
@@ -105,6 +127,14 @@ template <> struct dtype_of_t<bf16> { static constexpr dtype value = dtype::bf16
 template <> struct dtype_of_t<f16> { static constexpr dtype value = dtype::f16; };
 template <> struct dtype_of_t<std::int32_t> { static constexpr dtype value = dtype::i32; };
 template <> struct dtype_of_t<bool> { static constexpr dtype value = dtype::boolean; };
+template <>
+struct dtype_of_t<std::int8_t> {
+  static constexpr dtype value = dtype::i8;
+};
+template <>
+struct dtype_of_t<std::uint8_t> {
+  static constexpr dtype value = dtype::u8;
+};
 
 template <class T>
 concept element = requires { dtype_of_t<T>::value; };
@@ -118,13 +148,30 @@ template <> struct storage_of<dtype::bf16> { using type = bf16; };
 template <> struct storage_of<dtype::f16> { using type = f16; };
 template <> struct storage_of<dtype::i32> { using type = std::int32_t; };
 template <> struct storage_of<dtype::boolean> { using type = bool; };
+template <>
+struct storage_of<dtype::i8> {
+  using type = std::int8_t;
+};
+template <>
+struct storage_of<dtype::u8> {
+  using type = std::uint8_t;
+};
 template <dtype D> using storage_t = typename storage_of<D>::type;
 
 // Load any element as the f32 compute type, and store an f32 result rounded to the element.
 template <class T> constexpr float to_f32(T v) { return static_cast<float>(v); }
 template <class T> constexpr T from_f32(float v) {
-  if constexpr (std::is_same_v<T, bool>) return v != 0.0f;
-  else return static_cast<T>(v);
+  if constexpr (std::is_same_v<T, bool>) {
+    return v != 0.0f;
+  } else if constexpr (std::is_integral_v<T>) {  // toward zero, saturating, NaN to 0
+    constexpr dtype d = dtype_of<T>;
+    if (!(v == v)) return T(0);
+    if (v <= integer_min(d)) return T(integer_min(d));
+    if (v >= integer_max(d)) return d == dtype::i32 ? T(2147483647) : T(integer_max(d));
+    return static_cast<T>(v);
+  } else {
+    return static_cast<T>(v);
+  }
 }
 
 }  // namespace fusedsl

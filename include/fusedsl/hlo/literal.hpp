@@ -1,6 +1,7 @@
 #pragma once
 // Constant values of the runtime HLO IR (scalars and arrays, row-major).
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -27,7 +28,10 @@ inline float to_float(double v) {
 }
 
 inline double round_to(element_type t, double v) {
-  if (std::isnan(v)) return std::numeric_limits<double>::quiet_NaN();
+  if (std::isnan(v))  // an s8 or u8 value stores NaN as 0, as fusedsl does
+    return t == element_type::s8 || t == element_type::u8
+               ? 0.0
+               : std::numeric_limits<double>::quiet_NaN();
   switch (t) {
     case element_type::f64:
       return v;
@@ -57,6 +61,10 @@ inline double round_to(element_type t, double v) {
     case element_type::s32:
     case element_type::s64:
       return std::trunc(v);
+    case element_type::s8:  // toward zero, saturating (as fusedsl stores i8 and u8)
+      return std::trunc(std::clamp(v, -128.0, 127.0));
+    case element_type::u8:
+      return std::trunc(std::clamp(v, 0.0, 255.0));
   }
   return v;
 }
@@ -84,6 +92,7 @@ struct literal {
           throw ir_error("literal: " + std::to_string(x) + " is not an s64 value");
         l.ints.push_back(static_cast<std::int64_t>(x));
       }
+      check_int_range(s.type, l.ints);
     } else {
       for (double& x : v) x = round_to(s.type, x);
       l.values = std::move(v);
@@ -99,10 +108,21 @@ struct literal {
     if (static_cast<std::int64_t>(v.size()) != s.element_count())
       throw ir_error("literal: " + std::to_string(v.size()) + " values for shape " +
                      to_short_string(s));
+    check_int_range(s.type, v);
     literal l;
     l.shape = std::move(s);
     l.ints = std::move(v);
     return l;
+  }
+  // s8 and u8 values must lie in their range (XLA's parser rejects the others too).
+  static void check_int_range(element_type t, const std::vector<std::int64_t>& v) {
+    if (t != element_type::s8 && t != element_type::u8) return;
+    const std::int64_t lo = t == element_type::s8 ? -128 : 0,
+                       hi = t == element_type::s8 ? 127 : 255;
+    for (std::int64_t x : v)
+      if (x < lo || x > hi)
+        throw ir_error("literal: " + std::to_string(x) +
+                       (t == element_type::s8 ? " is not an s8 value" : " is not a u8 value"));
   }
 
   std::int64_t element_count() const { return shape.element_count(); }

@@ -23,11 +23,12 @@ inline constexpr std::int64_t max_rank = 64;
 inline constexpr std::int64_t max_element_count = std::int64_t{1} << 48;
 inline constexpr int max_tuple_depth = 64;
 
-enum class element_type : std::uint8_t { pred, s32, s64, f16, bf16, f32, f64 };
+// s8 and u8 come after the others, so the older values keep their numbers.
+enum class element_type : std::uint8_t { pred, s32, s64, f16, bf16, f32, f64, s8, u8 };
 
 inline constexpr element_type all_element_types[] = {
-    element_type::pred, element_type::s32, element_type::s64, element_type::f16,
-    element_type::bf16, element_type::f32, element_type::f64};
+    element_type::pred, element_type::s32, element_type::s64, element_type::f16, element_type::bf16,
+    element_type::f32,  element_type::f64, element_type::s8,  element_type::u8};
 
 constexpr std::string_view to_string(element_type t) {
   switch (t) {
@@ -45,6 +46,10 @@ constexpr std::string_view to_string(element_type t) {
       return "f32";
     case element_type::f64:
       return "f64";
+    case element_type::s8:
+      return "s8";
+    case element_type::u8:
+      return "u8";
   }
   return "?";
 }
@@ -58,6 +63,8 @@ constexpr std::optional<element_type> parse_element_type(std::string_view s) {
 constexpr std::size_t byte_size(element_type t) {
   switch (t) {
     case element_type::pred:
+    case element_type::s8:
+    case element_type::u8:
       return 1;
     case element_type::f16:
     case element_type::bf16:
@@ -77,7 +84,8 @@ constexpr bool is_floating(element_type t) {
          t == element_type::f64;
 }
 constexpr bool is_integral(element_type t) {
-  return t == element_type::s32 || t == element_type::s64;
+  return t == element_type::s32 || t == element_type::s64 || t == element_type::s8 ||
+         t == element_type::u8;
 }
 
 // An array shape (element type, dims, optional minor-to-major layout) or a tuple of shapes.

@@ -156,6 +156,10 @@ constexpr std::optional<dtype> to_dtype(safetensors_dtype t) {
       return dtype::i32;
     case safetensors_dtype::boolean:
       return dtype::boolean;
+    case safetensors_dtype::i8:
+      return dtype::i8;
+    case safetensors_dtype::u8:
+      return dtype::u8;
     default:
       return std::nullopt;
   }

@@ -44,8 +44,8 @@ constexpr kernel_desc lower_group(const graph::graph<N>& program, const fusion_p
   detail::lowering<N> l(program, fusion, group);
   const fusion_group& grp = l.this_group();
   for (int i = 0; i < int(N); ++i)
-    if (l.member(i) && program[i].type != dtype::f32 && !is_floating(program[i].type) &&
-        program[i].type != dtype::i32 && program[i].type != dtype::boolean)
+    if (l.member(i) && !is_floating(program[i].type) && !is_integer(program[i].type) &&
+        program[i].type != dtype::boolean)
       return l.refuse("a value of an unknown dtype");
   switch (grp.kind) {
     case group_kind::loop:

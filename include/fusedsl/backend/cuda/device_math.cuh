@@ -80,6 +80,12 @@ FUSEDSL_HD inline std::int32_t f32_to_i32(float x) {
   return std::int32_t(x);
 }
 
+// f32 to i8 or u8 (T's range lo..hi): toward zero, saturating, NaN to 0.
+FUSEDSL_HD inline float f32_to_small_int(float x, float lo, float hi) {
+  if (!(x == x)) return 0.0f;
+  return ::truncf(x < lo ? lo : x > hi ? hi : x);
+}
+
 // ---- elements of a buffer ----
 
 // Element i of a buffer of dtype T, as f32.
@@ -93,8 +99,14 @@ FUSEDSL_HD inline float load_f32(const void* p, long i) {
     return f16_to_f32(static_cast<const std::uint16_t*>(p)[i]);
   else if constexpr (T == dtype::i32)
     return float(static_cast<const std::int32_t*>(p)[i]);
-  else
+  else if constexpr (T == dtype::i8)
+    return float(static_cast<const std::int8_t*>(p)[i]);
+  else if constexpr (T == dtype::u8)
+    return float(static_cast<const std::uint8_t*>(p)[i]);
+  else {
+    static_assert(T == dtype::boolean, "cuda load_f32: a dtype without a load");
     return static_cast<const unsigned char*>(p)[i] != 0 ? 1.0f : 0.0f;
+  }
 }
 
 // Element i of a buffer of dtype T set from an f32 value.
@@ -108,11 +120,18 @@ FUSEDSL_HD inline void store_f32(void* p, long i, float x) {
     static_cast<std::uint16_t*>(p)[i] = f32_to_f16(x);
   else if constexpr (T == dtype::i32)
     static_cast<std::int32_t*>(p)[i] = f32_to_i32(x);
-  else
+  else if constexpr (T == dtype::i8)
+    static_cast<std::int8_t*>(p)[i] = std::int8_t(f32_to_small_int(x, -128.0f, 127.0f));
+  else if constexpr (T == dtype::u8)
+    static_cast<std::uint8_t*>(p)[i] = std::uint8_t(f32_to_small_int(x, 0.0f, 255.0f));
+  else {
+    static_assert(T == dtype::boolean, "cuda store_f32: a dtype without a store");
     static_cast<unsigned char*>(p)[i] = x != 0.0f ? 1 : 0;
+  }
 }
 
-// The carried value of dtype T: rounded (bf16, f16), truncated (i32), 0 or 1 (bool).
+// The carried value of dtype T: rounded (bf16, f16), truncated (i32), truncated and saturated
+// with NaN as 0 (i8, u8), 0 or 1 (bool).
 template <dtype T>
 FUSEDSL_HD inline float to_dtype(float x) {
   if constexpr (T == dtype::bf16)
@@ -121,10 +140,16 @@ FUSEDSL_HD inline float to_dtype(float x) {
     return f16_to_f32(f32_to_f16(x));
   else if constexpr (T == dtype::i32)
     return ::truncf(x);
+  else if constexpr (T == dtype::i8)
+    return f32_to_small_int(x, -128.0f, 127.0f);
+  else if constexpr (T == dtype::u8)
+    return f32_to_small_int(x, 0.0f, 255.0f);
   else if constexpr (T == dtype::boolean)
     return x != 0.0f ? 1.0f : 0.0f;
-  else
+  else {
+    static_assert(T == dtype::f32, "cuda to_dtype: a dtype without a rounding rule");
     return x;
+  }
 }
 
 // ---- the op table's primitives ----

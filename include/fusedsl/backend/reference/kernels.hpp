@@ -68,6 +68,10 @@ inline float round_to(dtype t, float v) {
       return float(saturate_i32(v));
     case dtype::boolean:
       return v != 0.0f ? 1.0f : 0.0f;
+    case dtype::i8:
+      return float(from_f32<std::int8_t>(v));
+    case dtype::u8:
+      return float(from_f32<std::uint8_t>(v));
   }
   return v;
 }
@@ -97,6 +101,12 @@ class f32_data {
       case dtype::boolean:
         for (std::size_t i = 0; i < n; ++i) copy_[i] = t.as<const bool>()[i] ? 1.0f : 0.0f;
         break;
+      case dtype::i8:
+        for (std::size_t i = 0; i < n; ++i) copy_[i] = float(t.as<const std::int8_t>()[i]);
+        break;
+      case dtype::u8:
+        for (std::size_t i = 0; i < n; ++i) copy_[i] = float(t.as<const std::uint8_t>()[i]);
+        break;
       case dtype::f32:
         break;
     }
@@ -121,6 +131,12 @@ inline std::vector<std::int64_t> int_data(const tensor_ref& t) {
       break;
     case dtype::boolean:
       for (std::size_t i = 0; i < n; ++i) r[i] = t.as<const bool>()[i] ? 1 : 0;
+      break;
+    case dtype::i8:
+      for (std::size_t i = 0; i < n; ++i) r[i] = t.as<const std::int8_t>()[i];
+      break;
+    case dtype::u8:
+      for (std::size_t i = 0; i < n; ++i) r[i] = t.as<const std::uint8_t>()[i];
       break;
     default: {
       const f32_data f(t);
@@ -161,6 +177,14 @@ class f32_sink {
       case dtype::boolean:
         for (std::size_t i = 0; i < n; ++i) out_.data<bool>()[i] = tmp_[i] != 0.0f;
         break;
+      case dtype::i8:
+        for (std::size_t i = 0; i < n; ++i)
+          out_.data<std::int8_t>()[i] = from_f32<std::int8_t>(tmp_[i]);
+        break;
+      case dtype::u8:
+        for (std::size_t i = 0; i < n; ++i)
+          out_.data<std::uint8_t>()[i] = from_f32<std::uint8_t>(tmp_[i]);
+        break;
     }
   }
 
@@ -170,7 +194,8 @@ class f32_sink {
   float* p_ = nullptr;
 };
 
-// 64-bit integer results stored into `out`: i32 wraps modulo 2^32, pred is "!= 0", floats convert.
+// 64-bit integer results stored into `out`: i32 wraps modulo 2^32, i8 and u8 saturate at their
+// range, pred is "!= 0", floats convert.
 inline void store_ints(dynamic_tensor& out, const std::vector<std::int64_t>& v) {
   const std::size_t n = v.size();
   switch (out.type()) {
@@ -180,6 +205,14 @@ inline void store_ints(dynamic_tensor& out, const std::vector<std::int64_t>& v) 
       break;
     case dtype::boolean:
       for (std::size_t i = 0; i < n; ++i) out.data<bool>()[i] = v[i] != 0;
+      break;
+    case dtype::i8:
+      for (std::size_t i = 0; i < n; ++i)
+        out.data<std::int8_t>()[i] = std::int8_t(v[i] < -128 ? -128 : v[i] > 127 ? 127 : v[i]);
+      break;
+    case dtype::u8:
+      for (std::size_t i = 0; i < n; ++i)
+        out.data<std::uint8_t>()[i] = std::uint8_t(v[i] < 0 ? 0 : v[i] > 255 ? 255 : v[i]);
       break;
     default: {
       f32_sink s(out);

@@ -72,7 +72,7 @@ inline void validate(const graph::graph_view& g, bool allow_composites = false) 
   for (int i = 0; i < g.size; ++i) {
     const graph::node& n = g[i];
     if (std::size_t(n.op) >= graph::op_count ||
-        std::size_t(n.type) > std::size_t(dtype::boolean))
+        std::size_t(n.type) > std::size_t(dtype::u8))
       throw graph::graph_error("graph: node %" + std::to_string(i) + " has an unknown op or dtype");
     if (!detail::valid_dims(n.shape)) bad_node(g, i, "bad shape");
     if (n.region < 0 || n.region >= g.n_regions) bad_node(g, i, "lies in no region");

@@ -26,6 +26,10 @@ constexpr element_type element_of(dtype t) {
     case dtype::f16: return element_type::f16;
     case dtype::i32: return element_type::s32;
     case dtype::boolean: return element_type::pred;
+    case dtype::i8:
+      return element_type::s8;
+    case dtype::u8:
+      return element_type::u8;
   }
   return element_type::f32;
 }
@@ -249,8 +253,9 @@ class node_emitter {
     const std::vector<std::int64_t> s = dims_of(x);
     const instruction_id io = b_.add_iota(hlo::shape::array(element_type::s32, s), n.axis);
     const double lowest = is_floating(t) ? -std::numeric_limits<double>::infinity()
-                          : t == element_type::pred
-                              ? 0.0
+                          : t == element_type::pred || t == element_type::u8 ? 0.0
+                          : t == element_type::s8
+                              ? -128.0
                               : double(std::numeric_limits<std::int32_t>::min());
     const instruction_id init = scalar(lowest, t);
     const instruction_id zero = scalar(0, element_type::s32);

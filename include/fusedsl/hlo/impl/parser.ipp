@@ -303,7 +303,7 @@ class parser {
     auto type = parse_element_type(t.text);
     if (!type)
       fail(t, "unsupported element type '" + t.text +
-                  "' (supported: pred, s32, s64, f16, bf16, f32, f64)");
+                  "' (supported: pred, s8, u8, s32, s64, f16, bf16, f32, f64)");
     next();
     expect(tok::lbracket, "'[' after the element type");
     shape s;

@@ -25,6 +25,10 @@ inline std::string mlir_element_type(element_type t) {
       return "f32";
     case element_type::f64:
       return "f64";
+    case element_type::s8:
+      return "i8";
+    case element_type::u8:
+      return "ui8";
   }
   return "?";
 }
@@ -312,9 +316,9 @@ class stablehlo_writer {
           attrs.push_back("comparison_direction = #stablehlo<comparison_direction " +
                           std::string(to_string(*in.direction)) + ">");
           attrs.push_back(std::string("compare_type = #stablehlo<comparison_type ") +
-                          (is_floating(t)            ? "FLOAT"
-                           : t == element_type::pred ? "UNSIGNED"
-                                                     : "SIGNED") +
+                          (is_floating(t)                                     ? "FLOAT"
+                           : t == element_type::pred || t == element_type::u8 ? "UNSIGNED"
+                                                                              : "SIGNED") +
                           ">");
           break;
         }

@@ -42,6 +42,8 @@ bound_program bind_random(Exec& ex, unsigned seed) {
           t.data<std::int32_t>()[i] = std::int32_t(rng() % 17) - 3;
           break;  // some out of range
         case dtype::boolean: t.data<bool>()[i] = (rng() % 4) != 0; break;
+        case dtype::i8: t.data<std::int8_t>()[i] = std::int8_t(int(rng() % 256) - 128); break;
+        case dtype::u8: t.data<std::uint8_t>()[i] = std::uint8_t(rng() % 256); break;
       }
     }
     ex.bind(info.name, t.ref());
@@ -59,6 +61,8 @@ inline double element(const dynamic_tensor& t, std::int64_t i) {
     case dtype::f16: return double(float(t.data<f16>()[i]));
     case dtype::i32: return t.data<std::int32_t>()[i];
     case dtype::boolean: return t.data<bool>()[i] ? 1.0 : 0.0;
+    case dtype::i8: return t.data<std::int8_t>()[i];
+    case dtype::u8: return t.data<std::uint8_t>()[i];
   }
   return 0.0;
 }

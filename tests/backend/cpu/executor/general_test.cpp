@@ -103,3 +103,19 @@ TEST_CASE("an output returned twice, and an input returned as is, are each writt
   auto b = fd::test::bind_random(ex, 21);
   CHECK(fd::test::compare_with_reference(ex, b, fd::test::rel_tol(1e-6)));
 }
+
+TEST_CASE("i8 and u8 values: loads, saturating casts and sums, as the reference computes them") {
+  constexpr auto q = fd::input<"q", std::int8_t, 13, 37>();
+  constexpr auto u = fd::input<"u", std::uint8_t, 13, 37>();
+  constexpr auto x = fd::input<"x", float, 13, 37>();
+  constexpr auto dequantized = fd::cast<float>(q) * fd::lit<0.05>;        // i8 loads
+  constexpr auto quantized = fd::cast<std::int8_t>(x * fd::lit<20.0>);    // saturates at ±127
+  constexpr auto shifted = fd::cast<float>(u) - fd::lit<128.0>;           // u8 loads
+  constexpr auto to_u8 = fd::cast<std::uint8_t>(x * fd::lit<30.0> + fd::lit<100.0>);
+  constexpr auto p = fd::compile(dequantized, quantized, q + q, shifted, to_u8,
+                                 fd::sum<1>(fd::cast<float>(q)));  // a reduce over i8
+  fd::cpu::executor ex(p);
+  auto b = fd::test::bind_random(ex, 5);
+  CHECK(fd::test::compare_with_reference(ex, b, fd::test::rel_tol(1e-6)));
+  CHECK(ex.stats().interpreted_groups == 0);
+}

@@ -45,6 +45,12 @@ FUSEDSL_DECL void store_from_f32(dtype t, const float* src, void* dst, std::int6
       case dtype::boolean:
         element_from_f32<dtype::boolean>(static_cast<unsigned char*>(dst) + i, src[i]);
         break;
+      case dtype::i8:
+        element_from_f32<dtype::i8>(static_cast<std::int8_t*>(dst) + i, src[i]);
+        break;
+      case dtype::u8:
+        element_from_f32<dtype::u8>(static_cast<std::uint8_t*>(dst) + i, src[i]);
+        break;
     }
   }
 }
@@ -67,6 +73,12 @@ FUSEDSL_DECL void load_to_f32(dtype t, const void* src, float* dst, std::int64_t
         break;
       case dtype::boolean:
         dst[i] = element_to_f32<dtype::boolean>(static_cast<const unsigned char*>(src) + i);
+        break;
+      case dtype::i8:
+        dst[i] = element_to_f32<dtype::i8>(static_cast<const std::int8_t*>(src) + i);
+        break;
+      case dtype::u8:
+        dst[i] = element_to_f32<dtype::u8>(static_cast<const std::uint8_t*>(src) + i);
         break;
     }
   }

@@ -49,7 +49,12 @@ inline float element_to_f32(const void* p) {
     return f16::to_float(*static_cast<const std::uint16_t*>(p));
   } else if constexpr (T == dtype::i32) {
     return float(*static_cast<const std::int32_t*>(p));
+  } else if constexpr (T == dtype::i8) {
+    return float(*static_cast<const std::int8_t*>(p));
+  } else if constexpr (T == dtype::u8) {
+    return float(*static_cast<const std::uint8_t*>(p));
   } else {
+    static_assert(T == dtype::boolean, "element_to_f32: a dtype without a load");
     return *static_cast<const unsigned char*>(p) != 0 ? 1.0f : 0.0f;
   }
 }
@@ -72,7 +77,12 @@ inline void element_from_f32(void* p, float x) {
     *static_cast<std::uint16_t*>(p) = f16::from_float(x);
   } else if constexpr (T == dtype::i32) {
     *static_cast<std::int32_t*>(p) = to_i32(x);
+  } else if constexpr (T == dtype::i8) {
+    *static_cast<std::int8_t*>(p) = from_f32<std::int8_t>(x);
+  } else if constexpr (T == dtype::u8) {
+    *static_cast<std::uint8_t*>(p) = from_f32<std::uint8_t>(x);
   } else {
+    static_assert(T == dtype::boolean, "element_from_f32: a dtype without a store");
     *static_cast<unsigned char*>(p) = x != 0.0f ? 1 : 0;
   }
 }
@@ -170,19 +180,26 @@ V round_f16(const V& x) {
   }
 }
 
-// The carried value of dtype T: rounded (bf16, f16), truncated (i32), 0 or 1 (bool).
+// The carried value of dtype T: rounded (bf16, f16), truncated (i32), truncated and saturated
+// with NaN as 0 (i8, u8: the value a store keeps), 0 or 1 (bool).
 template <dtype T, class V>
 V to_dtype(const V& x) {
-  if constexpr (T == dtype::bf16)
+  if constexpr (T == dtype::bf16) {
     return round_bf16(x);
-  else if constexpr (T == dtype::f16)
+  } else if constexpr (T == dtype::f16) {
     return round_f16(x);
-  else if constexpr (T == dtype::i32)
+  } else if constexpr (T == dtype::i32) {
     return vec_math::trunc(x);
-  else if constexpr (T == dtype::boolean)
+  } else if constexpr (T == dtype::i8 || T == dtype::u8) {
+    const V t =
+        vec_math::min(vec_math::max(vec_math::trunc(x), V(integer_min(T))), V(integer_max(T)));
+    return vec_math::select(vec_math::ne(x, x), V(0.0f), t);
+  } else if constexpr (T == dtype::boolean) {
     return vec_math::ne(x, V(0.0f));
-  else
+  } else {
+    static_assert(T == dtype::f32, "to_dtype: a dtype without a rounding rule");
     return x;
+  }
 }
 
 // ---- the register machine ----
@@ -321,7 +338,7 @@ struct machine {
         const V y = T::template apply<vec_math>(r[std::size_t(a0)], r[std::size_t(a1)]);
         if constexpr (x.type == dtype::i32 &&
                       (K == graph::op_kind::div || K == graph::op_kind::pow))
-          return vec_math::trunc(y);
+          return vec_math::trunc(y);  // (i8 and u8 truncate in to_dtype)
         else
           return to_dtype<x.type>(y);
       } else if constexpr (graph::is_compare(K)) {

@@ -182,6 +182,10 @@ struct row_kernel {
       case dtype::i32: return element_to_f32<dtype::i32>(static_cast<const std::int32_t*>(p) + o);
       case dtype::boolean:
         return element_to_f32<dtype::boolean>(static_cast<const unsigned char*>(p) + o);
+      case dtype::i8:
+        return element_to_f32<dtype::i8>(static_cast<const std::int8_t*>(p) + o);
+      case dtype::u8:
+        return element_to_f32<dtype::u8>(static_cast<const std::uint8_t*>(p) + o);
     }
     return 0.0f;
   }
