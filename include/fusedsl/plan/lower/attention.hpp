@@ -10,17 +10,7 @@ namespace fusedsl::plan::detail {
 // An attention group.
 template <std::size_t N>
 struct attention_lowering : lowering<N> {
-  using base = lowering<N>;
-  using base::base;
-  using base::desc;
-  using base::fusion;
-  using base::group;
-  using base::member;
-  using base::program;
-  using base::refuse;
-  using base::scope;
-  using base::store_access;
-  using base::this_group;
+  FUSEDSL_LOWERING_BASE_NAMES
 
   // The index an iota-like value holds at map m: an iota, or an iota plus a constant.
   constexpr bool iota_index(int id, const index_map& m, affine_row& out) const {

@@ -8,17 +8,7 @@ namespace fusedsl::plan::detail {
 // A matmul group: up to four matmuls, each a part.
 template <std::size_t N>
 struct gemm_lowering : lowering<N> {
-  using base = lowering<N>;
-  using base::base;
-  using base::desc;
-  using base::fusion;
-  using base::group;
-  using base::member;
-  using base::program;
-  using base::refuse;
-  using base::scope;
-  using base::store_access;
-  using base::this_group;
+  FUSEDSL_LOWERING_BASE_NAMES
 
   // The epilogue chain of matmul mm: its members reached from mm through single consumers.
   constexpr int epilogue_tail(int mm) const {

@@ -8,19 +8,7 @@ namespace fusedsl::plan::detail {
 // A loop group, or a dynamic update slice (a loop group whose root is one).
 template <std::size_t N>
 struct loop_lowering : lowering<N> {
-  using base = lowering<N>;
-  using base::base;
-  using base::desc;
-  using base::fusion;
-  using base::group;
-  using base::member;
-  using base::plain_root;
-  using base::program;
-  using base::program_over;
-  using base::refuse;
-  using base::scope;
-  using base::store_access;
-  using base::this_group;
+  FUSEDSL_LOWERING_BASE_NAMES
 
   constexpr kernel_desc update(int root) {
     const node& n = program[root];

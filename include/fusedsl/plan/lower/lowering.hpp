@@ -9,6 +9,23 @@
 #include "fusedsl/plan/kernel_desc.hpp"
 #include "fusedsl/plan/view.hpp"
 
+// The names a kind's lowering (a struct deriving from lowering<N>) takes from its base, which
+// unqualified lookup does not search (a dependent base): its constructor and the shared members.
+#define FUSEDSL_LOWERING_BASE_NAMES \
+  using base = lowering<N>;         \
+  using base::base;                 \
+  using base::desc;                 \
+  using base::fusion;               \
+  using base::group;                \
+  using base::member;               \
+  using base::plain_root;           \
+  using base::program;              \
+  using base::program_over;         \
+  using base::refuse;               \
+  using base::scope;                \
+  using base::store_access;         \
+  using base::this_group;
+
 namespace fusedsl::plan::detail {
 
 template <std::size_t N>

@@ -8,17 +8,7 @@ namespace fusedsl::plan::detail {
 // A row group.
 template <std::size_t N>
 struct row_lowering : lowering<N> {
-  using base = lowering<N>;
-  using base::base;
-  using base::desc;
-  using base::fusion;
-  using base::group;
-  using base::member;
-  using base::program;
-  using base::refuse;
-  using base::scope;
-  using base::store_access;
-  using base::this_group;
+  FUSEDSL_LOWERING_BASE_NAMES
 
   constexpr kernel_desc lower() {
     const fusion_group& grp = this_group();
