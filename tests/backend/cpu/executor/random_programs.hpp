@@ -2,8 +2,9 @@
 // Random programs for the property tests: `random_program<Seed>` is an expression whose graph is
 // a random DAG of elementwise ops (every unary op of the op table, binary ops with NumPy
 // broadcasting, comparisons and selects, casts through bf16), reductions (kept axes, so results
-// broadcast back), layout ops (transposes, reshapes, slices and concats that rebuild a shape) and
-// gathers, over three inputs of odd shapes (none a multiple of a SIMD width). A constexpr LCG
+// broadcast back), layout ops (transposes, reshapes, slices and concats that rebuild a shape;
+// interleaved pairs split into an axis of extent 2 and slices of extent 1) and gathers, over three
+// inputs of odd shapes (none a multiple of a SIMD width). A constexpr LCG
 // seeded by Seed picks everything, so each seed is one compile-time program: the executor
 // instantiates its generated kernels for it like for any other program.
 #include <array>
@@ -56,7 +57,7 @@ constexpr std::array<int, 2> emit_random_program(graph::builder& b, unsigned see
   const int steps = 6 + r.below(12);
   for (int s = 0; s < steps; ++s) {
     const int a = pick();
-    switch (r.below(11)) {
+    switch (r.below(12)) {
       case 0: case 1:
         push(b.unary(unary_ops[r.below(11)], a));
         break;
@@ -119,6 +120,30 @@ constexpr std::array<int, 2> emit_random_program(graph::builder& b, unsigned see
         const std::array<int, 2> parts{g, lo};
         const int cat = b.concat(parts, -1);  // [hi', lo]: a rotation of the last axis
         push(cat);
+        break;
+      }
+      case 10: {  // interleaved pairs of the last axis (GPT-J's rotary layout): a reshape to
+                  // [..., pairs, 2], slices of extent 1, a concat of extent 2, the last column
+        const int f = full_of(a);
+        const std::int64_t last = full.back();
+        if (last < 3) {
+          push(b.unary(op_kind::neg, f));
+          break;
+        }
+        dims paired = full;
+        paired[rank - 1] = (last - 1) / 2;
+        paired.rank = rank + 1;
+        paired[rank] = 2;
+        const int pairs = b.reshape(b.slice(f, -1, 0, last - 1), paired);
+        const int even = b.slice(pairs, -1, 0, 1), odd = b.slice(pairs, -1, 1, 2);
+        const int e2 = b.binary(op_kind::sub, b.unary(op_kind::cos, even), odd);
+        const int o2 = b.binary(op_kind::mul, b.unary(op_kind::sin, odd), even);
+        const std::array<int, 2> halves{o2, e2};  // the pair swapped
+        dims cut = full;
+        cut[rank - 1] = last - 1;
+        const int rotated = b.reshape(b.concat(halves, -1), cut);
+        const std::array<int, 2> parts{rotated, b.slice(f, -1, last - 1, last)};
+        push(b.concat(parts, -1));
         break;
       }
       default: {  // a cast through bf16, or a gather of rows of a value by computed ids
