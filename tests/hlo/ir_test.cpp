@@ -18,7 +18,10 @@ shape arr(std::vector<std::int64_t> d, element_type t = element_type::f32) {
 TEST_CASE("element types are spelled as in HLO text and have XLA's byte sizes") {
   CHECK(to_string(element_type::bf16) == "bf16");
   CHECK(parse_element_type("pred") == element_type::pred);
-  CHECK_FALSE(parse_element_type("u8").has_value());
+  CHECK(parse_element_type("s8") == element_type::s8);
+  CHECK(parse_element_type("u8") == element_type::u8);
+  CHECK_FALSE(parse_element_type("u4").has_value());
+  CHECK(byte_size(element_type::s8) == 1);
   CHECK(byte_size(element_type::pred) == 1);
   CHECK(byte_size(element_type::f16) == 2);
   CHECK(byte_size(element_type::s64) == 8);
