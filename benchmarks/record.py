@@ -11,6 +11,7 @@ CPU benchmark steps, in this order; the compile-time steps run only when named):
 
   targets   benchmarks/cpu_targets.py --runs 3: the seed, GEMM and attention goals (cpu_targets/)
   gemm      cpu_gemm_bench (gemm.json)           attention  cpu_attention_bench (attention.json)
+  gemm_s8   cpu_gemm_s8_bench, 5 repetitions of 0.2 s: the int8 GEMM beside the f32 one (gemm_s8.json)
   row       cpu_row_bench (row.json)             clock      cpu_clock_bench (clock.json)
   models    model_bench, 3 repetitions of 1 s (model_bench.json)
   generated generated_bench, 3 repetitions (generated.json)
@@ -65,8 +66,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-CPU_STEPS = ["targets", "gemm", "attention", "row", "clock", "models", "generated", "footprint",
-             "gpt2_decode", "profile", "profile_minilm", "profile_gpt2", "xla"]
+CPU_STEPS = ["targets", "gemm", "gemm_s8", "attention", "row", "clock", "models", "generated",
+             "footprint", "gpt2_decode", "profile", "profile_minilm", "profile_gpt2", "xla"]
 OTHER_STEPS = ["hf_gpt2_decode", "xla_gpt2_decode", "gpt2_small_hf", "compile_depth", "compile_tu",
                "compile_breakdown", "compile_vs_base",
                "test_suite"]
@@ -204,6 +205,10 @@ def step(name, args, out):
               "row": "benchmarks/cpu/cpu_row_bench", "clock": "benchmarks/cpu/cpu_clock_bench"}
     if name in simple:
         return [gbench(b, simple[name], os.path.join(out, f"{name}.json"))], [f"{name}.json"]
+    if name == "gemm_s8":
+        cmd = gbench(b, "benchmarks/cpu/cpu_gemm_s8_bench", os.path.join(out, "gemm_s8.json"),
+                     ["--benchmark_repetitions=5", "--benchmark_min_time=0.2"])
+        return [cmd], ["gemm_s8.json"]
     if name == "models":
         cmd = gbench(b, "benchmarks/model/model_bench", os.path.join(out, "model_bench.json"),
                      ["--benchmark_min_time=1", "--benchmark_repetitions=3"])

@@ -3,6 +3,8 @@
 //   BM_gemm_f32       kernels::gemm, f32 C
 //   BM_gemm_u8s8_s32  exact s32 C
 //   BM_gemm_u8s8_f32  dequantized f32 C (row and column scales, a zero point, a bias)
+//   BM_quantize_then_gemm  f32 A quantized per row by a separate pass, then BM_gemm_u8s8_f32's call
+//   BM_gemm_dynamic   f32 A quantized per row as the GEMM packs it (gemm_dynamic_u8s8_f32)
 // Counters: GMACs (multiply-adds per second), speedup_vs_f32 (the f32 case's fastest call over
 // this case's, same shape; the f32 case runs first), peak_fraction_f32 (2 * MACs per second over
 // the f32 FMA peak measured at start-up: the f32 kernel's ceiling, for scale), isa (1 VNNI,
@@ -108,6 +110,51 @@ void BM_gemm_u8s8_f32(benchmark::State& state) {
   set_counters(state, double(m * n * kk), best);
 }
 
+// f32 activations: the rows quantized to u8 by a separate pass (quantize_rows_u8, then
+// gemm_u8s8_f32), or as the GEMM packs them (gemm_dynamic_u8s8_f32). The f32 GEMM takes the same
+// f32 rows, so speedup_vs_f32 is what a dynamically quantized linear layer gains.
+std::vector<float> f32_rows(std::ptrdiff_t m, std::ptrdiff_t kk) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> x(std::size_t(m * kk));
+  for (auto& v : x) v = d(rng);
+  return x;
+}
+
+void BM_quantize_then_gemm(benchmark::State& state) {
+  const std::ptrdiff_t m = state.range(0), n = state.range(1), kk = state.range(2);
+  const s8_operands o(m, n, kk);
+  const std::vector<float> x = f32_rows(m, kk);
+  std::vector<std::uint8_t> xq(x.size()), zero(static_cast<std::size_t>(m));
+  std::vector<float> c(std::size_t(m * n)), a_scale(static_cast<std::size_t>(m)),
+      b_scale(std::size_t(n), 0.01f), bias(std::size_t(n), 0.5f);
+  k::s8_dequant q;
+  q.a_scale = a_scale.data();
+  q.a_zeros = zero.data();
+  q.b_scale = b_scale.data();
+  q.bias = bias.data();
+  const double best = fastest_call(state, [&] {
+    k::quantize_rows_u8(m, kk, x.data(), kk, xq.data(), kk, a_scale.data(), zero.data());
+    k::gemm_u8s8_f32(m, n, kk, xq.data(), kk, o.pb, q, c.data(), n);
+    benchmark::DoNotOptimize(c.data());
+  });
+  set_counters(state, double(m * n * kk), best);
+}
+
+void BM_gemm_dynamic(benchmark::State& state) {
+  const std::ptrdiff_t m = state.range(0), n = state.range(1), kk = state.range(2);
+  const s8_operands o(m, n, kk);
+  const std::vector<float> x = f32_rows(m, kk);
+  std::vector<float> c(std::size_t(m * n)), b_scale(std::size_t(n), 0.01f),
+      bias(std::size_t(n), 0.5f);
+  const double best = fastest_call(state, [&] {
+    k::gemm_dynamic_u8s8_f32(m, n, kk, x.data(), kk, o.pb, b_scale.data(), bias.data(), c.data(),
+                             n);
+    benchmark::DoNotOptimize(c.data());
+  });
+  set_counters(state, double(m * n * kk), best);
+}
+
 // all-MiniLM-L6-v2's projections at 128 tokens (d 384, FFN 1536) and one decode row of GPT-2
 // small's MLP (768 -> 3072).
 void shapes(benchmark::internal::Benchmark* b) {
@@ -119,6 +166,8 @@ void shapes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_gemm_f32)->Apply(shapes);  // first: the int8 cases report their speedup over it
 BENCHMARK(BM_gemm_u8s8_s32)->Apply(shapes);
 BENCHMARK(BM_gemm_u8s8_f32)->Apply(shapes);
+BENCHMARK(BM_quantize_then_gemm)->Apply(shapes);
+BENCHMARK(BM_gemm_dynamic)->Apply(shapes);
 
 int main(int argc, char** argv) {
   g_peak = fusedsl_bench::measure_fma_peak();

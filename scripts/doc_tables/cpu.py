@@ -530,7 +530,8 @@ def gemm_s8(files, options):
     """The int8 GEMM (u8 x s8, exact s32 sums) against the f32 GEMM on the same shapes, one thread,
     B packed once. Reads cpu_gemm_s8_bench's Google Benchmark JSON (run with
     --benchmark_repetitions): per shape the medians of GMAC/s and of the speedup over the f32
-    case's fastest call in the same run."""
+    case's fastest call in the same run; where the file has them, the f32-activation forms too (a
+    separate quantizing pass then the GEMM, and the one-pass dynamic GEMM)."""
     rel = files[0]
     ctx, runs, _ = gbench(rel)
     isa_names = {1: "VNNI (vpdpbusd)", 2: "AVX2 (16-bit vpmaddwd)", 3: "plain loops"}
@@ -538,11 +539,17 @@ def gemm_s8(files, options):
     for name in runs:
         if name.startswith("BM_gemm_f32/"):
             shapes.append(name.split("/", 1)[1])
+    cases = ["BM_gemm_f32", "BM_gemm_u8s8_s32", "BM_gemm_u8s8_f32"]
+    head = ["shape", "f32 GMAC/s", "u8s8 -> s32 GMAC/s", "vs f32", "u8s8 -> f32 GMAC/s", "vs f32"]
+    if any(name.startswith("BM_gemm_dynamic/") for name in runs):
+        cases += ["BM_quantize_then_gemm", "BM_gemm_dynamic"]
+        head += ["f32 A, quantized by a pass first: GMAC/s", "vs f32",
+                 "f32 A, quantized as packed (one pass): GMAC/s", "vs f32"]
     rows = []
     for shape in shapes:
         m, n, k = shape.split("/")
         row = [f"{m} x {n} x {k}"]
-        for case in ("BM_gemm_f32", "BM_gemm_u8s8_s32", "BM_gemm_u8s8_f32"):
+        for case in cases:
             rs = one(runs, f"{case}/{shape}", rel)
             reps.add(len(rs))
             row.append(f"{median([get(r, 'GMACs') for r in rs]):.1f}")
@@ -554,8 +561,7 @@ def gemm_s8(files, options):
             f"{'/'.join(str(r) for r in sorted(reps))} repetitions; int8 path: "
             f"{', '.join(isa_names.get(i, str(i)) for i in sorted(isas))}. " +
             " ".join(peak_note([ctx])))
-    return table(["shape", "f32 GMAC/s", "u8s8 -> s32 GMAC/s", "vs f32", "u8s8 -> f32 GMAC/s",
-                  "vs f32"], rows) + ["", note]
+    return table(head, rows) + ["", note]
 
 
 @generator("footprint")

@@ -2,16 +2,22 @@
 // and k not multiples of the 4 x 8 tile or of the 4-byte k groups), both layouts of B, the
 // extremes of the types (A all 255 against B all -128 or 127), the dequantizing epilogue with a
 // zero point against double arithmetic, threads, and the argument checks; rows quantized to u8, and
-// a quantized linear layer within its quantization bound of the f32 one; on this build's
-// instruction set (VNNI, AVX2 or plain loops) and on the scalar path.
+// a quantized linear layer within its quantization bound of the f32 one; row quantization giving
+// the same bytes on every path, and the one-pass dynamic GEMM (rows quantized as A is packed)
+// equal to quantizing first, bit for bit; on this build's instruction set (VNNI, AVX2 or plain
+// loops) and on the scalar path.
 #include "fusedsl/backend/cpu/kernels/gemm_s8.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <vector>
 
+#include "fusedsl/core/quantize.hpp"
 #include "test_util.hpp"
 
 namespace k = fusedsl::cpu::kernels;
@@ -236,4 +242,167 @@ TEST_CASE_TEMPLATE("a quantized linear layer is within its quantization bound of
       outside += std::abs(double(y[std::size_t(i * n + j)]) - exact) > bound * 1.001 + 1e-5;
     }
   CHECK(outside == 0);
+}
+
+namespace {
+
+// Rows of random values with the edge values of quantization mixed in.
+std::vector<float> rows_with_edges(std::ptrdiff_t m, std::ptrdiff_t kk, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.5f);
+  std::vector<float> x(std::size_t(m * kk));
+  for (auto& v : x) v = d(rng);
+  const float edges[] = {std::numeric_limits<float>::infinity(),
+                         -std::numeric_limits<float>::infinity(),
+                         std::numeric_limits<float>::quiet_NaN(),
+                         -0.0f,
+                         std::numeric_limits<float>::denorm_min(),
+                         3e38f,
+                         -3e38f};
+  for (std::size_t e = 0; e < std::size(edges) && std::ptrdiff_t(e) < m * kk; ++e)
+    x[std::size_t(rng() % std::size_t(m * kk))] = edges[e];
+  if (m > 1)  // a row of zeros, a row without negatives
+    for (std::ptrdiff_t p = 0; p < kk; ++p) {
+      x[std::size_t(p)] = 0.0f;
+      x[std::size_t(kk + p)] = std::abs(d(rng));
+    }
+  return x;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("rows quantize to the same bytes, scales and zero points on every path", Arch,
+                   FUSEDSL_CPU_ARCHS) {
+  for (std::ptrdiff_t kk : {1, 3, 4, 8, 9, 17, 37, 100}) {
+    CAPTURE(kk);
+    constexpr std::ptrdiff_t m = 9;
+    const std::vector<float> x = rows_with_edges(m, kk, unsigned(kk));
+    std::vector<std::uint8_t> q(x.size()), q_ref(x.size()), zero(m), zero_ref(m);
+    std::vector<float> scale(m), scale_ref(m);
+    k::quantize_rows_u8<Arch>(m, kk, x.data(), kk, q.data(), kk, scale.data(), zero.data());
+    k::quantize_rows_u8<k::scalar_arch>(m, kk, x.data(), kk, q_ref.data(), kk, scale_ref.data(),
+                                        zero_ref.data());
+    CHECK(q == q_ref);
+    CHECK(zero == zero_ref);
+    CHECK(scale == scale_ref);
+    // a range wider than FLT_MAX (rows holding 3e38 and -3e38) still has a finite scale
+    CHECK(std::all_of(scale.begin(), scale.end(), [](float v) { return std::isfinite(v); }));
+  }
+}
+
+TEST_CASE_TEMPLATE(
+    "the one-pass dynamic GEMM equals quantize_rows_u8 then gemm_u8s8_f32 bit for bit", Arch,
+    FUSEDSL_CPU_ARCHS) {
+  unsigned seed = 20;
+  for (std::ptrdiff_t m : {1, 3, 4, 5, 17})
+    for (std::ptrdiff_t n : {1, 7, 9, 33})
+      for (std::ptrdiff_t kk : {1, 5, 64, 131}) {
+        CAPTURE(m);
+        CAPTURE(n);
+        CAPTURE(kk);
+        const problem pr(m, n, kk, seed++);
+        const packed pb(pr, seed % 2 == 0);
+        const std::vector<float> x = rows_with_edges(m, kk, seed);
+        std::vector<float> b_scale(static_cast<std::size_t>(n)), bias(static_cast<std::size_t>(n));
+        for (std::ptrdiff_t j = 0; j < n; ++j) {
+          b_scale[std::size_t(j)] = 0.001f * float(j + 1);
+          bias[std::size_t(j)] = 0.25f * float(j % 5) - 0.5f;
+        }
+        const float* bias_or_null = seed % 3 == 0 ? nullptr : bias.data();
+        std::vector<std::uint8_t> xq(x.size()), zero(static_cast<std::size_t>(m));
+        std::vector<float> a_scale(static_cast<std::size_t>(m));
+        k::quantize_rows_u8<Arch>(m, kk, x.data(), kk, xq.data(), kk, a_scale.data(), zero.data());
+        k::s8_dequant dq;
+        dq.a_scale = a_scale.data();
+        dq.a_zeros = zero.data();
+        dq.b_scale = b_scale.data();
+        dq.bias = bias_or_null;
+        std::vector<float> want(std::size_t(m * n)),
+            got(static_cast<std::size_t>(m * n + 3), -1.0f);
+        k::gemm_u8s8_f32<Arch>(m, n, kk, xq.data(), kk, pb.view, dq, want.data(), n);
+        k::gemm_dynamic_u8s8_f32<Arch>(m, n, kk, x.data(), kk, pb.view, b_scale.data(),
+                                       bias_or_null, got.data(), n);
+        CHECK(got[std::size_t(m * n)] == -1.0f);  // nothing written past C
+        got.resize(std::size_t(m * n));
+        CHECK(same_bits(got, want));
+      }
+}
+
+TEST_CASE(
+    "the dynamic GEMM on three threads, with strided A and C, writes what one thread writes") {
+  constexpr std::ptrdiff_t m = 37, n = 83, kk = 96, ldx = 101, ldc = 90;
+  const problem pr(m, n, kk, 31);
+  const packed pb(pr, true);
+  std::vector<float> x(static_cast<std::size_t>(m * ldx), std::numeric_limits<float>::quiet_NaN());
+  const std::vector<float> dense = rows_with_edges(m, kk, 32);
+  for (std::ptrdiff_t i = 0; i < m; ++i)
+    for (std::ptrdiff_t p = 0; p < kk; ++p)
+      x[std::size_t(i * ldx + p)] = dense[std::size_t(i * kk + p)];
+  std::vector<float> b_scale(static_cast<std::size_t>(n), 0.01f);
+  std::vector<float> one(static_cast<std::size_t>(m * ldc), 7.0f),
+      three(static_cast<std::size_t>(m * ldc), 7.0f);
+  k::gemm_dynamic_u8s8_f32(m, n, kk, x.data(), ldx, pb.view, b_scale.data(), nullptr, one.data(),
+                           ldc);
+  fusedsl::cpu::kernels::thread_pool pool(3);
+  k::gemm_dynamic_u8s8_f32(m, n, kk, x.data(), ldx, pb.view, b_scale.data(), nullptr, three.data(),
+                           ldc, &pool);
+  CHECK(same_bits(one, three));
+  int untouched = 0;  // the padding between rows of C stays as it was
+  for (std::ptrdiff_t i = 0; i < m; ++i)
+    for (std::ptrdiff_t j = n; j < ldc; ++j) untouched += one[std::size_t(i * ldc + j)] == 7.0f;
+  CHECK(untouched == m * (ldc - n));
+}
+
+TEST_CASE_TEMPLATE("a linear layer with per-channel int8 weights in torch's [out, in] layout", Arch,
+                   FUSEDSL_CPU_ARCHS) {
+  constexpr std::ptrdiff_t m = 11, n = 19, kk = 67;
+  std::mt19937 rng(12);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> x(std::size_t(m * kk)), w(std::size_t(n * kk)),
+      bias(static_cast<std::size_t>(n));
+  for (auto& v : x) v = d(rng) - 0.2f;
+  for (auto& v : w) v = 0.05f * d(rng);
+  for (auto& v : bias) v = d(rng);
+  const fusedsl::s8_weight w8 = fusedsl::quantize_s8_per_channel(w, n, kk, 0, "linear.weight");
+  std::vector<std::int8_t> packed_w(k::packed_b_s8_bytes(kk, n));
+  std::vector<std::int32_t> sums(static_cast<std::size_t>(n));
+  const auto pb = k::pack_b_s8(kk, n, w8.values.data(), kk, true, packed_w.data(), sums.data());
+  std::vector<float> y(std::size_t(m * n));
+  k::gemm_dynamic_u8s8_f32<Arch>(m, n, kk, x.data(), kk, pb, w8.scales.data(), bias.data(),
+                                 y.data(), n);
+  std::vector<std::uint8_t> xq(x.size()), zero(static_cast<std::size_t>(m));
+  std::vector<float> a_scale(static_cast<std::size_t>(m));
+  k::quantize_rows_u8(m, kk, x.data(), kk, xq.data(), kk, a_scale.data(), zero.data());
+  int outside = 0;
+  for (std::ptrdiff_t i = 0; i < m; ++i)
+    for (std::ptrdiff_t j = 0; j < n; ++j) {
+      double exact = bias[std::size_t(j)], bound = 0;
+      const double sa = a_scale[std::size_t(i)], sb = w8.scales[std::size_t(j)];
+      for (std::ptrdiff_t p = 0; p < kk; ++p) {
+        const double xv = x[std::size_t(i * kk + p)], wv = w[std::size_t(j * kk + p)];
+        exact += xv * wv;
+        bound += std::abs(xv) * sb / 2 + std::abs(wv) * sa / 2 + sa * sb / 4;
+      }
+      outside += !(std::abs(double(y[std::size_t(i * n + j)]) - exact) <= bound * 1.001 + 1e-5);
+    }
+  CHECK(outside == 0);
+}
+
+TEST_CASE("the dynamic GEMM names a bad argument") {
+  const problem pr(2, 3, 4, 1);
+  const packed pb(pr, false);
+  std::vector<float> x(8), c(6), s(3, 1.0f);
+  CHECK_THROWS_WITH_AS(
+      k::gemm_dynamic_u8s8_f32(2, 3, 4, x.data(), 4, pb.view, nullptr, nullptr, c.data(), 3),
+      "gemm_dynamic_u8s8_f32: the column scales are null", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      k::gemm_dynamic_u8s8_f32(2, 3, 4, x.data(), 3, pb.view, s.data(), nullptr, c.data(), 3),
+      "gemm_dynamic_u8s8_f32: lda = 3 < k", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      k::gemm_dynamic_u8s8_f32(2, 3, 4, nullptr, 4, pb.view, s.data(), nullptr, c.data(), 3),
+      "gemm_dynamic_u8s8_f32: A or C is null", std::invalid_argument);
 }

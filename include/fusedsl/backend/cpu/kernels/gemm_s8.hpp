@@ -26,9 +26,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "fusedsl/backend/cpu/kernels/simd.hpp"
 #include "fusedsl/backend/cpu/kernels/threads.hpp"
@@ -239,29 +241,41 @@ inline void check_s8_args(const char* what, std::ptrdiff_t m, std::ptrdiff_t n, 
   if (ldc < n) throw std::invalid_argument(w + ": ldc = " + std::to_string(ldc) + " < n");
 }
 
-// Runs the tiles, panels split across threads; store(i0, rows, j0, cols, acc) writes one tile.
-// Each thread takes its panels in blocks of about 256 KiB (kept in L2) and runs every row block of
-// A over a block, widening the row block once where the tile reads it widened.
-template <class Arch, class Store>
-void gemm_s8_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const std::uint8_t* a,
-                 std::ptrdiff_t lda, const packed_b_s8& b, thread_pool* pool, Store&& store) {
+// A given as u8 rows: each block of up to 4 rows is read where it lies.
+struct u8_rows {
+  const std::uint8_t* a;
+  std::ptrdiff_t lda;
+  const std::uint8_t* block(std::ptrdiff_t i, int) { return a + i * lda; }
+  std::ptrdiff_t stride() const { return lda; }
+};
+
+// Runs the tiles, panels split across threads; rows.block(i, rows) gives A's rows [i, i + rows)
+// as u8 (each thread works on its own copy of `rows`), store(rows, i0, n_rows, j0, cols, acc)
+// writes one tile. Each thread takes its panels in blocks of about 256 KiB (kept in L2) and runs
+// every row block of A over a block, widening the row block once where the tile reads it widened.
+template <class Arch, class Rows, class Store>
+void gemm_s8_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const Rows& a_rows,
+                 const packed_b_s8& b, thread_pool* pool, Store&& store) {
   const std::ptrdiff_t panels = (n + s8_nr - 1) / s8_nr;
   const std::ptrdiff_t panel_bytes = b.kp * s8_nr;
   const std::ptrdiff_t block = std::max<std::ptrdiff_t>(1, (256 << 10) / panel_bytes);
   const bool widen = s8_widens<Arch>() && b.kp / s8_kq <= s8_wide_groups;
   parallel_for(pool, panels, [&](std::ptrdiff_t p0, std::ptrdiff_t p1, int) {
+    Rows rows_of = a_rows;
     std::int32_t acc[s8_mr][s8_nr];
     alignas(64) std::int16_t wide[s8_wide_groups * s8_mr * s8_kq];
     for (std::ptrdiff_t q0 = p0; q0 < p1; q0 += block) {
       const std::ptrdiff_t q1 = std::min(p1, q0 + block);
       for (std::ptrdiff_t i = 0; i < m; i += s8_mr) {
         const int rows = int(std::min<std::ptrdiff_t>(s8_mr, m - i));
-        if (widen) widen_a(a + i * lda, lda, rows, k, wide);
+        const std::uint8_t* a = rows_of.block(i, rows);
+        const std::ptrdiff_t lda = rows_of.stride();
+        if (widen) widen_a(a, lda, rows, k, wide);
         for (std::ptrdiff_t p = q0; p < q1; ++p) {
           const int cols = int(std::min<std::ptrdiff_t>(s8_nr, n - p * s8_nr));
-          s8_tile_rows<Arch>(a + i * lda, lda, rows, k, widen ? wide : nullptr,
-                             b.data + p * panel_bytes, acc);
-          store(i, rows, p * s8_nr, cols, acc);
+          s8_tile_rows<Arch>(a, lda, rows, k, widen ? wide : nullptr, b.data + p * panel_bytes,
+                             acc);
+          store(rows_of, i, rows, p * s8_nr, cols, acc);
         }
       }
     }
@@ -276,13 +290,13 @@ void gemm_u8s8_s32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const s
                    std::ptrdiff_t lda, const packed_b_s8& b, std::int32_t* c, std::ptrdiff_t ldc,
                    thread_pool* pool = nullptr) {
   detail::check_s8_args("gemm_u8s8_s32", m, n, k, a, lda, b, c, ldc);
-  detail::gemm_s8_run<Arch>(m, n, k, a, lda, b, pool,
-                            [&](std::ptrdiff_t i0, int rows, std::ptrdiff_t j0, int cols,
-                                const std::int32_t(&acc)[s8_mr][s8_nr]) {
-                              for (int r = 0; r < rows; ++r)
-                                std::memcpy(c + (i0 + r) * ldc + j0, acc[r],
-                                            std::size_t(cols) * sizeof(std::int32_t));
-                            });
+  detail::gemm_s8_run<Arch>(
+      m, n, k, detail::u8_rows{a, lda}, b, pool,
+      [&](const detail::u8_rows&, std::ptrdiff_t i0, int rows, std::ptrdiff_t j0, int cols,
+          const std::int32_t(&acc)[s8_mr][s8_nr]) {
+        for (int r = 0; r < rows; ++r)
+          std::memcpy(c + (i0 + r) * ldc + j0, acc[r], std::size_t(cols) * sizeof(std::int32_t));
+      });
 }
 
 // The dequantizing epilogue of a quantized linear layer: A's rows quantized with scales a_scale[i]
@@ -296,6 +310,69 @@ struct s8_dequant {
                                           // when given, a_zero is not read
 };
 
+namespace detail {
+
+// One tile of f32 C: c[i0 + r][j0 + j] = sa[r] * b_scale[j0 + j] * (acc[r][j] - zero[r] *
+// colsum[j0 + j]) + bias[j0 + j].
+inline void dequant_tile(float* c, std::ptrdiff_t ldc, const packed_b_s8& b, const float* b_scale,
+                         const float* bias, std::ptrdiff_t i0, int rows, std::ptrdiff_t j0,
+                         int cols, const float* sa, const std::int64_t* zero,
+                         const std::int32_t (&acc)[s8_mr][s8_nr]) {
+  for (int r = 0; r < rows; ++r) {
+    float* out = c + (i0 + r) * ldc + j0;
+    for (int j = 0; j < cols; ++j) {
+      const std::int64_t v = acc[r][j] - zero[r] * b.col_sum[j0 + j];
+      out[j] = sa[r] * b_scale[j0 + j] * float(v) + (bias ? bias[j0 + j] : 0.0f);
+    }
+  }
+}
+
+// Rounding to the nearest integer, ties to even (the default rounding mode), on every path.
+inline float rounded(float a) {
+  return std::nearbyint(a);
+}
+template <class A>
+xsimd::batch<float, A> rounded(const xsimd::batch<float, A>& a) {
+  return xsimd::nearbyint(a);
+}
+
+// Whether a lane is NaN (xsimd 8's `!=` on AVX batches is the ordered compare: false for NaN).
+inline bool is_nan(float a) {
+  return a != a;
+}
+template <class A>
+xsimd::batch_bool<float, A> is_nan(const xsimd::batch<float, A>& a) {
+  return xsimd::isnan(a);
+}
+
+// Stores the lanes of v (whole numbers in [0, 255]) as bytes.
+inline void store_u8(std::uint8_t* out, float v) {
+  *out = std::uint8_t(v);
+}
+template <class A>
+void store_u8(std::uint8_t* out, const xsimd::batch<float, A>& v) {
+  constexpr std::size_t w = xsimd::batch<float, A>::size;
+  alignas(64) float t[w];
+  v.store_aligned(t);
+  for (std::size_t j = 0; j < w; ++j) out[j] = std::uint8_t(t[j]);
+}
+#if defined(__AVX512F__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
+inline void store_u8(std::uint8_t* out, const xsimd::batch<float, xsimd::avx512f>& v) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtusepi32_epi8(_mm512_cvttps_epi32(v)));
+}
+#endif
+#if defined(__AVX2__) && defined(__FMA__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
+inline void store_u8(std::uint8_t* out, const xsimd::batch<float, xsimd::fma3<xsimd::avx2>>& v) {
+  const __m256i i = _mm256_cvttps_epi32(v);
+  const __m256i b = _mm256_packus_epi16(_mm256_packs_epi32(i, i), _mm256_setzero_si256());
+  // bytes 0-3 of each 128-bit lane hold lanes 0-3 and 4-7
+  const __m128i lo = _mm256_castsi256_si128(b), hi = _mm256_extracti128_si256(b, 1);
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(out), _mm_unpacklo_epi32(lo, hi));
+}
+#endif
+
+}  // namespace detail
+
 // C (f32) = a_scale[i] * b_scale[j] * (A . B - a_zero_i * colsum_B[j]) + bias[j].
 template <class Arch = native_arch>
 void gemm_u8s8_f32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const std::uint8_t* a,
@@ -304,52 +381,136 @@ void gemm_u8s8_f32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const s
   detail::check_s8_args("gemm_u8s8_f32", m, n, k, a, lda, b, c, ldc);
   if (m > 0 && (q.a_scale == nullptr || q.b_scale == nullptr))
     throw std::invalid_argument("gemm_u8s8_f32: the row or column scales are null");
-  detail::gemm_s8_run<Arch>(m, n, k, a, lda, b, pool,
-                            [&](std::ptrdiff_t i0, int rows, std::ptrdiff_t j0, int cols,
-                                const std::int32_t(&acc)[s8_mr][s8_nr]) {
-                              for (int r = 0; r < rows; ++r) {
-                                const float sa = q.a_scale[i0 + r];
-                                const std::int64_t zero = q.a_zeros ? q.a_zeros[i0 + r] : q.a_zero;
-                                float* out = c + (i0 + r) * ldc + j0;
-                                for (int j = 0; j < cols; ++j) {
-                                  const std::int64_t v = acc[r][j] - zero * b.col_sum[j0 + j];
-                                  out[j] = sa * q.b_scale[j0 + j] * float(v) +
-                                           (q.bias ? q.bias[j0 + j] : 0.0f);
-                                }
-                              }
-                            });
+  detail::gemm_s8_run<Arch>(
+      m, n, k, detail::u8_rows{a, lda}, b, pool,
+      [&](const detail::u8_rows&, std::ptrdiff_t i0, int rows, std::ptrdiff_t j0, int cols,
+          const std::int32_t(&acc)[s8_mr][s8_nr]) {
+        std::int64_t zero[s8_mr];
+        for (int r = 0; r < rows; ++r) zero[r] = q.a_zeros ? q.a_zeros[i0 + r] : q.a_zero;
+        detail::dequant_tile(c, ldc, b, q.b_scale, q.bias, i0, rows, j0, cols, q.a_scale + i0, zero,
+                             acc);
+      });
 }
 
 // Rows of x quantized to u8 as a dynamically quantized linear layer quantizes its input: row i's
 // range [lo, hi] is widened to hold 0 (so 0 is exact), scale[i] = (hi - lo) / 255 (1 for a row of
 // zeros), zero[i] = round(-lo / scale[i]), q = clamp(round(x / scale[i]) + zero[i], 0, 255),
-// rounding half to even. A row's values then come back as scale[i] * (q - zero[i]) within
-// scale[i] / 2. The range ignores NaN and infinities: +inf quantizes to 255, -inf to 0 and NaN
-// to the zero point (0).
-inline void quantize_rows_u8(std::ptrdiff_t m, std::ptrdiff_t k, const float* x, std::ptrdiff_t ldx,
-                             std::uint8_t* q, std::ptrdiff_t ldq, float* scale,
-                             std::uint8_t* zero) {
+// rounding half to even (a range wider than FLT_MAX is divided end by end). A row's values then
+// come back as scale[i] * (q - zero[i]) within scale[i] / 2. The range ignores NaN and
+// infinities: +inf quantizes to 255, -inf to 0 and NaN to the zero point (so it comes back as 0).
+// Every Arch gives the same bytes: the same divisions, roundings and clamps, a lane at a time.
+template <class Arch = native_arch>
+void quantize_rows_u8(std::ptrdiff_t m, std::ptrdiff_t k, const float* x, std::ptrdiff_t ldx,
+                      std::uint8_t* q, std::ptrdiff_t ldq, float* scale, std::uint8_t* zero) {
   if (m < 0 || k <= 0)
     throw std::invalid_argument("quantize_rows_u8: m must be non-negative and k positive");
   if (m > 0 && (x == nullptr || q == nullptr || scale == nullptr || zero == nullptr))
     throw std::invalid_argument("quantize_rows_u8: x, q, the scales or the zero points are null");
   if (ldx < k || ldq < k) throw std::invalid_argument("quantize_rows_u8: ldx or ldq < k");
+  using S = simd<Arch>;
+  using V = typename S::vec;
+  constexpr int w = S::width;
+  const std::ptrdiff_t kv = k / w * w;
+  const V big = S::broadcast(std::numeric_limits<float>::max()), zero_v = S::broadcast(0.0f);
   for (std::ptrdiff_t i = 0; i < m; ++i) {
     const float* row = x + i * ldx;
-    float lo = 0.0f, hi = 0.0f;
-    for (std::ptrdiff_t p = 0; p < k; ++p)
+    // The range of the finite values and 0: a non-finite value counts as 0.
+    V lo_v = zero_v, hi_v = zero_v;
+    for (std::ptrdiff_t p = 0; p < kv; p += w) {
+      const V v = S::load(row + p);
+      const V f = where(absolute(v) <= big, v, zero_v);
+      lo_v = minimum(lo_v, f);
+      hi_v = maximum(hi_v, f);
+    }
+    float lo = -S::reduce_max(zero_v - lo_v), hi = S::reduce_max(hi_v);
+    for (std::ptrdiff_t p = kv; p < k; ++p)
       if (std::isfinite(row[p])) lo = std::min(lo, row[p]), hi = std::max(hi, row[p]);
-    const float s = hi > lo ? (hi - lo) / 255.0f : 1.0f;
+    const float range = hi - lo;  // overflows only past FLT_MAX: then each end is divided
+    const float s =
+        hi > lo ? (std::isfinite(range) ? range / 255.0f : hi / 255.0f - lo / 255.0f) : 1.0f;
     const float z = std::clamp(std::nearbyint(-lo / s), 0.0f, 255.0f);
     scale[i] = s;
     zero[i] = std::uint8_t(z);
     std::uint8_t* out = q + i * ldq;
-    for (std::ptrdiff_t p = 0; p < k; ++p) {
+    const V s_v = S::broadcast(s), z_v = S::broadcast(z), top = S::broadcast(255.0f);
+    for (std::ptrdiff_t p = 0; p < kv; p += w) {
+      const V v = S::load(row + p);
+      const V r = where(detail::is_nan(v), z_v, detail::rounded(quotient(v, s_v)) + z_v);
+      detail::store_u8(out + p, minimum(maximum(r, zero_v), top));  // inf clamped here
+    }
+    for (std::ptrdiff_t p = kv; p < k; ++p) {
       const float v = row[p];
-      const float t = v != v ? z : std::nearbyint(v / s) + z;  // inf stays inf: clamped below
-      out[p] = std::uint8_t(std::clamp(t, 0.0f, 255.0f));
+      const float r = v != v ? z : std::nearbyint(v / s) + z;
+      out[p] = std::uint8_t(std::clamp(r, 0.0f, 255.0f));
     }
   }
+}
+
+namespace detail {
+
+// A given as f32 rows, quantized per row (quantize_rows_u8) when the thread first packs each block
+// of up to 4 rows, and kept packed for the thread's later panel blocks (as a GEMM packs a block of
+// A once and reuses it across the blocks of B): the u8 rows, scales and zero points live in the
+// thread's own buffers (made when a thread copies this), read by the tiles and the epilogue.
+template <class Arch>
+struct quantizing_rows {
+  const float* x;
+  std::ptrdiff_t ldx, m, k;
+  std::vector<std::uint8_t> buf;   // m rows of k bytes
+  std::vector<float> scale;        // m
+  std::vector<std::int64_t> zero;  // m
+  std::vector<bool> packed;        // per block of s8_mr rows
+
+  quantizing_rows(const float* x_, std::ptrdiff_t ldx_, std::ptrdiff_t m_, std::ptrdiff_t k_)
+      : x(x_), ldx(ldx_), m(m_), k(k_) {}
+  quantizing_rows(const quantizing_rows& o)
+      : x(o.x),
+        ldx(o.ldx),
+        m(o.m),
+        k(o.k),
+        buf(std::size_t(o.m * o.k)),
+        scale(std::size_t(o.m)),
+        zero(std::size_t(o.m)),
+        packed(std::size_t((o.m + s8_mr - 1) / s8_mr), false) {}
+  quantizing_rows& operator=(const quantizing_rows&) = delete;
+
+  const std::uint8_t* block(std::ptrdiff_t i, int rows) {
+    std::uint8_t* q = buf.data() + i * k;
+    if (!packed[std::size_t(i / s8_mr)]) {
+      std::uint8_t z[s8_mr];
+      quantize_rows_u8<Arch>(rows, k, x + i * ldx, ldx, q, k, scale.data() + i, z);
+      for (int r = 0; r < rows; ++r) zero[std::size_t(i + r)] = z[r];
+      packed[std::size_t(i / s8_mr)] = true;
+    }
+    return q;
+  }
+  std::ptrdiff_t stride() const { return k; }
+};
+
+}  // namespace detail
+
+// A dynamically quantized linear layer in one pass: C (f32) = the f32 rows of A quantized to u8
+// per row (quantize_rows_u8) times the s8 B, dequantized with the rows' scales and zero points and
+// b_scale[j], plus bias[j] (optional). The rows are quantized as the GEMM packs each block of 4,
+// in the thread that multiplies them (each thread packs what it multiplies: with several threads
+// A is quantized once per thread, in parallel), so C equals quantize_rows_u8 followed by
+// gemm_u8s8_f32 bit for bit with no separate pass over A. A is x[i * ldx + p].
+template <class Arch = native_arch>
+void gemm_dynamic_u8s8_f32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* x,
+                           std::ptrdiff_t ldx, const packed_b_s8& b, const float* b_scale,
+                           const float* bias, float* c, std::ptrdiff_t ldc,
+                           thread_pool* pool = nullptr) {
+  detail::check_s8_args("gemm_dynamic_u8s8_f32", m, n, k, reinterpret_cast<const std::uint8_t*>(x),
+                        ldx, b, c, ldc);
+  if (m > 0 && b_scale == nullptr)
+    throw std::invalid_argument("gemm_dynamic_u8s8_f32: the column scales are null");
+  using rows_t = detail::quantizing_rows<Arch>;
+  detail::gemm_s8_run<Arch>(m, n, k, rows_t(x, ldx, m, k), b, pool,
+                            [&](const rows_t& a, std::ptrdiff_t i0, int rows, std::ptrdiff_t j0,
+                                int cols, const std::int32_t(&acc)[s8_mr][s8_nr]) {
+                              detail::dequant_tile(c, ldc, b, b_scale, bias, i0, rows, j0, cols,
+                                                   a.scale.data() + i0, a.zero.data() + i0, acc);
+                            });
 }
 
 }  // namespace fusedsl::cpu::kernels
