@@ -148,8 +148,8 @@ void BM_gemm_dynamic(benchmark::State& state) {
   std::vector<float> c(std::size_t(m * n)), b_scale(std::size_t(n), 0.01f),
       bias(std::size_t(n), 0.5f);
   const double best = fastest_call(state, [&] {
-    k::gemm_dynamic_u8s8_f32(m, n, kk, x.data(), kk, o.pb, b_scale.data(), bias.data(), c.data(),
-                             n);
+    k::gemm_dynamic_u8s8_f32(m, n, kk, x.data(), kk, o.pb, b_scale.data(), c.data(), n,
+                             k::s8_bias{bias.data()});
     benchmark::DoNotOptimize(c.data());
   });
   set_counters(state, double(m * n * kk), best);

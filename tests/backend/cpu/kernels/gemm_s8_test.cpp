@@ -15,6 +15,7 @@
 #include <iterator>
 #include <limits>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "fusedsl/core/quantize.hpp"
@@ -324,8 +325,8 @@ TEST_CASE_TEMPLATE(
         std::vector<float> want(std::size_t(m * n)),
             got(static_cast<std::size_t>(m * n + 3), -1.0f);
         k::gemm_u8s8_f32<Arch>(m, n, kk, xq.data(), kk, pb.view, dq, want.data(), n);
-        k::gemm_dynamic_u8s8_f32<Arch>(m, n, kk, x.data(), kk, pb.view, b_scale.data(),
-                                       bias_or_null, got.data(), n);
+        k::gemm_dynamic_u8s8_f32<Arch>(m, n, kk, x.data(), kk, pb.view, b_scale.data(), got.data(),
+                                       n, k::s8_bias{bias_or_null});
         CHECK(got[std::size_t(m * n)] == -1.0f);  // nothing written past C
         got.resize(std::size_t(m * n));
         CHECK(same_bits(got, want));
@@ -345,11 +346,10 @@ TEST_CASE(
   std::vector<float> b_scale(static_cast<std::size_t>(n), 0.01f);
   std::vector<float> one(static_cast<std::size_t>(m * ldc), 7.0f),
       three(static_cast<std::size_t>(m * ldc), 7.0f);
-  k::gemm_dynamic_u8s8_f32(m, n, kk, x.data(), ldx, pb.view, b_scale.data(), nullptr, one.data(),
-                           ldc);
+  k::gemm_dynamic_u8s8_f32(m, n, kk, x.data(), ldx, pb.view, b_scale.data(), one.data(), ldc);
   fusedsl::cpu::kernels::thread_pool pool(3);
-  k::gemm_dynamic_u8s8_f32(m, n, kk, x.data(), ldx, pb.view, b_scale.data(), nullptr, three.data(),
-                           ldc, &pool);
+  k::gemm_dynamic_u8s8_f32(m, n, kk, x.data(), ldx, pb.view, b_scale.data(), three.data(), ldc,
+                           k::s8_bias{}, &pool);
   CHECK(same_bits(one, three));
   int untouched = 0;  // the padding between rows of C stays as it was
   for (std::ptrdiff_t i = 0; i < m; ++i)
@@ -372,8 +372,8 @@ TEST_CASE_TEMPLATE("a linear layer with per-channel int8 weights in torch's [out
   std::vector<std::int32_t> sums(static_cast<std::size_t>(n));
   const auto pb = k::pack_b_s8(kk, n, w8.values.data(), kk, true, packed_w.data(), sums.data());
   std::vector<float> y(std::size_t(m * n));
-  k::gemm_dynamic_u8s8_f32<Arch>(m, n, kk, x.data(), kk, pb, w8.scales.data(), bias.data(),
-                                 y.data(), n);
+  k::gemm_dynamic_u8s8_f32<Arch>(m, n, kk, x.data(), kk, pb, w8.scales.data(), y.data(), n,
+                                 k::s8_bias{bias.data()});
   std::vector<std::uint8_t> xq(x.size()), zero(static_cast<std::size_t>(m));
   std::vector<float> a_scale(static_cast<std::size_t>(m));
   k::quantize_rows_u8(m, kk, x.data(), kk, xq.data(), kk, a_scale.data(), zero.data());
@@ -392,17 +392,63 @@ TEST_CASE_TEMPLATE("a linear layer with per-channel int8 weights in torch's [out
   CHECK(outside == 0);
 }
 
+namespace {
+
+// An f32 epilogue that shows what it was given: 2x + a residual, plus 1000 i + j.
+struct marking_epilogue {
+  const float* residual;
+  std::ptrdiff_t ld;
+  template <class V>
+  V operator()(const V& x, std::ptrdiff_t i, std::ptrdiff_t j) const {
+    if constexpr (std::is_same_v<V, float>) {
+      return 2.0f * x + residual[i * ld + j] + float(1000 * i + j);
+    } else {
+      alignas(64) float at[V::size];
+      for (std::size_t l = 0; l < V::size; ++l) at[l] = float(1000 * i + j + std::ptrdiff_t(l));
+      return V(2.0f) * x + V::load_unaligned(residual + i * ld + j) + V::load_aligned(at);
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE_TEMPLATE(
+    "the dynamic GEMM's epilogue sees each dequantized value with its row and column", Arch,
+    FUSEDSL_CPU_ARCHS) {
+  for (std::ptrdiff_t n : {5, 8, 19}) {
+    CAPTURE(n);
+    constexpr std::ptrdiff_t m = 7, kk = 23;
+    const problem pr(m, n, kk, unsigned(40 + n));
+    const packed pb(pr, false);
+    const std::vector<float> x = rows_with_edges(m, kk, unsigned(50 + n));
+    std::vector<float> b_scale(static_cast<std::size_t>(n), 0.003f), residual(std::size_t(m * n));
+    for (std::size_t i = 0; i < residual.size(); ++i) residual[i] = 0.125f * float(i % 9);
+    std::vector<float> plain(std::size_t(m * n)), marked(std::size_t(m * n));
+    k::gemm_dynamic_u8s8_f32<Arch>(m, n, kk, x.data(), kk, pb.view, b_scale.data(), plain.data(),
+                                   n);
+    k::gemm_dynamic_u8s8_f32<Arch>(m, n, kk, x.data(), kk, pb.view, b_scale.data(), marked.data(),
+                                   n, marking_epilogue{residual.data(), n});
+    int wrong = 0;
+    for (std::ptrdiff_t i = 0; i < m; ++i)
+      for (std::ptrdiff_t j = 0; j < n; ++j) {
+        const std::size_t e = std::size_t(i * n + j);
+        wrong += !(marked[e] == 2.0f * plain[e] + residual[e] + float(1000 * i + j));
+      }
+    CHECK(wrong == 0);
+  }
+}
+
 TEST_CASE("the dynamic GEMM names a bad argument") {
   const problem pr(2, 3, 4, 1);
   const packed pb(pr, false);
   std::vector<float> x(8), c(6), s(3, 1.0f);
   CHECK_THROWS_WITH_AS(
-      k::gemm_dynamic_u8s8_f32(2, 3, 4, x.data(), 4, pb.view, nullptr, nullptr, c.data(), 3),
+      k::gemm_dynamic_u8s8_f32(2, 3, 4, x.data(), 4, pb.view, nullptr, c.data(), 3),
       "gemm_dynamic_u8s8_f32: the column scales are null", std::invalid_argument);
   CHECK_THROWS_WITH_AS(
-      k::gemm_dynamic_u8s8_f32(2, 3, 4, x.data(), 3, pb.view, s.data(), nullptr, c.data(), 3),
+      k::gemm_dynamic_u8s8_f32(2, 3, 4, x.data(), 3, pb.view, s.data(), c.data(), 3),
       "gemm_dynamic_u8s8_f32: lda = 3 < k", std::invalid_argument);
   CHECK_THROWS_WITH_AS(
-      k::gemm_dynamic_u8s8_f32(2, 3, 4, nullptr, 4, pb.view, s.data(), nullptr, c.data(), 3),
+      k::gemm_dynamic_u8s8_f32(2, 3, 4, nullptr, 4, pb.view, s.data(), c.data(), 3),
       "gemm_dynamic_u8s8_f32: A or C is null", std::invalid_argument);
 }

@@ -299,6 +299,22 @@ void gemm_u8s8_s32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const s
       });
 }
 
+// The epilogue that adds bias[j] (none when null). An f32 epilogue is any object with
+// `V operator()(V x, i, j) const` for V a vector of 8 lanes (AVX2) and float: the value stored at
+// C(i, j .. j + lanes) given the dequantized product x there (as the f32 GEMM's epilogues in
+// kernels/gemm.hpp, which fit here too).
+struct s8_bias {
+  const float* bias = nullptr;
+  template <class V>
+  V operator()(const V& x, std::ptrdiff_t, std::ptrdiff_t j) const {
+    if (bias == nullptr) return x;
+    if constexpr (std::is_same_v<V, float>)
+      return x + bias[j];
+    else
+      return x + V::load_unaligned(bias + j);
+  }
+};
+
 // The dequantizing epilogue of a quantized linear layer: A's rows quantized with scales a_scale[i]
 // and one zero point a_zero, B's columns with scales b_scale[j] (symmetric), bias optional.
 struct s8_dequant {
@@ -312,17 +328,33 @@ struct s8_dequant {
 
 namespace detail {
 
-// One tile of f32 C: c[i0 + r][j0 + j] = sa[r] * b_scale[j0 + j] * (acc[r][j] - zero[r] *
-// colsum[j0 + j]) + bias[j0 + j].
-inline void dequant_tile(float* c, std::ptrdiff_t ldc, const packed_b_s8& b, const float* b_scale,
-                         const float* bias, std::ptrdiff_t i0, int rows, std::ptrdiff_t j0,
-                         int cols, const float* sa, const std::int64_t* zero,
-                         const std::int32_t (&acc)[s8_mr][s8_nr]) {
+// One tile of f32 C: c[i0 + r][j0 + j] = ep(sa[r] * b_scale[j0 + j] * (acc[r][j] - zero[r] *
+// colsum[j0 + j]), i0 + r, j0 + j). A whole row of the tile (8 columns) is one 8-lane vector where
+// the build has AVX2 (the same operations as the lane-at-a-time tail: the difference taken in
+// 32 bits, where it fits even when its terms wrap, then converted and scaled).
+template <class Arch, class Ep>
+void dequant_tile(float* c, std::ptrdiff_t ldc, const packed_b_s8& b, const float* b_scale,
+                  std::ptrdiff_t i0, int rows, std::ptrdiff_t j0, int cols, const float* sa,
+                  const std::int64_t* zero, const std::int32_t (&acc)[s8_mr][s8_nr], const Ep& ep) {
   for (int r = 0; r < rows; ++r) {
     float* out = c + (i0 + r) * ldc + j0;
+#if defined(__AVX2__) && defined(__FMA__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
+    if constexpr (!std::is_same_v<Arch, scalar_arch>) {
+      if (cols == s8_nr) {
+        using V = xsimd::batch<float, xsimd::fma3<xsimd::avx2>>;
+        const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc[r]));
+        const __m256i cs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.col_sum + j0));
+        const __m256i v =
+            _mm256_sub_epi32(sums, _mm256_mullo_epi32(_mm256_set1_epi32(int(zero[r])), cs));
+        const V scaled = V(sa[r]) * V::load_unaligned(b_scale + j0);
+        ep(scaled * V(_mm256_cvtepi32_ps(v)), i0 + r, j0).store_unaligned(out);
+        continue;
+      }
+    }
+#endif
     for (int j = 0; j < cols; ++j) {
       const std::int64_t v = acc[r][j] - zero[r] * b.col_sum[j0 + j];
-      out[j] = sa[r] * b_scale[j0 + j] * float(v) + (bias ? bias[j0 + j] : 0.0f);
+      out[j] = ep(sa[r] * b_scale[j0 + j] * float(std::int32_t(v)), i0 + r, j0 + j);
     }
   }
 }
@@ -387,8 +419,8 @@ void gemm_u8s8_f32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const s
           const std::int32_t(&acc)[s8_mr][s8_nr]) {
         std::int64_t zero[s8_mr];
         for (int r = 0; r < rows; ++r) zero[r] = q.a_zeros ? q.a_zeros[i0 + r] : q.a_zero;
-        detail::dequant_tile(c, ldc, b, q.b_scale, q.bias, i0, rows, j0, cols, q.a_scale + i0, zero,
-                             acc);
+        detail::dequant_tile<Arch>(c, ldc, b, q.b_scale, i0, rows, j0, cols, q.a_scale + i0, zero,
+                                   acc, s8_bias{q.bias});
       });
 }
 
@@ -489,17 +521,17 @@ struct quantizing_rows {
 
 }  // namespace detail
 
-// A dynamically quantized linear layer in one pass: C (f32) = the f32 rows of A quantized to u8
+// A dynamically quantized linear layer in one pass: C (f32) = ep(the f32 rows of A quantized to u8
 // per row (quantize_rows_u8) times the s8 B, dequantized with the rows' scales and zero points and
-// b_scale[j], plus bias[j] (optional). The rows are quantized as the GEMM packs each block of 4,
-// in the thread that multiplies them (each thread packs what it multiplies: with several threads
-// A is quantized once per thread, in parallel), so C equals quantize_rows_u8 followed by
-// gemm_u8s8_f32 bit for bit with no separate pass over A. A is x[i * ldx + p].
-template <class Arch = native_arch>
+// b_scale[j], i, j): ep adds a bias (s8_bias), or is any f32 epilogue (bias, activation,
+// residual). The rows are quantized as the GEMM packs each block of 4, in the thread that
+// multiplies them (each thread packs what it multiplies: with several threads A is quantized once
+// per thread, in parallel), so C equals quantize_rows_u8 followed by gemm_u8s8_f32 bit for bit
+// with no separate pass over A. A is x[i * ldx + p].
+template <class Arch = native_arch, class Ep = s8_bias>
 void gemm_dynamic_u8s8_f32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* x,
-                           std::ptrdiff_t ldx, const packed_b_s8& b, const float* b_scale,
-                           const float* bias, float* c, std::ptrdiff_t ldc,
-                           thread_pool* pool = nullptr) {
+                           std::ptrdiff_t ldx, const packed_b_s8& b, const float* b_scale, float* c,
+                           std::ptrdiff_t ldc, const Ep& ep = {}, thread_pool* pool = nullptr) {
   detail::check_s8_args("gemm_dynamic_u8s8_f32", m, n, k, reinterpret_cast<const std::uint8_t*>(x),
                         ldx, b, c, ldc);
   if (m > 0 && b_scale == nullptr)
@@ -508,8 +540,9 @@ void gemm_dynamic_u8s8_f32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k,
   detail::gemm_s8_run<Arch>(m, n, k, rows_t(x, ldx, m, k), b, pool,
                             [&](const rows_t& a, std::ptrdiff_t i0, int rows, std::ptrdiff_t j0,
                                 int cols, const std::int32_t(&acc)[s8_mr][s8_nr]) {
-                              detail::dequant_tile(c, ldc, b, b_scale, bias, i0, rows, j0, cols,
-                                                   a.scale.data() + i0, a.zero.data() + i0, acc);
+                              detail::dequant_tile<Arch>(c, ldc, b, b_scale, i0, rows, j0, cols,
+                                                         a.scale.data() + i0, a.zero.data() + i0,
+                                                         acc, ep);
                             });
 }
 
