@@ -1,10 +1,12 @@
+#include "fusedsl/tpu/chip.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "../common/compare.hpp"
-#include "fusedsl/tpu/chip.hpp"
 
 namespace tpu = fusedsl::tpu;
 namespace ft = fusedsl::test;
@@ -49,6 +51,19 @@ TEST_CASE("every known chip carries the published TensorCores, MXUs, peak, HBM b
     CHECK(ft::compare(c.peak_bf16_flops, p.peak_bf16_tflops * 1e12, ft::exact()));
     CHECK(ft::compare(c.hbm_bytes_per_s, p.hbm_gbps * 1e9, ft::exact()));
   }
+}
+
+TEST_CASE("the int8 rate is the published int8 peak over the bf16 peak") {
+  // v4: "275 teraflops (bf16 or int8)" (cloud.google.com/tpu/docs/v4); v5e, v5p, v6e: JAX's TpuInfo
+  // (int8_ops_per_second 3.94e14, 9.18e14 and 1.84e15 per chip, twice bf16_ops_per_second).
+  const std::pair<const char*, int> rates[] = {{"v4", 1}, {"v5e", 2}, {"v5p", 2}, {"v6e", 2}};
+  for (const auto& [name, rate] : rates) {
+    CAPTURE(name);
+    CHECK(tpu::chip_by_name(name).int8_rate == rate);
+  }
+  CHECK(tpu::parse_chip_spec("int8_rate=1").int8_rate == 1);
+  CHECK_THROWS_WITH_AS(tpu::parse_chip_spec("int8_rate=3"), doctest::Contains("int8_rate"),
+                       tpu::tpu_error);
 }
 
 TEST_CASE("v6e has 256x256 MXUs; v4 and v5p have two TensorCores") {

@@ -1,12 +1,14 @@
+#include "fusedsl/tpu/execute.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <random>
 
 #include "../common/compare.hpp"
 #include "fusedsl/hlo/builder.hpp"
 #include "fusedsl/tpu/cost.hpp"
-#include "fusedsl/tpu/execute.hpp"
 #include "fusedsl/tpu/schedule.hpp"
 #include "invariants.hpp"
 
@@ -140,6 +142,100 @@ TEST_CASE("a bf16 dot multiplies bf16 operands and accumulates in f32, as the MX
       CHECK(k.kind == tpu::kernel_kind::layout);
     }
   CHECK(matmuls == 1);
+}
+
+namespace {
+
+// x s8[m,k] . w s8[k,n] -> s32, converted to f32 and scaled per column: an int8 linear layer as
+// XLA reads one.
+hlo::module int8_linear(std::int64_t m, std::int64_t k, std::int64_t n,
+                        element_type t = element_type::s8) {
+  hlo::computation_builder b("main");
+  const auto x = b.add_parameter(hlo::shape::array(t, {m, k}), "x");
+  const auto w = b.add_parameter(hlo::shape::array(t, {k, n}), "w");
+  const auto s = b.add_parameter(hlo::shape::array(element_type::f32, {n}), "scale");
+  const bool ints = t == element_type::s8;
+  const auto d = b.add_dot(x, w, mm_dims(), ints ? element_type::s32 : element_type::f32, "dot");
+  const auto f = ints ? b.add_convert(d, element_type::f32, "as_f32") : d;
+  const auto sb = b.add_broadcast(s, {m, n}, {1});
+  b.add_binary(hlo::opcode::multiply, f, sb, "scaled");
+  return make_module(b.build());
+}
+
+const tpu::kernel_cost& the_matmul(const tpu::cost_summary& c) {
+  for (const auto& k : c.kernels)
+    if (k.kind == tpu::kernel_kind::matmul) return k;
+  FAIL("no matmul kernel");
+  return c.kernels.front();
+}
+
+}  // namespace
+
+TEST_CASE("an int8 dot sums its products exactly into s32, as the MXU's integer accumulators do") {
+  // Sums past 2^24 with odd values: an f32 accumulator would round them.
+  constexpr std::int64_t m = 21, k = 1900, n = 45;
+  hlo::computation_builder b("main");
+  const auto x = b.add_parameter(hlo::shape::array(element_type::s8, {m, k}), "x");
+  const auto w = b.add_parameter(hlo::shape::array(element_type::s8, {k, n}), "w");
+  b.add_dot(x, w, mm_dims(), element_type::s32, "dot");
+  const auto mod = make_module(b.build());
+  std::mt19937 rng(7);
+  auto X = tpu::value::zeros(b.shape_of(x)), W = tpu::value::zeros(b.shape_of(w));
+  for (std::size_t i = 0; i < X.data.size(); ++i)
+    X.data[i] = i < std::size_t(k) ? -128.0 : double(int(rng() % 28) + 100);  // row 0: all -128
+  for (std::size_t i = 0; i < W.data.size(); ++i) W.data[i] = double(int(rng() % 28) + 100);
+  for (std::int64_t p = 0; p < k; ++p) {
+    W.data[std::size_t(p * n)] = -128.0;                              // column 0
+    W.data[std::size_t(p * n + 1)] = double(int(rng() % 256) - 128);  // column 1: random signs
+  }
+  tpu::schedule_options opt;
+  opt.blocks = tpu::matmul_blocks{16, 512, 128};  // four k steps
+  for (const char* chip : {"v4", "v5e", "v6e"}) {
+    CAPTURE(chip);
+    const auto s = tpu::make_schedule(mod, tpu::chip_by_name(chip), opt);
+    check_schedule_sane(s);
+    const auto out = tpu::execute(s, {X, W});
+    int wrong = 0, past_f32 = 0;
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        std::int64_t want = 0;
+        for (std::int64_t p = 0; p < k; ++p)
+          want += std::int64_t(X.data[std::size_t(i * k + p)]) *
+                  std::int64_t(W.data[std::size_t(p * n + j)]);
+        past_f32 += want > (1 << 24) && want % 2 != 0;
+        wrong += out.data[std::size_t(i * n + j)] != double(want);
+      }
+    CHECK(wrong == 0);
+    CHECK(past_f32 > 0);                          // the case really needs the exact sums
+    CHECK(out.data[0] == double(128 * 128 * k));  // -128 * -128 over all of k
+  }
+}
+
+TEST_CASE("int8 dots run at the chip's int8 rate and count one byte per operand element") {
+  constexpr std::int64_t m = 512, k = 1024, n = 512;
+  const auto int8 = int8_linear(m, k, n), bf16_mod = int8_linear(m, k, n, element_type::bf16);
+  for (const auto& chip : tpu::known_chips()) {
+    CAPTURE(chip.name);
+    const auto c8 = tpu::summarize(tpu::make_schedule(int8, chip));
+    const auto c16 = tpu::summarize(tpu::make_schedule(bf16_mod, chip));
+    const tpu::kernel_cost& k8 = the_matmul(c8);
+    const tpu::kernel_cost& k16 = the_matmul(c16);
+    CHECK(k8.mm.mxu_rate == chip.int8_rate);
+    CHECK(k16.mm.mxu_rate == 1);
+    CHECK(k8.mm.lhs_bytes == 1);
+    CHECK(k8.mm.rhs_bytes == 1);
+    // Blocks that divide the problem: the MXU's busy time is the useful products at its rate.
+    const double macs = double(m) * k * n;
+    const double mxu_s = macs / (chip.mxu_macs_per_cycle() * chip.int8_rate) / chip.clock_hz();
+    CHECK(ft::compare(k8.mxu_s, mxu_s, ft::rel_tol(1e-9)));
+    CHECK(ft::compare(k16.mxu_s * (1.0 / chip.int8_rate), k8.mxu_s, ft::rel_tol(1e-9)));
+    CHECK(k8.hbm_bytes < k16.hbm_bytes);
+    CHECK(k8.roofline_s <= k16.roofline_s);
+    CHECK(k8.mxu_utilization <= 1.0);
+    CHECK(c8.mxu_utilization <= 1.0);
+  }
+  CHECK(tpu::chip_by_name("v4").int8_rate == 1);
+  CHECK(tpu::chip_by_name("v5e").int8_rate == 2);
 }
 
 TEST_CASE("a dot whose result has two users is not fused; each user runs as a vector kernel") {

@@ -59,6 +59,31 @@ TEST_CASE("jax-exported modules match XLA's results on every chip model") {
   }
 }
 
+TEST_CASE("jax's int8 linear layer: the s32 products exactly as XLA sums them, at the int8 rate") {
+  const auto m = load("int8_linear");
+  const auto inputs = tpu::load_inputs(m, data_dir / "int8_linear");
+  const auto sums = tpu::read_npy_value(data_dir / "int8_linear" / "out0.npy");
+  const auto scaled = tpu::read_npy_value(data_dir / "int8_linear" / "out1.npy");
+  REQUIRE(sums.data.size() == 40u * 72u);
+  CHECK(sums.data[0] == 128.0 * 128.0 * 600.0);
+  for (const auto& chip : tpu::known_chips()) {
+    CAPTURE(chip.name);
+    const auto s = tpu::make_schedule(m, chip);
+    check_invariants(s.kernels, s.tl, chip);
+    const auto out = tpu::execute(s, inputs);
+    REQUIRE(out.elements.size() == 2u);
+    CHECK(ft::compare(out.elements[0].data, sums.data, ft::exact()));
+    CHECK(within_scale(out.elements[1], scaled, 1e-6));
+    std::size_t int8_dots = 0;
+    for (const auto& k : s.kernels)
+      if (k.kind == tpu::kernel_kind::matmul || k.kind == tpu::kernel_kind::fused) {
+        const auto& p = k.dot_problems.empty() ? k.mm : k.dot_problems.front();
+        int8_dots += p.lhs_bytes == 1 && p.rhs_bytes == 1 && p.mxu_rate == chip.int8_rate;
+      }
+    CHECK(int8_dots == 1u);
+  }
+}
+
 TEST_CASE("small VMEM budgets force multi-step matmuls and still give XLA's results") {
   const auto m = load("layer_bf16");
   const auto inputs = tpu::load_inputs(m, data_dir / "layer_bf16");

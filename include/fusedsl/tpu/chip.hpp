@@ -18,6 +18,7 @@ struct chip_spec {
   std::int64_t vmem_bytes_per_core = 0;
   double hbm_bytes_per_s = 0;        // per chip
   double peak_bf16_flops = 0;        // per chip
+  int int8_rate = 1;                 // int8 products per bf16 product slot (int8 peak / bf16)
   int vpu_sublanes = 8;              // VPU works on (8, 128) f32 vregs
   int vpu_lanes = 128;
   double step_overhead_s = 0.35e-6;  // fixed cost of one pipelined grid step (assumption, see docs)
@@ -48,19 +49,21 @@ inline void validate(const chip_spec& c) {
   if (c.vmem_bytes_per_core <= 0) bad("vmem_bytes_per_core must be positive");
   if (!(c.hbm_bytes_per_s > 0)) bad("hbm_bytes_per_s must be positive");
   if (!(c.peak_bf16_flops > 0)) bad("peak_bf16_flops must be positive");
+  if (c.int8_rate != 1 && c.int8_rate != 2) bad("int8_rate must be 1 or 2");
   if (c.vpu_sublanes <= 0 || c.vpu_lanes <= 0) bad("vpu_sublanes and vpu_lanes must be positive");
   if (!(c.step_overhead_s >= 0)) bad("step_overhead_s must be >= 0");
 }
 
 inline constexpr std::int64_t mib = 1024 * 1024;
 
-// Figures per chip from the Cloud TPU system-architecture pages; VMEM per core from JAX's TpuInfo.
+// Figures per chip from the Cloud TPU system-architecture pages; VMEM per core from JAX's TpuInfo;
+// the int8 rate from the int8 and bf16 peaks (docs/tpu.md).
 inline const std::array<chip_spec, 4>& known_chips() {
   static const std::array<chip_spec, 4> chips = {{
-      {"v4", 128, 4, 2, 16 * mib, 1200e9, 275e12},
-      {"v5e", 128, 4, 1, 128 * mib, 819e9, 197e12},
-      {"v5p", 128, 4, 2, 64 * mib, 2765e9, 459e12},
-      {"v6e", 256, 2, 1, 128 * mib, 1638e9, 918e12},
+      {"v4", 128, 4, 2, 16 * mib, 1200e9, 275e12, 1},
+      {"v5e", 128, 4, 1, 128 * mib, 819e9, 197e12, 2},
+      {"v5p", 128, 4, 2, 64 * mib, 2765e9, 459e12, 2},
+      {"v6e", 256, 2, 1, 128 * mib, 1638e9, 918e12, 2},
   }};
   return chips;
 }
@@ -75,7 +78,8 @@ inline chip_spec chip_by_name(std::string_view name) {
 }
 
 // Parses a user-given spec "name=x,mxu_dim=128,mxus=4,cores=1,vmem_mib=128,hbm_gbps=819,
-// peak_tflops=197[,step_overhead_us=0.35]"; keys not given keep the values of `base`.
+// peak_tflops=197[,int8_rate=2][,step_overhead_us=0.35]"; keys not given keep the values of
+// `base`.
 inline chip_spec parse_chip_spec(std::string_view text, chip_spec base = chip_by_name("v5e")) {
   base.name = "custom";
   while (!text.empty()) {
@@ -101,11 +105,13 @@ inline chip_spec parse_chip_spec(std::string_view text, chip_spec base = chip_by
     else if (key == "vmem_mib") base.vmem_bytes_per_core = std::int64_t(v * double(mib));
     else if (key == "hbm_gbps") base.hbm_bytes_per_s = v * 1e9;
     else if (key == "peak_tflops") base.peak_bf16_flops = v * 1e12;
+    else if (key == "int8_rate")
+      base.int8_rate = int(v);
     else if (key == "step_overhead_us") base.step_overhead_s = v * 1e-6;
     else
       throw tpu_error("chip spec: unknown key '" + std::string(key) +
                       "' (known: name, mxu_dim, mxus, cores, vmem_mib, hbm_gbps, peak_tflops, "
-                      "step_overhead_us)");
+                      "int8_rate, step_overhead_us)");
   }
   validate(base);
   return base;

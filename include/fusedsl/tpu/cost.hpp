@@ -20,7 +20,8 @@ struct kernel_cost {
   std::string bound;  // busiest unit: "MXU", "HBM", "VPU"; "overhead" if step overhead exceeds
                       // them all; "none" for layout ops
   double flops = 0;
-  double mxu_utilization = 0;      // matmul kernels: useful bf16-equivalent FLOPs / (time * peak)
+  double mxu_utilization = 0;      // matmul kernels: useful FLOPs / (time * the kernel's MXU peak:
+                                   // bf16, or int8 at the chip's int8 rate)
   double roofline_s = 0;           // max(MXU FLOPs / peak, HBM bytes / bandwidth)
   std::int64_t hbm_bytes = 0;
   std::int64_t vmem_bytes = 0;
@@ -35,7 +36,8 @@ struct cost_summary {
   double clock_hz = 0;
   double total_time_s = 0, total_cycles = 0;
   double matmul_flops = 0, vector_flops = 0;
-  double mxu_utilization = 0;      // matmul FLOPs / (total time * peak bf16 FLOP/s)
+  double mxu_utilization = 0;      // matmul FLOPs (int8 ones over the int8 rate) /
+                                   // (total time * peak bf16 FLOP/s)
   double roofline_time_s = 0;      // sum of the kernels' roofline bounds
   std::int64_t hbm_bytes = 0;
   std::int64_t vmem_peak_bytes = 0;

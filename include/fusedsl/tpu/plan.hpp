@@ -37,7 +37,8 @@ inline kernel_plan plan_matmul(std::string name, const matmul_problem& p, const 
   const double step_prologue =
       vpu_tile_cycles(b.bm, b.bk, p.lhs_bytes, chip) * epi.lhs_prologue_ops +
       vpu_tile_cycles(b.bk, b.bn, p.rhs_bytes, chip) * epi.rhs_prologue_ops;
-  const double step_mxu = double(b.bm) * b.bk * b.bn * p.mxu_passes / chip.mxu_macs_per_cycle();
+  const double step_mxu =
+      double(b.bm) * b.bk * b.bn * p.mxu_passes / p.mxu_rate / chip.mxu_macs_per_cycle();
   const double step_acc = vpu_tile_cycles(b.bm, b.bn, 4, chip);
   kp.steps.reserve(std::size_t(p.batch * g.gm * g.gn * g.gk));
   std::int64_t prev_lhs[3] = {-1, -1, -1}, prev_rhs[3] = {-1, -1, -1};

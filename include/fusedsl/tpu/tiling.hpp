@@ -31,6 +31,7 @@ struct matmul_problem {
   std::int64_t batch = 1, m = 0, k = 0, n = 0;
   int lhs_bytes = 2, rhs_bytes = 2, out_bytes = 2;  // bytes per element in HBM
   int mxu_passes = 1;  // bf16 passes per product: 1 for bf16 operands, more for f32 (see docs)
+  int mxu_rate = 1;    // products per bf16 product slot: the chip's int8_rate for int8 operands
 };
 
 // What a fused epilogue adds to each output tile: VPU work per element and operand blocks read.
@@ -99,7 +100,7 @@ inline std::int64_t hbm_traffic_bytes(const matmul_problem& p, const matmul_bloc
 inline double padded_macs(const matmul_problem& p, const matmul_blocks& b) {
   const auto g = grid_of(p, b);
   return double(p.batch) * double(g.gm * b.bm) * double(g.gk * b.bk) * double(g.gn * b.bn) *
-         p.mxu_passes;
+         p.mxu_passes / p.mxu_rate;
 }
 inline double useful_macs(const matmul_problem& p) {
   return double(p.batch) * double(p.m) * double(p.k) * double(p.n);
@@ -111,7 +112,8 @@ inline double estimate_seconds(const matmul_problem& p, const matmul_blocks& b,
                                const chip_spec& chip) {
   const auto g = grid_of(p, b);
   const double steps = double(p.batch) * g.gm * g.gn * g.gk;
-  const double step_mxu = double(b.bm) * b.bk * b.bn * p.mxu_passes / chip.mxu_macs_per_cycle();
+  const double step_mxu =
+      double(b.bm) * b.bk * b.bn * p.mxu_passes / p.mxu_rate / chip.mxu_macs_per_cycle();
   const double step_acc = double(b.bm) * b.bn / chip.vpu_elems_per_cycle();
   const double step_compute = (step_mxu + step_acc) / chip.clock_hz() + chip.step_overhead_s;
   const double step_dma =

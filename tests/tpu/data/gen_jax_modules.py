@@ -115,6 +115,13 @@ def gathers(x, rows, cols, idx, cube, start):
             jax.lax.dynamic_slice(cube, (start, 1, start), (2, 3, 4)))
 
 
+def int8_linear(x, w, scale, bias):
+    """An int8 linear layer as XLA reads one: s8 operands, the products summed into s32, then
+    rescaled in f32."""
+    acc = jax.lax.dot(x, w, preferred_element_type=jnp.int32)
+    return acc, acc.astype(jnp.float32) * scale + bias
+
+
 def strip_debug_sections(text):
     keep, skipping = [], False
     for line in text.splitlines():
@@ -222,6 +229,15 @@ def main():
     for name, (fn, case_args, donate) in indexing_cases().items():
         if want(name):
             export(outdir, name, fn, case_args, donate)
+    if want("int8_linear"):
+        rng = np.random.default_rng(8)
+        x = rng.integers(-128, 128, size=(40, 600), dtype=np.int8)
+        w = rng.integers(-128, 128, size=(600, 72), dtype=np.int8)
+        x[0, :] = -128  # -128 * -128 over all of k in output (0, 0)
+        w[:, 0] = -128
+        scale = (rng.random(72, dtype=np.float32) * 1e-3).astype(np.float32)
+        bias = rng.standard_normal(72, dtype=np.float32)
+        export(outdir, "int8_linear", int8_linear, (x, w, scale, bias))
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ FUSEDSL_DECL cost_summary summarize(const schedule& s) {
   cost_summary c;
   c.chip = s.chip.name;
   c.clock_hz = s.chip.clock_hz();
+  double bf16_slot_flops = 0;  // matmul FLOPs in bf16 product slots (int8 ones at the int8 rate)
   for (std::size_t k = 0; k < s.kernels.size(); ++k) {
     const auto& kp = s.kernels[k];
     const auto& kt = s.tl.kernels[k];
@@ -45,10 +46,14 @@ FUSEDSL_DECL cost_summary summarize(const schedule& s) {
     }
     const bool on_mxu = kp.kind == kernel_kind::matmul || kp.kind == kernel_kind::fused;
     const double mxu_flops = on_mxu ? kp.flops : 0.0;
-    kc.roofline_s = std::max(mxu_flops / s.chip.peak_bf16_flops,
-                             double(kp.hbm_bytes) / s.chip.hbm_bytes_per_s);
-    if (on_mxu && kc.time_s > 0)
-      kc.mxu_utilization = kp.flops / (kc.time_s * s.chip.peak_bf16_flops);
+    // The kernel's MXU peak: int8 products run at the chip's int8 rate (every dot of a fused
+    // kernel must have it; else the bf16 peak).
+    int rate = kp.mm.mxu_rate;
+    for (const auto& p : kp.dot_problems) rate = std::min(rate, p.mxu_rate);
+    const double peak = s.chip.peak_bf16_flops * rate;
+    kc.roofline_s = std::max(mxu_flops / peak, double(kp.hbm_bytes) / s.chip.hbm_bytes_per_s);
+    if (on_mxu && kc.time_s > 0) kc.mxu_utilization = kp.flops / (kc.time_s * peak);
+    if (on_mxu) bf16_slot_flops += kp.flops / rate;
     (on_mxu ? c.matmul_flops : c.vector_flops) += kp.flops;
     c.hbm_bytes += kp.hbm_bytes;
     c.roofline_time_s += kc.roofline_s;
@@ -57,7 +62,7 @@ FUSEDSL_DECL cost_summary summarize(const schedule& s) {
   c.total_time_s = s.tl.end_s;
   c.total_cycles = c.total_time_s * c.clock_hz;
   c.mxu_utilization =
-      c.total_time_s > 0 ? c.matmul_flops / (c.total_time_s * s.chip.peak_bf16_flops) : 0;
+      c.total_time_s > 0 ? bf16_slot_flops / (c.total_time_s * s.chip.peak_bf16_flops) : 0;
   c.vmem_peak_bytes = vmem_high_water(s.tl);
   return c;
 }

@@ -485,9 +485,10 @@ class executor {
   }
 
   // Gathers a dot operand into [batch][rows][cols] float, rows/cols being the given dim lists.
-  std::vector<float> canonical(const value& v, const std::vector<std::int64_t>& batch,
-                               const std::vector<std::int64_t>& rows,
-                               const std::vector<std::int64_t>& cols) {
+  template <class T>
+  std::vector<T> canonical(const value& v, const std::vector<std::int64_t>& batch,
+                           const std::vector<std::int64_t>& rows,
+                           const std::vector<std::int64_t>& cols) {
     const auto st = detail::strides_of(v.shape.dims);
     std::vector<std::int64_t> order = batch;
     order.insert(order.end(), rows.begin(), rows.end());
@@ -497,13 +498,13 @@ class executor {
       dims.push_back(v.shape.dims[std::size_t(d)]), strides.push_back(st[std::size_t(d)]);
     std::int64_t total = 1;
     for (auto d : dims) total *= d;
-    std::vector<float> out(static_cast<std::size_t>(total));
+    std::vector<T> out(static_cast<std::size_t>(total));
     std::vector<std::int64_t> idx;
     for (std::int64_t i = 0; i < total; ++i) {
       detail::unravel(i, dims, idx);
       std::int64_t j = 0;
       for (std::size_t d = 0; d < idx.size(); ++d) j += idx[d] * strides[d];
-      out[std::size_t(i)] = float(v.data[std::size_t(j)]);
+      out[std::size_t(i)] = T(v.data[std::size_t(j)]);
     }
     return out;
   }
@@ -562,13 +563,31 @@ class executor {
       if (!ua[d]) a_free.push_back(std::int64_t(d));
     for (std::size_t d = 0; d < ub.size(); ++d)
       if (!ub[d]) b_free.push_back(std::int64_t(d));
-    const auto A = canonical(a, dn.lhs_batch, a_free, dn.lhs_contracting);
-    const auto B = canonical(b, dn.rhs_batch, dn.rhs_contracting, b_free);
-    const auto grid = grid_of(p, blk);
-    using mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-    using cmap = Eigen::Map<const mat, 0, Eigen::OuterStride<>>;
     env_[dot] = value::zeros(g_.shape(dot));
     for (auto id : tile_epi) env_[id] = value::zeros(g_.shape(id));
+    // f32 accumulation, as the MXU's accumulators for floating dots; integer dots (int8 products
+    // into s32) sum exactly, as the MXU's integer accumulators do.
+    if (hlo::is_integral(g_.shape(dot).type))
+      dot_tiles<double>(dot, a, b, a_free, b_free, tile_epi, p, blk);
+    else
+      dot_tiles<float>(dot, a, b, a_free, b_free, tile_epi, p, blk);
+    done_[dot] = true;
+    for (auto id : tile_epi) done_[id] = true;
+    for (auto id : post)
+      if (!done_[id]) eval_whole(id);
+  }
+
+  template <class T>
+  void dot_tiles(std::size_t dot, const value& a, const value& b,
+                 const std::vector<std::int64_t>& a_free, const std::vector<std::int64_t>& b_free,
+                 const std::vector<std::size_t>& tile_epi, const matmul_problem& p,
+                 const matmul_blocks& blk) {
+    const auto& dn = *g_.nodes[dot].inst->dot;
+    const auto A = canonical<T>(a, dn.lhs_batch, a_free, dn.lhs_contracting);
+    const auto B = canonical<T>(b, dn.rhs_batch, dn.rhs_contracting, b_free);
+    const auto grid = grid_of(p, blk);
+    using mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    using cmap = Eigen::Map<const mat, 0, Eigen::OuterStride<>>;
     const auto out_t = g_.shape(dot).type;
     mat acc;
     for (std::int64_t bi = 0; bi < p.batch; ++bi)
@@ -581,13 +600,14 @@ class executor {
       if (kk == 0) acc = mat::Zero(rows, cols);
       cmap Ab(A.data() + (bi * p.m + r0) * p.k + k0, rows, depth, Eigen::OuterStride<>(p.k));
       cmap Bb(B.data() + (bi * p.k + k0) * p.n + c0, depth, cols, Eigen::OuterStride<>(p.n));
-      acc.noalias() += Ab * Bb;  // f32 accumulation, as the MXU's accumulators
+      acc.noalias() += Ab * Bb;
       if (kk + 1 != grid.gk) continue;
       // Output tile complete: round to the dot's type, then the fused epilogue on this tile.
       auto& out = env_[dot].data;
       for (std::int64_t r = 0; r < rows; ++r)
         for (std::int64_t c = 0; c < cols; ++c)
-          out[std::size_t((bi * p.m + r0 + r) * p.n + c0 + c)] = hlo::round_to(out_t, acc(r, c));
+          out[std::size_t((bi * p.m + r0 + r) * p.n + c0 + c)] =
+              hlo::round_to(out_t, double(acc(r, c)));
       for (auto id : tile_epi) {
         for (std::int64_t r = 0; r < rows; ++r) {
           const std::int64_t lo = (bi * p.m + r0 + r) * p.n + c0;
@@ -595,10 +615,6 @@ class executor {
         }
       }
     }
-    done_[dot] = true;
-    for (auto id : tile_epi) done_[id] = true;
-    for (auto id : post)
-      if (!done_[id]) eval_whole(id);
   }
 
   // Elementwise epilogue op over output elements [lo, hi), operands read from the tiles already

@@ -79,6 +79,7 @@ FUSEDSL_DECL std::string json_report(const schedule& s, const cost_summary& c) {
                       ", \"vmem_bytes_per_core\": " + std::to_string(s.chip.vmem_bytes_per_core) +
                       ", \"hbm_bytes_per_s\": " + json_number(s.chip.hbm_bytes_per_s) +
                       ", \"peak_bf16_flops\": " + json_number(s.chip.peak_bf16_flops) +
+                      ", \"int8_rate\": " + std::to_string(s.chip.int8_rate) +
                       ", \"clock_hz\": " + json_number(c.clock_hz) +
                       ", \"step_overhead_s\": " + json_number(s.chip.step_overhead_s) + "}");
   kv("total_time_s", json_number(c.total_time_s));
@@ -109,6 +110,7 @@ FUSEDSL_DECL std::string json_report(const schedule& s, const cost_summary& c) {
       o += ", \"matmul\": {\"batch\": " + std::to_string(k.mm.batch) + ", \"m\": " +
            std::to_string(k.mm.m) + ", \"k\": " + std::to_string(k.mm.k) + ", \"n\": " +
            std::to_string(k.mm.n) + ", \"mxu_passes\": " + std::to_string(k.mm.mxu_passes) +
+           ", \"mxu_rate\": " + std::to_string(k.mm.mxu_rate) +
            ", \"bm\": " + std::to_string(k.blocks.bm) + ", \"bk\": " + std::to_string(k.blocks.bk) +
            ", \"bn\": " + std::to_string(k.blocks.bn) + "}";
     o += ", \"ops\": [";

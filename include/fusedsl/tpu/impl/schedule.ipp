@@ -108,7 +108,12 @@ inline std::vector<std::size_t> user_counts(const flat_graph& g) {
   return users;
 }
 
-inline matmul_problem dot_problem(const flat_graph& g, std::size_t dot, int f32_passes) {
+inline bool is_int8(hlo::element_type t) {
+  return t == hlo::element_type::s8 || t == hlo::element_type::u8;
+}
+
+inline matmul_problem dot_problem(const flat_graph& g, std::size_t dot, int f32_passes,
+                                  int int8_rate) {
   const auto& in = *g.nodes[dot].inst;
   const auto& a = g.shape(g.nodes[dot].operands.at(0));
   const auto& b = g.shape(g.nodes[dot].operands.at(1));
@@ -129,7 +134,9 @@ inline matmul_problem dot_problem(const flat_graph& g, std::size_t dot, int f32_
   p.rhs_bytes = int(byte_size(b.type));
   p.out_bytes = int(byte_size(in.shape.type));
   const bool bf16 = a.type == hlo::element_type::bf16 && b.type == hlo::element_type::bf16;
-  p.mxu_passes = bf16 ? 1 : f32_passes;
+  const bool int8 = is_int8(a.type) && is_int8(b.type);
+  p.mxu_passes = bf16 || int8 ? 1 : f32_passes;
+  p.mxu_rate = int8 ? int8_rate : 1;
   return p;
 }
 
@@ -304,7 +311,7 @@ FUSEDSL_DECL schedule make_schedule(const hlo::module& m, const chip_spec& chip,
           vpu += detail::node_vpu_cycles(g, id, chip);
           continue;
         }
-        const auto p = detail::dot_problem(g, id, options.f32_dot_passes);
+        const auto p = detail::dot_problem(g, id, options.f32_dot_passes, chip.int8_rate);
         const auto b = choose_blocks(p, chip, budget / 2);
         const auto gr = grid_of(p, b);
         mxu += padded_macs(p, b) / chip.mxu_macs_per_cycle();
@@ -323,7 +330,7 @@ FUSEDSL_DECL schedule make_schedule(const hlo::module& m, const chip_spec& chip,
       kp.dot_blocks = std::move(blks);
     } else if (grp.dot) {
       const std::size_t dot = *grp.dot;
-      auto p = detail::dot_problem(g, dot, options.f32_dot_passes);
+      auto p = detail::dot_problem(g, dot, options.f32_dot_passes, chip.int8_rate);
       p.out_bytes = int(byte_size(g.shape(grp.output).type));
       // Operands produced inside the kernel (fused converts) are read at their source's size.
       std::size_t operand_src[2];
