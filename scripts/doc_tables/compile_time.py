@@ -196,6 +196,30 @@ def check_fresh(files, options):
         "CI=true, its packages installed by the command itself, no ccache cache."]
 
 
+@generator("cold_ci")
+def cold_ci(files, options):
+    """`.ci/run` on a machine without a ccache cache: its JSON (commit, nproc, steps: step, exit,
+    wall_s, test_s: CTest's total test time from the step's log)."""
+    data = read_json(files[0])
+    steps = data.get("steps", [])
+    if not steps:
+        raise TableError(f"{files[0]}: no steps")
+    rows = []
+    for st in steps:
+        wall, tests = st["wall_s"], st.get("test_s")
+        rows.append([f"`{st['step']}`",
+                     "passed" if st["exit"] == 0 else f"failed (exit {st['exit']})",
+                     f"{wall / 60:.1f}",
+                     f"{(wall - tests) / 60:.1f}" if tests is not None else "—",
+                     f"{tests / 60:.1f}" if tests is not None else "—"])
+    total = sum(st["wall_s"] for st in steps)
+    rows.append(["all", "", f"{total / 60:.1f}", "", ""])
+    return table(["step", "result", "wall min", "packages, configure, build, venvs min",
+                  "tests min"], rows, ["l", "l", "r", "r", "r"]) + [
+        "", f"Commit `{data.get('commit', '?')}`, {data.get('nproc', '?')} cores, CI=true; "
+        + data.get("note", "")]
+
+
 @generator("test_suite")
 def test_suite(files, options):
     """How long the test suite takes: CTest's JUnit file (--output-junit) and the summary JSON
