@@ -11,7 +11,7 @@ CPU benchmark steps, in this order; the compile-time steps run only when named):
 
   targets   benchmarks/cpu_targets.py --runs 3: the seed, GEMM and attention goals (cpu_targets/)
   gemm      cpu_gemm_bench (gemm.json)           attention  cpu_attention_bench (attention.json)
-  gemm_s8   cpu_gemm_s8_bench, 5 repetitions of 0.2 s: the int8 GEMM beside the f32 one (gemm_s8.json)
+  gemm_s8   cpu_gemm_s8_bench, 9 repetitions of 0.2 s: the int8 GEMM beside the f32 one (gemm_s8.json)
   row       cpu_row_bench (row.json)             clock      cpu_clock_bench (clock.json)
   models    model_bench, 3 repetitions of 1 s (model_bench.json)
   generated generated_bench, 3 repetitions (generated.json)
@@ -207,7 +207,7 @@ def step(name, args, out):
         return [gbench(b, simple[name], os.path.join(out, f"{name}.json"))], [f"{name}.json"]
     if name == "gemm_s8":
         cmd = gbench(b, "benchmarks/cpu/cpu_gemm_s8_bench", os.path.join(out, "gemm_s8.json"),
-                     ["--benchmark_repetitions=5", "--benchmark_min_time=0.2"])
+                     ["--benchmark_repetitions=9", "--benchmark_min_time=0.2"])
         return [cmd], ["gemm_s8.json"]
     if name == "models":
         cmd = gbench(b, "benchmarks/model/model_bench", os.path.join(out, "model_bench.json"),
