@@ -4,6 +4,8 @@
 //   C[m x n] = A[m x k] . B[k x n]                                    (s32 C: gemm_u8s8_s32)
 //   C[m x n] = a_scale[i] * b_scale[j] * (A . B - a_zero * colsum_B[j]) + bias[j]
 //                                                                     (f32 C: gemm_u8s8_f32)
+//   C[m x n] = ep(the same with A's f32 rows quantized as they are packed, i, j)
+//                                                    (f32 A and C: gemm_dynamic_u8s8_f32)
 //
 // the form of dynamically quantized linear layers (ONNX Runtime's MatMulInteger, oneDNN's u8s8s32):
 // A quantized per row with a zero point (asymmetric u8, `quantize_rows_u8`), B per output column
