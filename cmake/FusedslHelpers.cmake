@@ -107,3 +107,23 @@ function(fusedsl_add_area_tests prefix)
     fusedsl_add_test(${prefix}.${_name} ${_src} LABELS unit)
   endforeach()
 endfunction()
+
+# fusedsl_test_paths(<target> <NAME> <path> [<NAME> <path>...]): each absolute <path> given to
+# <target> as the string define <NAME>, written relative to the folder of the target's executable;
+# the test reads it with fusedsl::test::test_path (tests/common/test_paths.hpp). An absolute path
+# in a define would make every clone of the repository compile its own object: the compiler cache
+# hashes the define as written.
+function(fusedsl_test_paths target)
+  get_target_property(_folder ${target} BINARY_DIR)
+  set(_pairs ${ARGN})
+  list(LENGTH _pairs _n)
+  math(EXPR _odd "${_n} % 2")
+  if(_n EQUAL 0 OR _odd)
+    message(FATAL_ERROR "fusedsl_test_paths(${target}): expected NAME path pairs, got '${ARGN}'")
+  endif()
+  while(_pairs)
+    list(POP_FRONT _pairs _name _path)
+    file(RELATIVE_PATH _relative ${_folder} ${_path})
+    target_compile_definitions(${target} PRIVATE ${_name}="${_relative}")
+  endwhile()
+endfunction()

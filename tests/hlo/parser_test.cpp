@@ -12,13 +12,14 @@
 #include "fusedsl/hlo/parser.hpp"
 #include "fusedsl/hlo/printer.hpp"
 #include "sample_modules.hpp"
+#include "../common/test_paths.hpp"
 
 using namespace fusedsl::hlo;
 
 namespace {
 
 std::string read_data(const std::string& name) {
-  std::ifstream f(std::string(FUSEDSL_HLO_TEST_DATA) + "/" + name);
+  std::ifstream f(fusedsl::test::test_path(FUSEDSL_HLO_TEST_DATA) + "/" + name);
   REQUIRE_MESSAGE(f.good(), "missing test data " << name);
   std::stringstream ss;
   ss << f.rdbuf();

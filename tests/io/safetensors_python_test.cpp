@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/test_paths.hpp"
 #include "fusedsl/io/safetensors.hpp"
 
 using namespace fusedsl;
@@ -15,7 +16,8 @@ using namespace fusedsl::io;
 
 namespace {
 
-const std::string path = std::string(FUSEDSL_IO_TEST_DATA) + "/python_tiny.safetensors";
+const std::string path =
+    fusedsl::test::test_path(FUSEDSL_IO_TEST_DATA) + "/python_tiny.safetensors";
 
 // i * 0.25 - 1, the script's ramp.
 std::vector<float> ramp(int n) {

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/test_paths.hpp"
 #include "fusedsl/export/export.hpp"
 #include "fusedsl/hlo/printer.hpp"
 #include "fusedsl/io/npy.hpp"
@@ -64,7 +65,7 @@ std::vector<std::int64_t> dims_of(const fd::dims& d) {
 }  // namespace
 
 TEST_CASE("all-MiniLM-L6-v2 as HLO: the module, its parameters and the CPU executor's output") {
-  const std::string data = FUSEDSL_MODELS_TEST_DATA;
+  const std::string data = fusedsl::test::test_path(FUSEDSL_MODELS_TEST_DATA);
   const auto sentences = fd::test::read_reference(data + "/minilm_sentences.jsonl");
   const std::vector<float> all_ref = io::read_npy(data + "/minilm_embeddings.npy").values<float>();
   REQUIRE(all_ref.size() == sentences.size() * std::size_t(D));
@@ -111,7 +112,7 @@ TEST_CASE("all-MiniLM-L6-v2 as HLO: the module, its parameters and the CPU execu
   INFO("largest |executor - sentence-transformers| " << worst);
   CHECK(worst <= 1e-4);  // fails on NaN too: the comparison is false
 
-  const fs::path dir = FUSEDSL_MINILM_HLO_DIR;
+  const fs::path dir = fusedsl::test::test_path(FUSEDSL_MINILM_HLO_DIR);
   fs::remove_all(dir);
   fs::create_directories(dir);
   fd::hlo::export_options o;

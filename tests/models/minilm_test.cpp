@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/test_paths.hpp"
 #include "common/compare.hpp"
 #include "fusedsl/backend/cpu/executor.hpp"
 #include "fusedsl/io/checkpoint.hpp"
@@ -34,7 +35,7 @@ namespace models = fusedsl::models;
 
 namespace {
 
-const std::string data_dir = FUSEDSL_MODELS_TEST_DATA;
+const std::string data_dir = fusedsl::test::test_path(FUSEDSL_MODELS_TEST_DATA);
 
 std::filesystem::path model_dir() {
   const char* d = std::getenv("FUSEDSL_MINILM_DIR");

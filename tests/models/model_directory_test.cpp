@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/test_paths.hpp"
 #include "fusedsl/io/safetensors_writer.hpp"
 #include "fusedsl/runtime/sentence_embedder.hpp"
 #include "minilm_l6.hpp"
@@ -24,7 +25,8 @@ namespace models = fusedsl::models;
 
 namespace {
 
-const fs::path text_data = fs::path(FUSEDSL_TEXT_TEST_DATA) / "all-MiniLM-L6-v2";
+const fs::path text_data =
+    fs::path(fusedsl::test::test_path(FUSEDSL_TEXT_TEST_DATA)) / "all-MiniLM-L6-v2";
 
 const char* config_json =
     R"({"architectures": ["BertModel"], "hidden_act": "gelu", "hidden_size": 384,

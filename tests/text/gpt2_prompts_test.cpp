@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/test_paths.hpp"
 #include "fusedsl/io/npy.hpp"
 #include "fusedsl/text/bpe.hpp"
 
@@ -15,7 +16,7 @@ using ids = std::vector<bpe_tokenizer::id_type>;
 
 namespace {
 
-const std::string model_dir = FUSEDSL_GPT2_SMALL_TEST_DATA;
+const std::string model_dir = fusedsl::test::test_path(FUSEDSL_GPT2_SMALL_TEST_DATA);
 
 nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -25,8 +26,8 @@ nlohmann::json read_json(const std::string& path) {
 }
 
 const bpe_tokenizer& tokenizer() {
-  static const bpe_tokenizer t =
-      bpe_tokenizer::from_directory(FUSEDSL_GPT2_512_DIR, bpe_options{.special_tokens = {}});
+  static const bpe_tokenizer t = bpe_tokenizer::from_directory(
+      fusedsl::test::test_path(FUSEDSL_GPT2_512_DIR), bpe_options{.special_tokens = {}});
   return t;
 }
 

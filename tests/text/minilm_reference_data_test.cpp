@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/test_paths.hpp"
 #include "fusedsl/io/npy.hpp"
 #include "fusedsl/text/wordpiece_files.hpp"
 #include "reference_file.hpp"
@@ -18,8 +19,8 @@ using namespace fusedsl;
 
 namespace {
 
-const std::string models = FUSEDSL_MODELS_TEST_DATA;
-const std::string text_data = FUSEDSL_TEXT_TEST_DATA;
+const std::string models = fusedsl::test::test_path(FUSEDSL_MODELS_TEST_DATA);
+const std::string text_data = fusedsl::test::test_path(FUSEDSL_TEXT_TEST_DATA);
 
 nlohmann::json meta() {
   std::ifstream f(models + "/minilm_reference.json");

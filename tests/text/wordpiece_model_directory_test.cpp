@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "../common/test_paths.hpp"
 #include "fusedsl/text/wordpiece_files.hpp"
 #include "reference_file.hpp"
 
@@ -15,7 +16,7 @@ using namespace fusedsl::text;
 
 namespace {
 
-const std::string data = FUSEDSL_TEXT_TEST_DATA;
+const std::string data = fusedsl::test::test_path(FUSEDSL_TEXT_TEST_DATA);
 
 std::string model_dir() {
   const char* d = std::getenv("FUSEDSL_MINILM_DIR");

@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "../common/test_paths.hpp"
 #include "fusedsl/text/wordpiece_files.hpp"
 #include "reference_file.hpp"
 
@@ -14,7 +15,7 @@ using namespace fusedsl::text;
 
 namespace {
 
-const std::string data = FUSEDSL_TEXT_TEST_DATA;
+const std::string data = fusedsl::test::test_path(FUSEDSL_TEXT_TEST_DATA);
 
 std::string pieces(const wordpiece_tokenizer& t, const std::vector<std::int32_t>& ids) {
   std::string s;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/test_paths.hpp"
 #include "fusedsl/io/npy.hpp"
 #include "reference_file.hpp"
 
@@ -23,8 +24,8 @@ namespace io = fusedsl::io;
 
 namespace {
 
-const std::string tool = FUSEDSL_EMBED_TOOL;
-const std::string data_dir = FUSEDSL_MODELS_TEST_DATA;
+const std::string tool = fusedsl::test::test_path(FUSEDSL_EMBED_TOOL);
+const std::string data_dir = fusedsl::test::test_path(FUSEDSL_MODELS_TEST_DATA);
 
 fs::path model_dir() {
   const char* d = std::getenv("FUSEDSL_MINILM_DIR");

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "../common/compare.hpp"
+#include "../common/test_paths.hpp"
 #include "fusedsl/hlo/parser.hpp"
 #include "fusedsl/tpu/cost.hpp"
 #include "fusedsl/tpu/execute.hpp"
@@ -22,7 +23,8 @@ namespace ft = fusedsl::test;
 namespace {
 
 hlo::module load_seed(const char* file) {
-  std::ifstream f(std::filesystem::path(FUSEDSL_TPU_DATA_DIR) / "seed" / file);
+  std::ifstream f(std::filesystem::path(fusedsl::test::test_path(FUSEDSL_TPU_DATA_DIR)) / "seed" /
+                  file);
   REQUIRE(f);
   std::stringstream ss;
   ss << f.rdbuf();

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "../common/test_paths.hpp"
 #include "../export/bindings.hpp"
 #include "../export/tpu_values.hpp"
 #include "fusedsl/export/export.hpp"
@@ -55,7 +56,7 @@ constexpr auto rope = fd::compile(fd::concat<1>(
 
 namespace {
 
-const fs::path data_dir = FUSEDSL_TPU_DATA_DIR;
+const fs::path data_dir = fusedsl::test::test_path(FUSEDSL_TPU_DATA_DIR);
 
 hlo::module load(const std::string& name) {
   std::ifstream f(data_dir / name / "module.hlo");

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "../common/compare.hpp"
+#include "../common/test_paths.hpp"
 #include "fusedsl/hlo/parser.hpp"
 #include "fusedsl/tpu/cost.hpp"
 #include "fusedsl/tpu/execute.hpp"
@@ -23,7 +24,7 @@ namespace ft = fusedsl::test;
 
 namespace {
 
-const fs::path data_dir = FUSEDSL_TPU_DATA_DIR;
+const fs::path data_dir = fusedsl::test::test_path(FUSEDSL_TPU_DATA_DIR);
 
 hlo::module load(const std::string& name, const std::string& file = "module.hlo") {
   std::ifstream f(data_dir / name / file);

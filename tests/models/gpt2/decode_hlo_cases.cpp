@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "../../common/test_paths.hpp"
 #include "fusedsl/export/export.hpp"
 #include "fusedsl/hlo/printer.hpp"
 #include "fusedsl/runtime/gpt2_generator.hpp"
@@ -31,7 +32,7 @@ using namespace gpt2_reference;
 
 namespace {
 
-const fs::path out_dir = FUSEDSL_GPT2_DECODE_HLO_DIR;
+const fs::path out_dir = fusedsl::test::test_path(FUSEDSL_GPT2_DECODE_HLO_DIR);
 
 void write_text(const fs::path& p, const std::string& s) {
   std::ofstream f(p, std::ios::binary);

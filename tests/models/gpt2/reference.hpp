@@ -13,12 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "../../common/test_paths.hpp"
 #include "fusedsl/io/npy.hpp"
 #include "fusedsl/models/gpt2.hpp"
 
 namespace gpt2_reference {
 
-inline const std::string dir = FUSEDSL_GPT2_SMALL_TEST_DATA;
+inline const std::string dir = fusedsl::test::test_path(FUSEDSL_GPT2_SMALL_TEST_DATA);
 
 // 2 layers, 64 wide, 4 heads, vocab 512, 128 positions.
 using small_cfg = fusedsl::models::gpt2_config<2, 64, 4, 512, 128>;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "../../common/test_paths.hpp"
 #include "fusedsl/io/npy.hpp"
 
 using fusedsl::io::npy_array;
@@ -19,7 +20,7 @@ using fusedsl::io::read_npy;
 
 namespace {
 
-const std::string dir = FUSEDSL_GPT2_SMALL_TEST_DATA;
+const std::string dir = fusedsl::test::test_path(FUSEDSL_GPT2_SMALL_TEST_DATA);
 
 nlohmann::json read_json(const std::string& name) {
   std::ifstream in(dir + "/" + name, std::ios::binary);

@@ -39,28 +39,39 @@ struct case_data {
     }
   }
 
-  double reference(std::ptrdiff_t i, std::ptrdiff_t h, std::ptrdiff_t x) const {
-    const std::ptrdiff_t d = s.head_dim, g = h / (s.num_heads / s.num_kv_heads);
-    std::vector<double> sc(std::size_t(s.seq_kv));
-    double m = -inf;
-    for (std::ptrdiff_t j = 0; j < s.seq_kv; ++j) {
-      double dot = 0;
-      for (std::ptrdiff_t t = 0; t < d; ++t)
-        dot += double(q[std::size_t(i * a.q_row_stride + h * d + t)]) *
-               kk[std::size_t(j * a.k_row_stride + g * d + t)];
-      double val = dot * a.scale + (a.mask ? double(a.mask[i * a.mask_row_stride + j]) : 0.0);
-      if (a.causal && j > i + s.seq_kv - s.seq_q) val = -inf;
-      sc[std::size_t(j)] = val;
-      m = std::max(m, val);
-    }
-    if (m == -inf) return 0.0;
-    double den = 0, num = 0;
-    for (std::ptrdiff_t j = 0; j < s.seq_kv; ++j) {
-      const double p = std::exp(sc[std::size_t(j)] - m);
-      den += p;
-      num += p * v[std::size_t(j * a.v_row_stride + g * d + x)];
-    }
-    return num / den;
+  // The plain reference, every output element in [seq][heads][head_dim] order: each query and
+  // head's scores and softmax once, then its weighted sum of V for every x.
+  std::vector<double> reference() const {
+    const std::ptrdiff_t d = s.head_dim;
+    std::vector<double> out(std::size_t(s.seq_q * s.num_heads * d), 0.0);
+    std::vector<double> sc(static_cast<std::size_t>(s.seq_kv)), num(static_cast<std::size_t>(d));
+    for (std::ptrdiff_t i = 0; i < s.seq_q; ++i)
+      for (std::ptrdiff_t h = 0; h < s.num_heads; ++h) {
+        const std::ptrdiff_t g = h / (s.num_heads / s.num_kv_heads);
+        double m = -inf;
+        for (std::ptrdiff_t j = 0; j < s.seq_kv; ++j) {
+          double dot = 0;
+          for (std::ptrdiff_t t = 0; t < d; ++t)
+            dot += double(q[std::size_t(i * a.q_row_stride + h * d + t)]) *
+                   kk[std::size_t(j * a.k_row_stride + g * d + t)];
+          double val = dot * a.scale + (a.mask ? double(a.mask[i * a.mask_row_stride + j]) : 0.0);
+          if (a.causal && j > i + s.seq_kv - s.seq_q) val = -inf;
+          sc[std::size_t(j)] = val;
+          m = std::max(m, val);
+        }
+        if (m == -inf) continue;  // nothing seen: zeros
+        double den = 0;
+        std::fill(num.begin(), num.end(), 0.0);
+        for (std::ptrdiff_t j = 0; j < s.seq_kv; ++j) {
+          const double p = std::exp(sc[std::size_t(j)] - m);
+          den += p;
+          for (std::ptrdiff_t x = 0; x < d; ++x)
+            num[std::size_t(x)] += p * v[std::size_t(j * a.v_row_stride + g * d + x)];
+        }
+        for (std::ptrdiff_t x = 0; x < d; ++x)
+          out[std::size_t((i * s.num_heads + h) * d + x)] = num[std::size_t(x)] / den;
+      }
+    return out;
   }
 };
 
@@ -86,16 +97,15 @@ std::vector<k::attention_path> paths_for(const case_data& c) {
 // every path that applies.
 template <class Arch>
 void check(case_data& c) {
+  const std::vector<double> want = c.reference();
   for (const k::attention_path path : paths_for(c)) {
     CAPTURE(int(path));
     const auto o = run<Arch>(c, nullptr, path);
-    std::vector<double> got, want;
+    std::vector<double> got;
     for (std::ptrdiff_t i = 0; i < c.s.seq_q; ++i)
       for (std::ptrdiff_t h = 0; h < c.s.num_heads; ++h)
-        for (std::ptrdiff_t x = 0; x < c.s.head_dim; ++x) {
-          want.push_back(c.reference(i, h, x));
+        for (std::ptrdiff_t x = 0; x < c.s.head_dim; ++x)
           got.push_back(o[std::size_t(i * c.a.o_row_stride + h * c.s.head_dim + x)]);
-        }
     CHECK(ft::compare(got, want, ft::abs_tol(1e-5)));
   }
 }
