@@ -447,7 +447,7 @@ TEST_CASE("the dynamic GEMM names a bad argument") {
       "gemm_dynamic_u8s8_f32: the column scales are null", std::invalid_argument);
   CHECK_THROWS_WITH_AS(
       k::gemm_dynamic_u8s8_f32(2, 3, 4, x.data(), 3, pb.view, s.data(), c.data(), 3),
-      "gemm_dynamic_u8s8_f32: lda = 3 < k", std::invalid_argument);
+      "gemm_dynamic_u8s8_f32: ldx = 3 < k", std::invalid_argument);
   CHECK_THROWS_WITH_AS(
       k::gemm_dynamic_u8s8_f32(2, 3, 4, nullptr, 4, pb.view, s.data(), c.data(), 3),
       "gemm_dynamic_u8s8_f32: A or C is null", std::invalid_argument);

@@ -226,9 +226,10 @@ inline void widen_a(const std::uint8_t* a, std::ptrdiff_t lda, int rows, std::pt
       }
 }
 
+// The checks every entry point makes; lda_name: A's stride as the entry point's caller names it.
 inline void check_s8_args(const char* what, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k,
-                          const std::uint8_t* a, std::ptrdiff_t lda, const packed_b_s8& b,
-                          const void* c, std::ptrdiff_t ldc) {
+                          const void* a, std::ptrdiff_t lda, const char* lda_name,
+                          const packed_b_s8& b, const void* c, std::ptrdiff_t ldc) {
   const std::string w(what);
   if (m < 0 || n <= 0 || k <= 0)
     throw std::invalid_argument(
@@ -239,7 +240,8 @@ inline void check_s8_args(const char* what, std::ptrdiff_t m, std::ptrdiff_t n, 
                                 std::to_string(b.n) + ", not k x n = " + std::to_string(k) + "x" +
                                 std::to_string(n));
   if (m > 0 && (a == nullptr || c == nullptr)) throw std::invalid_argument(w + ": A or C is null");
-  if (lda < k) throw std::invalid_argument(w + ": lda = " + std::to_string(lda) + " < k");
+  if (lda < k)
+    throw std::invalid_argument(w + ": " + lda_name + " = " + std::to_string(lda) + " < k");
   if (ldc < n) throw std::invalid_argument(w + ": ldc = " + std::to_string(ldc) + " < n");
 }
 
@@ -291,7 +293,7 @@ template <class Arch = native_arch>
 void gemm_u8s8_s32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const std::uint8_t* a,
                    std::ptrdiff_t lda, const packed_b_s8& b, std::int32_t* c, std::ptrdiff_t ldc,
                    thread_pool* pool = nullptr) {
-  detail::check_s8_args("gemm_u8s8_s32", m, n, k, a, lda, b, c, ldc);
+  detail::check_s8_args("gemm_u8s8_s32", m, n, k, a, lda, "lda", b, c, ldc);
   detail::gemm_s8_run<Arch>(
       m, n, k, detail::u8_rows{a, lda}, b, pool,
       [&](const detail::u8_rows&, std::ptrdiff_t i0, int rows, std::ptrdiff_t j0, int cols,
@@ -337,7 +339,7 @@ namespace detail {
 template <class Arch, class Ep>
 void dequant_tile(float* c, std::ptrdiff_t ldc, const packed_b_s8& b, const float* b_scale,
                   std::ptrdiff_t i0, int rows, std::ptrdiff_t j0, int cols, const float* sa,
-                  const std::int64_t* zero, const std::int32_t (&acc)[s8_mr][s8_nr], const Ep& ep) {
+                  const std::uint8_t* zero, const std::int32_t (&acc)[s8_mr][s8_nr], const Ep& ep) {
   for (int r = 0; r < rows; ++r) {
     float* out = c + (i0 + r) * ldc + j0;
 #if defined(__AVX2__) && defined(__FMA__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
@@ -355,7 +357,7 @@ void dequant_tile(float* c, std::ptrdiff_t ldc, const packed_b_s8& b, const floa
     }
 #endif
     for (int j = 0; j < cols; ++j) {
-      const std::int64_t v = acc[r][j] - zero[r] * b.col_sum[j0 + j];
+      const std::int64_t v = acc[r][j] - std::int64_t(zero[r]) * b.col_sum[j0 + j];
       out[j] = ep(sa[r] * b_scale[j0 + j] * float(std::int32_t(v)), i0 + r, j0 + j);
     }
   }
@@ -412,17 +414,17 @@ template <class Arch = native_arch>
 void gemm_u8s8_f32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const std::uint8_t* a,
                    std::ptrdiff_t lda, const packed_b_s8& b, const s8_dequant& q, float* c,
                    std::ptrdiff_t ldc, thread_pool* pool = nullptr) {
-  detail::check_s8_args("gemm_u8s8_f32", m, n, k, a, lda, b, c, ldc);
+  detail::check_s8_args("gemm_u8s8_f32", m, n, k, a, lda, "lda", b, c, ldc);
   if (m > 0 && (q.a_scale == nullptr || q.b_scale == nullptr))
     throw std::invalid_argument("gemm_u8s8_f32: the row or column scales are null");
   detail::gemm_s8_run<Arch>(
       m, n, k, detail::u8_rows{a, lda}, b, pool,
       [&](const detail::u8_rows&, std::ptrdiff_t i0, int rows, std::ptrdiff_t j0, int cols,
           const std::int32_t(&acc)[s8_mr][s8_nr]) {
-        std::int64_t zero[s8_mr];
-        for (int r = 0; r < rows; ++r) zero[r] = q.a_zeros ? q.a_zeros[i0 + r] : q.a_zero;
-        detail::dequant_tile<Arch>(c, ldc, b, q.b_scale, i0, rows, j0, cols, q.a_scale + i0, zero,
-                                   acc, s8_bias{q.bias});
+        std::uint8_t same[s8_mr];
+        std::fill_n(same, s8_mr, q.a_zero);
+        detail::dequant_tile<Arch>(c, ldc, b, q.b_scale, i0, rows, j0, cols, q.a_scale + i0,
+                                   q.a_zeros ? q.a_zeros + i0 : same, acc, s8_bias{q.bias});
       });
 }
 
@@ -492,7 +494,7 @@ struct quantizing_rows {
   std::ptrdiff_t ldx, m, k;
   std::vector<std::uint8_t> buf;   // m rows of k bytes
   std::vector<float> scale;        // m
-  std::vector<std::int64_t> zero;  // m
+  std::vector<std::uint8_t> zero;  // m
   std::vector<bool> packed;        // per block of s8_mr rows
 
   quantizing_rows(const float* x_, std::ptrdiff_t ldx_, std::ptrdiff_t m_, std::ptrdiff_t k_)
@@ -511,9 +513,7 @@ struct quantizing_rows {
   const std::uint8_t* block(std::ptrdiff_t i, int rows) {
     std::uint8_t* q = buf.data() + i * k;
     if (!packed[std::size_t(i / s8_mr)]) {
-      std::uint8_t z[s8_mr];
-      quantize_rows_u8<Arch>(rows, k, x + i * ldx, ldx, q, k, scale.data() + i, z);
-      for (int r = 0; r < rows; ++r) zero[std::size_t(i + r)] = z[r];
+      quantize_rows_u8<Arch>(rows, k, x + i * ldx, ldx, q, k, scale.data() + i, zero.data() + i);
       packed[std::size_t(i / s8_mr)] = true;
     }
     return q;
@@ -534,8 +534,7 @@ template <class Arch = native_arch, class Ep = s8_bias>
 void gemm_dynamic_u8s8_f32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float* x,
                            std::ptrdiff_t ldx, const packed_b_s8& b, const float* b_scale, float* c,
                            std::ptrdiff_t ldc, const Ep& ep = {}, thread_pool* pool = nullptr) {
-  detail::check_s8_args("gemm_dynamic_u8s8_f32", m, n, k, reinterpret_cast<const std::uint8_t*>(x),
-                        ldx, b, c, ldc);
+  detail::check_s8_args("gemm_dynamic_u8s8_f32", m, n, k, x, ldx, "ldx", b, c, ldc);
   if (m > 0 && b_scale == nullptr)
     throw std::invalid_argument("gemm_dynamic_u8s8_f32: the column scales are null");
   using rows_t = detail::quantizing_rows<Arch>;
