@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../common/test_paths.hpp"
 #include "../text/utf8_writes.hpp"
 #include "fusedsl/text/bpe.hpp"
 #include "gpt2_bpe_loop.hpp"
@@ -62,7 +63,8 @@ std::vector<id_type> literal(std::string_view text) {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   const char* env = std::getenv("FUSEDSL_GPT2_VOCAB_DIR");
-  const std::filesystem::path dir = env != nullptr && *env != '\0' ? env : FUSEDSL_GPT2_512_DIR;
+  const std::filesystem::path dir =
+      env != nullptr && *env != '\0' ? env : fusedsl::test::test_path(FUSEDSL_GPT2_512_DIR);
   bpe_options options;
   {
     std::ifstream in(dir / "vocab.json");
