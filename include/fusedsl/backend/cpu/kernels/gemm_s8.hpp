@@ -417,12 +417,12 @@ void gemm_u8s8_f32(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const s
   detail::check_s8_args("gemm_u8s8_f32", m, n, k, a, lda, "lda", b, c, ldc);
   if (m > 0 && (q.a_scale == nullptr || q.b_scale == nullptr))
     throw std::invalid_argument("gemm_u8s8_f32: the row or column scales are null");
+  std::uint8_t same[s8_mr];  // a_zero for every row of a tile, when a_zeros is not given
+  std::fill_n(same, s8_mr, q.a_zero);
   detail::gemm_s8_run<Arch>(
       m, n, k, detail::u8_rows{a, lda}, b, pool,
       [&](const detail::u8_rows&, std::ptrdiff_t i0, int rows, std::ptrdiff_t j0, int cols,
           const std::int32_t(&acc)[s8_mr][s8_nr]) {
-        std::uint8_t same[s8_mr];
-        std::fill_n(same, s8_mr, q.a_zero);
         detail::dequant_tile<Arch>(c, ldc, b, q.b_scale, i0, rows, j0, cols, q.a_scale + i0,
                                    q.a_zeros ? q.a_zeros + i0 : same, acc, s8_bias{q.bias});
       });
