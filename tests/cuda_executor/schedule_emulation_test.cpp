@@ -570,6 +570,15 @@ TEST_CASE("sin and cos in a loop group (the device policy's sinf, cosf) match wi
   CHECK(err < 1e-6);
 }
 
+TEST_CASE("floor, ceil, trunc and round in a loop group (floorf, ceilf, truncf, rintf) match") {
+  constexpr auto x = fd::input<"x", float, 64, 96>();
+  constexpr auto e = fd::floor(x) + fd::ceil(x * fd::lit<0.5>) * fd::trunc(x * fd::lit<0.25>) -
+                     fd::round(x * fd::lit<4.0>);
+  const double err = emulated_error<decltype(fd::compile(e))>(37);
+  MESSAGE("rounding ops (emulated schedule): relative L2 error " << err);
+  CHECK(err < 1e-7);
+}
+
 TEST_CASE("grouped-query causal attention (4 query heads, 2 key/value heads) matches within 1e-2") {
   const double err = emulated_error<gqa_bf16, gqa_f32>(25);
   MESSAGE("grouped-query bf16 (emulated schedule): relative L2 error "

@@ -129,6 +129,12 @@ constexpr auto rope =
                               q2* fd::cos(angle) + q1 * fd::sin(angle)),
                 fd::cast<float>(fd::sin(fd::cast<fd::bf16>(x)) + fd::cos(fd::cast<fd::bf16>(y))));
 
+// floor, ceil, trunc and round (half to even) over values bound to ties, +-0, the last floats with
+// a fraction, +-inf and NaN (rounding_values below), and round of a scaled value.
+constexpr auto r = fd::input<"r", float, 4, 8>();
+constexpr auto rounding = fd::compile(fd::floor(r), fd::ceil(r), fd::trunc(r), fd::round(r),
+                                      fd::round(r* fd::lit<0.5>) - fd::floor(-r));
+
 // A stack of a hand-written block, and the transformers.
 constexpr auto h = fd::input<"h", float, 8, 16>();
 constexpr auto block = fd::nn::block([](auto t) {
@@ -154,6 +160,21 @@ inline fd::dynamic_tensor argmax_logits() {
                          {-inf, -0.0f, inf, 4, inf, 0.0f, -2, nan}};
   fd::dynamic_tensor t(fd::dtype::f32, fd::dims(std::in_place, 4, 8));
   for (int i = 0; i < 32; ++i) t.data<float>()[i] = v[i / 8][i % 8];
+  return t;
+}
+
+// Values for the rounding case's "r" [4, 8]. No subnormals: XLA:CPU flushes them to zero, so there
+// ceil(1e-40) is 0, not 1 (the CPU kernels keep them; cpu_op_table_test).
+inline fd::dynamic_tensor rounding_values() {
+  const float inf = std::numeric_limits<float>::infinity(),
+              nan = std::numeric_limits<float>::quiet_NaN();
+  const float v[32] = {
+      0.5f,   -0.5f,       1.5f,         -1.5f,      2.5f,        -2.5f,      3.5f,  -0.0f,
+      0.0f,   0.49999997f, -0.49999997f, 8388607.5f, -8388607.5f, 8388609.0f, 1e30f, -1e30f,
+      inf,    -inf,        nan,          2.4f,       -2.6f,       7.7f,       -7.3f, 100.5f,
+      101.5f, 0.7f,        -0.7f,        1e-30f,     -1e-30f,     3.0f,       -3.0f, 0.25f};
+  fd::dynamic_tensor t(fd::dtype::f32, fd::dims(std::in_place, 4, 8));
+  for (int i = 0; i < 32; ++i) t.data<float>()[i] = v[i];
   return t;
 }
 

@@ -205,6 +205,7 @@ void for_each_case(F&& f) {
   f("state_update", ec::state_update);
   f("argmax", ec::argmax);
   f("rope", ec::rope);
+  f("rounding", ec::rounding);
   f("stack", ec::stack);
   f("batched_gqa", ec::batched_gqa);
   f("seed_transformer", ec::seed);
@@ -509,6 +510,16 @@ TEST_CASE("exported modules, unfused and fused, evaluate to the reference backen
     dots.xla_cpu.library_dots = true;
     check_evaluated(name, p, dots, low ? 2e-2 : 1e-5);
   });
+}
+
+TEST_CASE(
+    "floor, ceil, trunc and round export to XLA's opcodes and evaluate exactly, in every form") {
+  for (const hlo::export_options& o : {hlo::export_options{}, fused_options(hlo::group_calls::call),
+                                       fused_options(hlo::group_calls::xla_cpu)})
+    check_evaluated("rounding", ec::rounding, o, 0.0, "r", ec::rounding_values);
+  const std::string text = hlo::to_text(ec::rounding);
+  for (const char* op : {" floor(", " ceil(", " round-nearest-even(", " select("})
+    CHECK_MESSAGE(text.find(op) != std::string::npos, op);
 }
 
 TEST_CASE(

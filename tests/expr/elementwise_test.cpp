@@ -288,6 +288,50 @@ TEST_CASE("edge values: infinities and NaN follow IEEE arithmetic, max and min p
   CHECK(r[4] == 0.0f);
 }
 
+TEST_CASE("floor, ceil, trunc and round (half to even) on ties, signed zeros and edge values") {
+  struct row {
+    float x, floor, ceil, trunc, round;
+  };
+  const row rows[] = {
+      {0.5f, 0.0f, 1.0f, 0.0f, 0.0f},
+      {1.5f, 1.0f, 2.0f, 1.0f, 2.0f},
+      {2.5f, 2.0f, 3.0f, 2.0f, 2.0f},
+      {-0.5f, -1.0f, -0.0f, -0.0f, -0.0f},
+      {-1.5f, -2.0f, -1.0f, -1.0f, -2.0f},
+      {-2.5f, -3.0f, -2.0f, -2.0f, -2.0f},
+      {0.49999997f, 0.0f, 1.0f, 0.0f, 0.0f},
+      {2.5000002f, 2.0f, 3.0f, 2.0f, 3.0f},
+      {-2.7f, -3.0f, -2.0f, -2.0f, -3.0f},
+      {8388607.5f, 8388607.0f, 8388608.0f, 8388607.0f, 8388608.0f},
+      {-8388606.5f, -8388607.0f, -8388606.0f, -8388606.0f, -8388606.0f},
+      {16777216.0f, 16777216.0f, 16777216.0f, 16777216.0f, 16777216.0f},
+      {-0.0f, -0.0f, -0.0f, -0.0f, -0.0f},
+      {1e-40f, 0.0f, 1.0f, 0.0f, 0.0f},
+      {inf, inf, inf, inf, inf},
+      {-inf, -inf, -inf, -inf, -inf},
+  };
+  fd::tensor<float, 6, 7> xv;
+  for (int i = 0; i < 42; ++i) xv[i] = i < int(std::size(rows)) ? rows[i].x : qnan;
+  auto fl = eval1(fd::floor(x), xv), ce = eval1(fd::ceil(x), xv), tr = eval1(fd::trunc(x), xv),
+       ro = eval1(fd::round(x), xv);
+  const auto f = test::values(fl), c = test::values(ce), t = test::values(tr), r = test::values(ro);
+  for (std::size_t i = 0; i < 42; ++i) {
+    CAPTURE(i);
+    if (i >= std::size(rows)) {  // NaN stays NaN
+      CHECK((std::isnan(f[i]) && std::isnan(c[i]) && std::isnan(t[i]) && std::isnan(r[i])));
+      continue;
+    }
+    const row& w = rows[i];
+    CAPTURE(w.x);
+    const float want[4] = {w.floor, w.ceil, w.trunc, w.round};
+    const float got[4] = {float(f[i]), float(c[i]), float(t[i]), float(r[i])};
+    for (int k = 0; k < 4; ++k) {
+      CHECK(got[k] == want[k]);
+      CHECK(std::signbit(got[k]) == std::signbit(want[k]));
+    }
+  }
+}
+
 TEST_CASE("bf16 and f16 results are rounded to their dtype after every node") {
   auto xf = test::random_tensor<float, 6, 7>(41);
   fd::tensor<fd::bf16, 6, 7> xb;

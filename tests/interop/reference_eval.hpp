@@ -75,6 +75,8 @@ inline double apply_unary(opcode op, element_type t, double x) {
       return std::floor(x);
     case opcode::ceil:
       return std::ceil(x);
+    case opcode::round_nearest_even:
+      return std::nearbyint(x);
     case opcode::cosine:
       return std::cos(x);
     case opcode::sine:

@@ -194,6 +194,10 @@ FUSEDSL_UNARY(silu, silu)
 FUSEDSL_UNARY(abs, abs)
 FUSEDSL_UNARY(sin, sin)
 FUSEDSL_UNARY(cos, cos)
+FUSEDSL_UNARY(floor, floor)
+FUSEDSL_UNARY(ceil, ceil)
+FUSEDSL_UNARY(trunc, trunc)
+FUSEDSL_UNARY(round, round)
 FUSEDSL_UNARY(neg, neg)
 #undef FUSEDSL_UNARY
 

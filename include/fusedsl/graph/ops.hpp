@@ -75,6 +75,10 @@ enum class op_epilogue : std::uint8_t { none, member, activation };
   X(silu, unary, 1, "composite", activation)                      \
   X(sin, unary, 1, "sine", member)                                \
   X(cos, unary, 1, "cosine", member)                              \
+  X(floor, unary, 1, "floor", member)                             \
+  X(ceil, unary, 1, "ceil", member)                               \
+  X(trunc, unary, 1, "composite", member)                         \
+  X(round, unary, 1, "round-nearest-even", member)                \
   X(add, binary, 2, "add", member)                                \
   X(sub, binary, 2, "subtract", member)                           \
   X(mul, binary, 2, "multiply", member)                           \
@@ -223,8 +227,9 @@ FUSEDSL_HD constexpr V quot(const V& x, const V& y) {
 using detail::quot;
 using detail::splat;
 
-// Primitives every policy provides: neg, abs, exp, log, sqrt, tanh, erf, erfc, sin, cos, max, min
-// (both NaN-propagating, as XLA's), pow, the comparisons, select.
+// Primitives every policy provides: neg, abs, exp, log, sqrt, tanh, erf, erfc, sin, cos, floor,
+// ceil, trunc, round_even (to the nearest integer, ties to even; each of the four keeps NaN, ±inf
+// and the sign of zero), max, min (both NaN-propagating, as XLA's), pow, the comparisons, select.
 FUSEDSL_UNARY_BODY(neg, M::neg(x))
 FUSEDSL_UNARY_BODY(abs, M::abs(x))
 FUSEDSL_UNARY_BODY(exp, M::exp(x))
@@ -256,6 +261,12 @@ FUSEDSL_UNARY_BODY(silu, M::select(M::eq(x, splat<V>(-std::numeric_limits<double
                                    splat<V>(0.0), quot<M>(x, splat<V>(1.0) + M::exp(M::neg(x)))))
 FUSEDSL_UNARY_BODY(sin, M::sin(x))
 FUSEDSL_UNARY_BODY(cos, M::cos(x))
+FUSEDSL_UNARY_BODY(floor, M::floor(x))
+FUSEDSL_UNARY_BODY(ceil, M::ceil(x))
+FUSEDSL_UNARY_BODY(trunc, M::trunc(x))
+// round: half to even (IEEE 754 roundTiesToEven, XLA's round-nearest-even, NumPy's round), not
+// C's round (half away from zero).
+FUSEDSL_UNARY_BODY(round, M::round_even(x))
 
 FUSEDSL_BINARY_BODY(add, x + y)
 FUSEDSL_BINARY_BODY(sub, x - y)

@@ -26,6 +26,12 @@ struct math {
   static float erfc(float x) { return std::erfc(x); }
   static float sin(float x) { return std::sin(x); }
   static float cos(float x) { return std::cos(x); }
+  static float floor(float x) { return std::floor(x); }
+  static float ceil(float x) { return std::ceil(x); }
+  static float trunc(float x) { return std::trunc(x); }
+  // nearbyint rounds in the current rounding mode: to nearest, ties to even, unless a caller
+  // changed it (fesetround), as every kernel of the library assumes.
+  static float round_even(float x) { return std::nearbyint(x); }
   static float pow(float x, float y) { return std::pow(x, y); }
   static float max(float x, float y) { return nan_max(x, y); }
   static float min(float x, float y) { return nan_min(x, y); }

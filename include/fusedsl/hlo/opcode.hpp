@@ -26,6 +26,7 @@ namespace fusedsl::hlo {
   X(sign, "sign")                                   \
   X(floor, "floor")                                 \
   X(ceil, "ceil")                                   \
+  X(round_nearest_even, "round-nearest-even")       \
   X(cosine, "cosine")                               \
   X(sine, "sine")                                   \
   X(not_, "not")                                    \
@@ -116,6 +117,7 @@ constexpr bool is_floating_only(opcode op) {
     case opcode::logistic:
     case opcode::floor:
     case opcode::ceil:
+    case opcode::round_nearest_even:
     case opcode::cosine:
     case opcode::sine:
       return true;

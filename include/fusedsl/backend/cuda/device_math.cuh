@@ -182,6 +182,9 @@ struct device_math {
   FUSEDSL_HD static float le(float x, float y) { return x <= y ? 1.0f : 0.0f; }
   FUSEDSL_HD static float select(float p, float a, float b) { return p != 0.0f ? a : b; }
   FUSEDSL_HD static float trunc(float x) { return ::truncf(x); }
+  FUSEDSL_HD static float floor(float x) { return ::floorf(x); }
+  FUSEDSL_HD static float ceil(float x) { return ::ceilf(x); }
+  FUSEDSL_HD static float round_even(float x) { return ::rintf(x); }  // ties to even
 };
 
 // Every computed op of the table instantiated on the device policy, on whatever compiler includes

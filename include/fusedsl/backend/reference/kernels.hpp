@@ -298,6 +298,20 @@ inline float apply_unary(op_kind k, float xf) {
       return std::isinf(x) ? (x > 0 ? xf : 0.0f) : float(x / (1.0 + std::exp(-x)));
     case op_kind::sin: return float(std::sin(x));
     case op_kind::cos: return float(std::cos(x));
+    case op_kind::floor:
+      return std::floor(xf);
+    case op_kind::ceil:
+      return std::ceil(xf);
+    case op_kind::trunc:
+      return std::trunc(xf);
+    // Ties to even by hand rather than by the rounding mode: floor(x + 0.5), one lower where
+    // that lands on an odd integer from an exact tie.
+    case op_kind::round: {
+      if (!std::isfinite(x)) return xf;
+      double r = std::floor(x + 0.5);
+      if (r - x == 0.5 && std::fmod(r, 2.0) != 0.0) r -= 1.0;
+      return float(std::copysign(r, x));
+    }
     default: break;
   }
   throw error(std::string("reference: not a unary op: ") + std::string(graph::name_of(k)));

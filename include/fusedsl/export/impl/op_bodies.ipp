@@ -96,6 +96,11 @@ struct hlo_math {
   static V erfc(const V& x) { return V(1.0f) - erf(x); }
   static V sin(const V& x) { return V::unary(opcode::sine, x); }
   static V cos(const V& x) { return V::unary(opcode::cosine, x); }
+  static V floor(const V& x) { return V::unary(opcode::floor, x); }
+  static V ceil(const V& x) { return V::unary(opcode::ceil, x); }
+  static V round_even(const V& x) { return V::unary(opcode::round_nearest_even, x); }
+  // HLO has no truncation: ceil below zero, floor elsewhere (NaN takes floor's, -0.5 ceil's -0).
+  static V trunc(const V& x) { return V::select(lt(x, V(0.0f)), ceil(x), floor(x)); }
   static V max(const V& x, const V& y) { return V::binary(opcode::maximum, x, y); }
   static V min(const V& x, const V& y) { return V::binary(opcode::minimum, x, y); }
   static V pow(const V& x, const V& y) { return V::binary(opcode::power, x, y); }

@@ -139,6 +139,8 @@ inline std::string stablehlo_name(opcode op) {
       return "stablehlo.cosine";
     case opcode::sine:
       return "stablehlo.sine";
+    case opcode::round_nearest_even:
+      return "stablehlo.round_nearest_even";
     case opcode::not_:
       return "stablehlo.not";
     case opcode::and_:

@@ -42,6 +42,7 @@ inline double apply_unary(hlo::opcode op, double x, hlo::element_type out, hlo::
     case opcode::sign: return std::isnan(x) ? x : (x > 0) - (x < 0);
     case opcode::floor: return std::floor(x);
     case opcode::ceil: return std::ceil(x);
+    case opcode::round_nearest_even: return std::nearbyint(x);
     case opcode::cosine: return std::cos(x);
     case opcode::sine: return std::sin(x);
     case opcode::not_: return in == hlo::element_type::pred ? double(x == 0.0)

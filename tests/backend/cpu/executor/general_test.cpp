@@ -119,3 +119,60 @@ TEST_CASE("i8 and u8 values: loads, saturating casts and sums, as the reference 
   CHECK(fd::test::compare_with_reference(ex, b, fd::test::rel_tol(1e-6)));
   CHECK(ex.stats().interpreted_groups == 0);
 }
+
+// floor, ceil, trunc and round (half to even) in a loop kernel over ties, +-0, the last floats with
+// a fraction, +-inf and NaN, and in a GEMM's epilogue over exact sums of halves (so that the
+// products round the same in any order), exactly as the reference.
+TEST_CASE("floor, ceil, trunc and round match the reference exactly, in loops and GEMM epilogues") {
+  constexpr auto x = fd::input<"x", float, 7, 13>();
+  constexpr auto w = fd::param<"w", float, 13, 9>();
+  constexpr auto halves = fd::matmul(x, w) * fd::lit<0.5>;
+  constexpr auto p = fd::compile(fd::floor(x), fd::ceil(x), fd::trunc(x), fd::round(x),
+                                 fd::round(x * fd::lit<0.5>) - fd::floor(-x));
+  fd::cpu::executor ex(p);
+  static_assert(p.graph.n_outputs == 5);
+  const float inf = std::numeric_limits<float>::infinity();
+  const float edges[] = {0.5f,
+                         -0.5f,
+                         1.5f,
+                         -2.5f,
+                         2.5f,
+                         -0.0f,
+                         0.0f,
+                         0.49999997f,
+                         -0.49999997f,
+                         8388607.5f,
+                         -8388607.5f,
+                         8388609.0f,
+                         1e30f,
+                         -1e30f,
+                         inf,
+                         -inf,
+                         std::numeric_limits<float>::quiet_NaN(),
+                         3.5f,
+                         -3.5f,
+                         100.5f};
+  fd::tensor<float, 7, 13> xv;
+  fd::tensor<float, 13, 9> wv;
+  for (int i = 0; i < 7 * 13; ++i) xv[i] = i < 20 ? edges[i] : float(i % 11 - 5) * 0.5f;
+  for (int i = 0; i < 13 * 9; ++i) wv[i] = float(i % 5 - 2);
+  // The GEMM reads finite halves only (edge values would make its sums inf or NaN).
+  fd::tensor<float, 7, 13> xg;
+  for (int i = 0; i < 7 * 13; ++i) xg[i] = i < 20 ? float(i % 7 - 3) * 0.5f : xv[i];
+  constexpr auto pg = fd::compile(fd::round(halves) + fd::trunc(halves) * fd::lit<100.0>,
+                                  fd::ceil(fd::relu(halves)) - fd::floor(halves));
+  fd::cpu::executor exg(pg);
+  fd::test::bound_program b, bg;
+  b.names = {"x"};
+  bg.names = {"x", "w"};
+  b.refs = {{b.names[0], xv}};
+  bg.refs = {{bg.names[0], xg}, {bg.names[1], wv}};
+  ex.bind("x", xv);
+  exg.bind("x", xg);
+  exg.bind("w", wv);
+  CHECK(fd::test::compare_with_reference(ex, b, fd::test::rel_tol(0.0, 0.0),
+                                         fd::test::nans::expected));
+  CHECK(fd::test::compare_with_reference(exg, bg, fd::test::rel_tol(0.0, 0.0)));
+  CHECK(ex.stats().interpreted_groups == 0);
+  CHECK(exg.stats().interpreted_groups == 0);
+}

@@ -77,6 +77,11 @@ ft::tolerance tolerance_of(op_kind kind) {
     case op_kind::sqrt:
     case op_kind::select:
       return ft::rel_tol(1.2e-7, 0.0);  // correctly rounded or one rounding
+    case op_kind::floor:
+    case op_kind::ceil:
+    case op_kind::trunc:
+    case op_kind::round:
+      return ft::rel_tol(0.0, 0.0);  // exact
     case op_kind::sin:
     case op_kind::cos:
       return ft::allclose(4e-7, 4e-7);
@@ -146,6 +151,20 @@ std::vector<float> scalar_body(const std::vector<float>* in, std::size_t n) {
   return out;
 }
 
+bool is_rounding(op_kind kind) {
+  return kind == op_kind::floor || kind == op_kind::ceil || kind == op_kind::trunc ||
+         kind == op_kind::round;
+}
+
+// Values where rounding goes wrong if it is done carelessly: halves (ties go to the even
+// neighbour), the floats just below and above a half, the largest floats with a fraction
+// (8388607.5 = 2^23 - 0.5), integers above 2^23 (where adding 0.5 rounds), and huge values.
+std::vector<float> rounding_edges() {
+  return {0.5f,       1.5f,       2.5f,       3.5f,       0.49999997f, 0.50000006f,
+          1.4999999f, 2.5000002f, 8388607.5f, 8388607.0f, 8388609.0f,  16777215.0f,
+          4194303.5f, 1e30f,      0.25f,      0.75f,      1e-45f,      100.5f};
+}
+
 // The inputs of K: for unary ops the edge and random values in a range that exercises the op; for
 // binary ops every pair of edge values, then random pairs; for select a 0/1 predicate.
 std::vector<std::vector<float>> operands_of(op_kind kind) {
@@ -156,6 +175,11 @@ std::vector<std::vector<float>> operands_of(op_kind kind) {
                        ? 0.0f
                        : (wide ? -30.0f : -6.0f);
   const float hi = wide ? 30.0f : 6.0f;
+  if (is_rounding(kind)) {  // ties, the last fractional floats and integers beyond 2^23
+    std::vector<float> x = inputs(lo, hi, 1);
+    for (float t : rounding_edges()) x.push_back(t), x.push_back(-t);
+    return {x};
+  }
   if (g::is_unary(kind)) return {inputs(lo, hi, 1)};
   const std::vector<float> e = inputs(lo, hi, 2);
   std::vector<float> x, y;
@@ -210,6 +234,52 @@ int check_all(std::index_sequence<I...>) {
 
 TEST_CASE("every elementwise op of the table: vector and scalar bodies match the reference") {
   const int checked = check_all(std::make_index_sequence<g::op_count>{});
-  // neg ... cos (15), add ... pow (7), eq ... ge (6), select.
-  CHECK(checked == 29);
+  // neg ... cos (15), floor ... round (4), add ... pow (7), eq ... ge (6), select.
+  CHECK(checked == 33);
+}
+
+// The rounding ops keep the sign of zero (round(-0.4) is -0, as IEEE's roundToIntegral and XLA's
+// are), which an exact comparison of values does not see.
+TEST_CASE("floor, ceil, trunc and round keep the sign of zero on every path") {
+  struct signed_case {
+    op_kind op;
+    float x;
+    bool negative;  // the sign of the zero result
+  };
+  const signed_case cases[] = {
+      {op_kind::floor, -0.0f, true}, {op_kind::floor, 0.3f, false}, {op_kind::ceil, -0.3f, true},
+      {op_kind::ceil, -0.0f, true},  {op_kind::ceil, 0.0f, false},  {op_kind::trunc, -0.7f, true},
+      {op_kind::trunc, 0.7f, false}, {op_kind::round, -0.4f, true}, {op_kind::round, -0.5f, true},
+      {op_kind::round, 0.5f, false}, {op_kind::round, -0.0f, true},
+  };
+  for (const signed_case& c : cases) {
+    INFO(std::string(g::name_of(c.op)) << "(" << c.x << ")");
+    const std::vector<float> in[1] = {std::vector<float>(5, c.x)};
+    const auto all = [&]<op_kind K>() {
+      return std::vector<std::vector<float>>{vector_body<K, k::native_arch>(in, 5),
+                                             vector_body<K, k::scalar_arch>(in, 5),
+                                             scalar_body<K>(in, 5),
+                                             {ref::apply_unary(K, c.x)}};
+    };
+    std::vector<std::vector<float>> got;
+    switch (c.op) {
+      case op_kind::floor:
+        got = all.template operator()<op_kind::floor>();
+        break;
+      case op_kind::ceil:
+        got = all.template operator()<op_kind::ceil>();
+        break;
+      case op_kind::trunc:
+        got = all.template operator()<op_kind::trunc>();
+        break;
+      default:
+        got = all.template operator()<op_kind::round>();
+        break;
+    }
+    for (const std::vector<float>& r : got)
+      for (float v : r) {
+        CHECK(v == 0.0f);
+        CHECK(std::signbit(v) == c.negative);
+      }
+  }
 }

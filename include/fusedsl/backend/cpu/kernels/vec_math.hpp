@@ -55,10 +55,36 @@ template <class A>
 xsimd::batch<float, A> cos_of(const xsimd::batch<float, A>& x) {
   return xsimd::cos(x);
 }
+// trunc, floor and ceil with x's sign put back: a result has x's sign whenever it is 0
+// (trunc(-0.7) = floor(-0) = ceil(-0.3) = -0), which xsimd's SSE2 forms (a conversion to int and
+// back, then a correction) lose.
 inline float trunc_of(float x) { return std::trunc(x); }
 template <class A>
 xsimd::batch<float, A> trunc_of(const xsimd::batch<float, A>& x) {
-  return xsimd::trunc(x);
+  return xsimd::copysign(xsimd::trunc(x), x);
+}
+inline float floor_of(float x) {
+  return std::floor(x);
+}
+template <class A>
+xsimd::batch<float, A> floor_of(const xsimd::batch<float, A>& x) {
+  return xsimd::copysign(xsimd::floor(x), x);
+}
+inline float ceil_of(float x) {
+  return std::ceil(x);
+}
+template <class A>
+xsimd::batch<float, A> ceil_of(const xsimd::batch<float, A>& x) {
+  return xsimd::copysign(xsimd::ceil(x), x);
+}
+// Ties to even in the default rounding mode (roundps with the current mode, NEON's frintn, or
+// xsimd's add-and-subtract 2^23 on SSE2), the same as std::nearbyint's.
+inline float round_even_of(float x) {
+  return std::nearbyint(x);
+}
+template <class A>
+xsimd::batch<float, A> round_even_of(const xsimd::batch<float, A>& x) {
+  return xsimd::nearbyint(x);
 }
 }  // namespace detail
 
@@ -144,6 +170,18 @@ struct vec_math {
   template <class V>
   static V trunc(const V& x) {
     return detail::trunc_of(x);
+  }
+  template <class V>
+  static V floor(const V& x) {
+    return detail::floor_of(x);
+  }
+  template <class V>
+  static V ceil(const V& x) {
+    return detail::ceil_of(x);
+  }
+  template <class V>
+  static V round_even(const V& x) {
+    return detail::round_even_of(x);
   }
   // tuned whole ops (vmath.hpp)
   template <class V>
