@@ -146,6 +146,19 @@ constexpr auto& seed = fd::models::seed::program;
 // Batched causal grouped-query attention ([B, L, D], 4 query heads sharing 2 key/value heads).
 constexpr auto xs = fd::input<"xs", float, 2, 16, 32>();
 constexpr auto batched_gqa = fd::compile(fd::nn::attention<"attn", 4, 2, true>(xs));
+// nn::attention_options: cross-attention to an encoder output of another length and width with
+// a per-head relative-position bias and no scale (T5), grouped heads; and causal sliding-window
+// self-attention with an ALiBi-like per-head, per-key bias.
+constexpr auto enc = fd::input<"enc", float, 2, 12, 24>();
+constexpr auto rel_bias = fd::input<"rel_bias", float, 4, 16, 12>();
+constexpr auto key_bias = fd::input<"key_bias", float, 4, 1, 16>();
+constexpr fd::nn::attention_options cross_options{
+    .heads = 4, .kv_heads = 2, .scale = 1.0, .context = true, .bias = true};
+constexpr fd::nn::attention_options window_options{
+    .heads = 4, .causal = true, .window = 5, .bias = true};
+constexpr auto attention_options =
+    fd::compile(fd::nn::attention<"xa", cross_options>(xs, enc, rel_bias),
+                fd::nn::attention<"sa", window_options>(xs, key_bias));
 using gpt_small = fd::models::transformer<32, 64, 4, 128, 2, fd::nn::pre_ln, true>;
 constexpr auto& gpt = gpt_small::program;
 

@@ -208,6 +208,7 @@ void for_each_case(F&& f) {
   f("rounding", ec::rounding);
   f("stack", ec::stack);
   f("batched_gqa", ec::batched_gqa);
+  f("attention_options", ec::attention_options);
   f("seed_transformer", ec::seed);
   f("gpt_small", ec::gpt);
 }

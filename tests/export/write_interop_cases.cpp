@@ -139,6 +139,7 @@ int main(int argc, char** argv) {
     w.add("rounding", ec::rounding, false, {{"r", ec::rounding_values}});
     w.add("stack", ec::stack);
     w.add("batched_gqa", ec::batched_gqa);
+    w.add("attention_options", ec::attention_options);
     w.add("seed_transformer", ec::seed, true);
     w.add("gpt_small", ec::gpt, true);
     std::cout << "wrote " << w.count << " cases to " << w.dir.string() << "\n";

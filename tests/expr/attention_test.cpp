@@ -86,6 +86,77 @@ TEST_CASE("batched attention [2, L, D] treats each sequence on its own") {
   test::check_close(y, nnref::attention(as_mat(xv), 2, L, D, 4, 2, true, w, "attn"), 1e-5, 1e-4);
 }
 
+// nn::attention_options: cross-attention over an encoder output of another length and width, an
+// additive bias of several broadcast shapes, no scale, grouped heads, sliding windows.
+TEST_CASE(
+    "attention options: cross-attention, bias, scale, causal and sliding windows against the "
+    "formula") {
+  constexpr int Lk = 11, Dc = 12, B = 2;
+  constexpr auto x = fd::input<"x", float, B, L, D>();
+  constexpr auto enc = fd::input<"enc", float, B, Lk, Dc>();
+  constexpr auto rel = fd::input<"rel", float, 4, L, Lk>();      // per head: a T5-style bias
+  constexpr auto slopes = fd::input<"alibi", float, 4, 1, L>();  // ALiBi: per head, per key
+  auto xv = test::random_tensor<float, B, L, D>(7);
+  auto ev = test::random_tensor<float, B, Lk, Dc>(8);
+  auto rv = test::random_tensor<float, 4, L, Lk>(9);
+  auto av = test::random_tensor<float, 4, 1, L>(10);
+  const auto run = [&](const auto& g, unsigned seed) {
+    fd::reference::evaluator e{g};
+    nnref::weights w(e.required(), seed);
+    w.bind(e);
+    e.bind("x", xv);
+    for (const auto& spec : e.required()) {
+      if (spec.name == "enc") e.bind("enc", ev);
+      if (spec.name == "rel") e.bind("rel", rv);
+      if (spec.name == "alibi") e.bind("alibi", av);
+    }
+    auto outs = e.run();
+    return std::pair{std::move(outs.at(0)), std::move(w)};
+  };
+  const nnref::mat xm = as_mat(xv), em = as_mat(ev);
+  const auto no_bias = [](int, int, int, int) { return 0.0; };
+  SUBCASE("cross-attention, unscaled, a [heads, Lq, Lk] bias, grouped heads") {
+    constexpr fd::nn::attention_options o{
+        .heads = 4, .kv_heads = 2, .scale = 1.0, .context = true, .bias = true};
+    auto [y, w] = run(fd::flatten(fd::nn::attention<"xa", o>(x, enc, rel)), 11);
+    CHECK(y.shape() == fd::make_dims(B, L, D));
+    const auto bias = [&](int, int h, int i, int j) { return double(rv[(h * L + i) * Lk + j]); };
+    test::check_close(
+        y, nnref::attention_with(xm, em, B, L, Lk, D, Dc, 4, 2, {.scale = 1.0}, bias, w, "xa"),
+        1e-5, 1e-4);
+  }
+  SUBCASE("self-attention, causal, ALiBi-like [heads, 1, L] bias, a window of 3") {
+    constexpr fd::nn::attention_options o{.heads = 4, .causal = true, .window = 3, .bias = true};
+    auto [y, w] = run(fd::flatten(fd::nn::attention<"sa", o>(x, slopes)), 12);
+    const auto bias = [&](int, int h, int, int j) { return double(av[h * L + j]); };
+    test::check_close(y,
+                      nnref::attention_with(xm, xm, B, L, L, D, D, 4, 4,
+                                            {.causal = true, .window = 3}, bias, w, "sa"),
+                      1e-5, 1e-4);
+  }
+  SUBCASE("a window on both sides without causal, multi-query heads, scale 0.5") {
+    constexpr fd::nn::attention_options o{.heads = 4, .kv_heads = 1, .scale = 0.5, .window = 2};
+    auto [y, w] = run(fd::flatten(fd::nn::attention<"sa", o>(x)), 13);
+    test::check_close(y,
+                      nnref::attention_with(xm, xm, B, L, L, D, D, 4, 1,
+                                            {.scale = 0.5, .window = 2}, no_bias, w, "sa"),
+                      1e-5, 1e-4);
+  }
+  SUBCASE("cross-attention with a causal mask aligns the last query with the last key") {
+    constexpr fd::nn::attention_options o{.heads = 2, .causal = true, .context = true};
+    auto [y, w] = run(fd::flatten(fd::nn::attention<"xa", o>(x, enc)), 14);
+    test::check_close(
+        y, nnref::attention_with(xm, em, B, L, Lk, D, Dc, 2, 2, {.causal = true}, no_bias, w, "xa"),
+        1e-5, 1e-4);
+  }
+  SUBCASE("the options form without extras is attention<Prefix, Heads, KvHeads, Causal>") {
+    constexpr fd::nn::attention_options o{.heads = 4, .kv_heads = 2, .causal = true};
+    auto [y, w] = run(fd::flatten(fd::nn::attention<"attn", o>(x)), 15);
+    auto [y2, w2] = run(fd::flatten(fd::nn::attention<"attn", 4, 2, true>(x)), 15);
+    CHECK(test::values(y) == test::values(y2));
+  }
+}
+
 TEST_CASE("feed-forward is fc2(act(fc1(x))) for each activation") {
   constexpr auto x = fd::input<"x", float, L, D>();
   auto xv = test::random_tensor<float, L, D>(7, -2, 2);

@@ -111,6 +111,59 @@ inline mat attention(const mat& x, int batch, int L, int D, int H, int Hkv, bool
   return linear(o, rows, D, D, w, p + ".o");
 }
 
+// Attention as nn::attention_options describe it, on `batch` sequences: queries from x [Lq, D]
+// per sequence, keys and values from ctx [Lk, Dc]; bias(b, h, i, j) added to the scaled scores;
+// query i stands at key position i + Lk - Lq; causal: keys j at or before it; window w > 0: keys
+// less than w positions from it (causal: before it). scale 0: 1 / sqrt(dh).
+struct score_rule {
+  bool causal = false;
+  double scale = 0;
+  int window = 0;
+};
+template <class Bias>
+mat attention_with(const mat& x, const mat& ctx, int batch, int Lq, int Lk, int D, int Dc, int H,
+                   int Hkv, score_rule r, Bias bias, const weights& w, const std::string& p) {
+  const int dh = D / H;
+  const double scale = r.scale == 0 ? 1.0 / std::sqrt(double(dh)) : r.scale;
+  const mat q = linear(x, batch * Lq, D, D, w, p + ".q");
+  const mat k = linear(ctx, batch * Lk, Dc, Hkv * dh, w, p + ".k");
+  const mat v = linear(ctx, batch * Lk, Dc, Hkv * dh, w, p + ".v");
+  mat o(std::size_t(batch * Lq * D));
+  for (int b = 0; b < batch; ++b)
+    for (int h = 0; h < H; ++h) {
+      const int kv = h / (H / Hkv);
+      for (int i = 0; i < Lq; ++i) {
+        const int pos = i + Lk - Lq;
+        const auto sees = [&](int j) {
+          if (r.causal && j > pos) return false;
+          return r.window <= 0 || std::abs(pos - j) < r.window;
+        };
+        std::vector<double> s(static_cast<std::size_t>(Lk));
+        double m = -1e300;
+        for (int j = 0; j < Lk; ++j) {
+          double acc = 0;
+          for (int d = 0; d < dh; ++d)
+            acc += q[std::size_t((b * Lq + i) * D + h * dh + d)] *
+                   k[std::size_t((b * Lk + j) * Hkv * dh + kv * dh + d)];
+          s[std::size_t(j)] = acc * scale + bias(b, h, i, j);
+          if (sees(j)) m = std::max(m, s[std::size_t(j)]);
+        }
+        double sum = 0;
+        for (int j = 0; j < Lk; ++j) {
+          s[std::size_t(j)] = sees(j) ? std::exp(s[std::size_t(j)] - m) : 0.0;
+          sum += s[std::size_t(j)];
+        }
+        for (int d = 0; d < dh; ++d) {
+          double acc = 0;
+          for (int j = 0; j < Lk; ++j)
+            acc += s[std::size_t(j)] / sum * v[std::size_t((b * Lk + j) * Hkv * dh + kv * dh + d)];
+          o[std::size_t((b * Lq + i) * D + h * dh + d)] = acc;
+        }
+      }
+    }
+  return linear(o, batch * Lq, D, D, w, p + ".o");
+}
+
 template <class Act>
 mat ffn(const mat& x, int rows, int D, int F, const weights& w, const std::string& p, Act act) {
   mat h = linear(x, rows, D, F, w, p + ".fc1");

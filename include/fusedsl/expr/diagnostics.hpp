@@ -97,6 +97,18 @@ struct attention_mask {
       "attention: the mask must be [seq] for x [seq, d] or [batch, seq] for x [batch, seq, d], "
       "boolean or of x's dtype");
 };
+template <bool Ok, class XShape, class ContextShape>
+struct attention_context {
+  static_assert(Ok,
+                "attention: the key/value sequence (context) must be [seq_kv, d_kv] for x [seq, d] "
+                "or [batch, seq_kv, d_kv] for x [batch, seq, d], of x's dtype");
+};
+template <bool Ok, class BiasShape>
+struct attention_bias {
+  static_assert(Ok,
+                "attention: the bias must broadcast to the scores [batch, heads, seq, seq_kv] (or "
+                "[heads, seq, seq_kv] for x [seq, d]) and have x's dtype");
+};
 template <bool Ok, class Shape>
 struct block_shape {
   static_assert(Ok, "stack: a repeated block must return a tensor of its input's shape and dtype");

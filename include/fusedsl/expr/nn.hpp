@@ -6,6 +6,7 @@
 // small and tree-shaped however deep it is.
 #include <limits>
 #include <string_view>
+#include <tuple>
 
 #include "fusedsl/expr/ops.hpp"
 #include "fusedsl/expr/flatten.hpp"
@@ -262,14 +263,52 @@ constexpr int merge_heads(builder& b, int x) {
   return b.reshape(y, r);
 }
 
+// An additive bias that broadcasts to [.., H, L, Lk] (r axes), as a value that broadcasts to the
+// scores' layout [.., Hkv, G*L, Lk]: axes padded on the left to rank r; with grouped heads (G > 1)
+// its head and query axes widened to H and L (a broadcast the kernel reads as a view) and split.
+constexpr int scores_layout(builder& b, int bias, std::int64_t heads, std::int64_t kv_heads,
+                            std::int64_t len, std::int64_t len_kv, int r) {
+  const dims bs = b.at(bias).shape;
+  if (bs.rank > r) graph::fail("attention: the bias must broadcast to [batch, heads, Lq, Lk]");
+  dims padded;
+  padded.rank = r;
+  for (int c = 0; c < r; ++c) padded[c] = c < r - bs.rank ? 1 : bs[c - (r - bs.rank)];
+  const std::int64_t want[3] = {heads, len, len_kv};
+  for (int c = 0; c < 3; ++c)
+    if (padded[r - 3 + c] != 1 && padded[r - 3 + c] != want[c])
+      graph::fail("attention: the bias must broadcast to [batch, heads, Lq, Lk]");
+  int out = bs.rank < r ? b.reshape(bias, padded) : bias;
+  if (heads == kv_heads) return out;
+  dims wide = padded;
+  wide[r - 3] = heads;
+  wide[r - 2] = len;
+  if (!(wide == padded)) out = b.broadcast(out, wide);
+  dims grouped = wide;
+  grouped[r - 3] = kv_heads;
+  grouped[r - 2] = (heads / kv_heads) * len;
+  return b.reshape(out, grouped);
+}
+
+// How attention scores are made and masked, besides the heads (nn::attention_options).
+struct score_options {
+  bool causal = false;
+  double scale = 0;         // 0: 1 / sqrt(head_dim); 1: none (T5)
+  std::int64_t window = 0;  // > 0: a query sees keys within `window` positions of it (see below)
+};
+
 // Scaled dot-product attention over split heads (Vaswani et al., 2017), with grouped/multi-query
 // heads (Ainslie et al., 2023): q [.., H, L, dh], k and v [.., Hkv, Lk, dh]; head h reads key/value
 // head h / (H / Hkv). Returns the heads merged, [.., L, H * dh]. `mask` (-1: none) is a
 // key-padding mask over the keys, [Lk] or [B, Lk]: boolean (true: attend; a query whose keys are
-// all masked gets zeros) or floating (added to the scores, as frameworks' extended masks).
-// Causal: query i sees keys j <= i + Lk - L. The causal select comes last, next to the softmax, so
-// the attention kernel skips the blocks it masks (plan/lower.hpp).
-constexpr int emit_attention_core(builder& b, int q, int k, int v, bool causal, int mask = -1) {
+// all masked gets zeros) or floating (added to the scores, as frameworks' extended masks). `bias`
+// (-1: none) is added to the scaled scores, any shape that broadcasts to [.., H, L, Lk] (a
+// relative-position bias, ALiBi). Query i stands at key position i + Lk - L (the last query with
+// the last key). Causal: it sees keys j at or before its position; a window w: keys less than w
+// positions from it (before it, when causal; on either side otherwise). The causal select comes
+// last, next to the softmax, so the attention kernel skips the blocks it masks (plan/lower.hpp);
+// the bias and the window are the kernel's score program.
+constexpr int emit_attention_core(builder& b, int q, int k, int v, score_options o, int mask = -1,
+                                  int bias = -1) {
   const dims qs = b.at(q).shape, ks = b.at(k).shape;
   const int r = qs.rank;
   const std::int64_t heads = qs[r - 3], kv_heads = ks[r - 3], len = qs[r - 2], len_kv = ks[r - 2],
@@ -281,7 +320,10 @@ constexpr int emit_attention_core(builder& b, int q, int k, int v, bool causal, 
   qg[r - 2] = group * len;
   const int qf = b.reshape(q, qg);
   int s = b.matmul(qf, k, false, true);  // [.., Hkv, G*L, Lk]
-  s = b.binary(op_kind::mul, s, b.constant(1.0 / sqrt_of(double(dh))));
+  const double scale = o.scale == 0 ? 1.0 / sqrt_of(double(dh)) : o.scale;
+  if (scale != 1.0) s = b.binary(op_kind::mul, s, b.constant(scale));
+  if (bias >= 0)
+    s = b.binary(op_kind::add, s, scores_layout(b, bias, heads, kv_heads, len, len_kv, r));
   if (mask >= 0) {
     // [..., Lk] -> [..., 1, 1, Lk]: one row of key flags per sequence, over heads and queries.
     const dims ms = b.at(mask).shape;
@@ -297,47 +339,63 @@ constexpr int emit_attention_core(builder& b, int q, int k, int v, bool causal, 
       s = b.binary(op_kind::add, s, mr);
     }
   }
-  if (causal) {
+  if (o.causal || o.window > 0) {
     // [.., Hkv, G, L, Lk] so that one [L, Lk] mask broadcasts over heads and groups.
     dims s5 = b.at(s).shape;
     s5.rank += 1;
     s5[s5.rank - 1] = len_kv;
     s5[s5.rank - 2] = len;
     s5[s5.rank - 3] = group;
-    const int sg = b.reshape(s, s5);
+    int masked = b.reshape(s, s5);
     const dims ll = make_dims(len, len_kv);
-    int rows = b.iota(dtype::i32, ll, 0);
+    int rows = b.iota(dtype::i32, ll, 0);  // the query's key position
     if (len_kv != len) {
       const int shift = b.constant(double(len_kv - len), dtype::i32);
       rows = b.binary(op_kind::add, rows, shift);
     }
     const int cols = b.iota(dtype::i32, ll, 1);
-    const int keep = b.binary(op_kind::ge, rows, cols);
     const int neg_inf = b.constant(-std::numeric_limits<double>::infinity());
-    const int masked = b.select(keep, sg, neg_inf);
+    if (o.window > 0) {  // row - col < w and, unless causal, col - row < w: one select each
+      const int w = b.constant(double(o.window), dtype::i32);
+      masked =
+          b.select(b.binary(op_kind::lt, b.binary(op_kind::sub, rows, cols), w), masked, neg_inf);
+      if (!o.causal)
+        masked =
+            b.select(b.binary(op_kind::lt, b.binary(op_kind::sub, cols, rows), w), masked, neg_inf);
+    }
+    if (o.causal) masked = b.select(b.binary(op_kind::ge, rows, cols), masked, neg_inf);
     s = b.reshape(masked, b.at(s).shape);
   }
   const int p = b.softmax(s, -1);
-  const int o = b.matmul(p, v);  // [.., Hkv, G*L, dh]
-  dims oh = b.at(o).shape;
+  const int pv = b.matmul(p, v);  // [.., Hkv, G*L, dh]
+  dims oh = b.at(pv).shape;
   oh[r - 3] = heads;
   oh[r - 2] = len;
-  return merge_heads(b, b.reshape(o, oh));
+  return merge_heads(b, b.reshape(pv, oh));
 }
 
-// Multi-head self-attention: projections q, k, v, o (each .w and .b, under "<prefix>") around
-// emit_attention_core. x: [L, D] or [B, L, D]; mask as emit_attention_core's (over x's positions).
-constexpr int emit_attention(builder& b, int x, std::string_view prefix, int heads, int kv_heads,
-                             bool causal, int mask = -1, int wt = -1) {
+// Multi-head attention: projections q, k, v, o (each .w and .b, under "<prefix>") around
+// emit_attention_core. x: [L, D] or [B, L, D], the queries; context: [Lk, Dc] or [B, Lk, Dc], the
+// keys and values (x itself for self-attention); mask and bias as emit_attention_core's (the mask
+// over the context's positions).
+constexpr int emit_attention_with(builder& b, int x, int context, std::string_view prefix,
+                                  int heads, int kv_heads, score_options o, int mask = -1,
+                                  int bias = -1, int wt = -1) {
   const dims xs = b.at(x).shape;
   const std::int64_t d = xs.back(), dh = d / heads;
   const int q = split_heads(b, emit_linear(b, x, join(prefix, "q").view(), d, true, wt), heads);
-  const int k = split_heads(b, emit_linear(b, x, join(prefix, "k").view(), kv_heads * dh, true, wt),
-                            kv_heads);
-  const int v = split_heads(b, emit_linear(b, x, join(prefix, "v").view(), kv_heads * dh, true, wt),
-                            kv_heads);
-  const int o = emit_attention_core(b, q, k, v, causal, mask);
-  return emit_linear(b, o, join(prefix, "o").view(), d, true, wt);
+  const int k = split_heads(
+      b, emit_linear(b, context, join(prefix, "k").view(), kv_heads * dh, true, wt), kv_heads);
+  const int v = split_heads(
+      b, emit_linear(b, context, join(prefix, "v").view(), kv_heads * dh, true, wt), kv_heads);
+  const int a = emit_attention_core(b, q, k, v, o, mask, bias);
+  return emit_linear(b, a, join(prefix, "o").view(), d, true, wt);
+}
+
+// Multi-head self-attention (emit_attention_with over x's own positions).
+constexpr int emit_attention(builder& b, int x, std::string_view prefix, int heads, int kv_heads,
+                             bool causal, int mask = -1, int wt = -1) {
+  return emit_attention_with(b, x, x, prefix, heads, kv_heads, {.causal = causal}, mask, -1, wt);
 }
 
 struct post_ln {};  // y = LN(x + f(x)), the original Transformer
@@ -447,6 +505,104 @@ constexpr auto attention(X, M) {
   detail::check_attention<X, Heads, KvHeads>();
   detail::check_mask<X, M>();
   return expr::masked_composite_t<attention_fn<Prefix, Heads, KvHeads, Causal, W>, X, M>{};
+}
+
+// nn::attention's options, for attention beyond self-attention with a key-padding mask:
+//   attention<"attn", attention_options{.heads = 8, .context = true, .bias = true}>(x, enc, bias)
+// The operands are x (the queries), then in this order those the options name: the context (the
+// keys' and values' sequence, cross-attention), the bias, the key-padding mask.
+struct attention_options {
+  int heads = 0;
+  int kv_heads = 0;     // 0: heads (multi-head); fewer: grouped/multi-query
+  bool causal = false;  // query i sees keys at or before its position (i + Lk - Lq)
+  double scale = 0;     // the scores' factor; 0: 1 / sqrt(head_dim); 1: none (T5)
+  std::int64_t window =
+      0;                 // > 0: keys less than `window` positions from the query (sliding window)
+  bool context = false;  // an operand [Lk, Dc] / [B, Lk, Dc] holds the keys' and values' sequence
+  bool bias = false;     // an operand added to the scaled scores, broadcast to [B, H, Lq, Lk]
+  bool mask = false;     // a key-padding mask over the keys, [Lk] or [B, Lk] (see attention)
+  constexpr int kv() const { return kv_heads == 0 ? heads : kv_heads; }
+  constexpr int operands() const { return 1 + int(context) + int(bias) + int(mask); }
+};
+
+namespace detail {
+template <class X, class B>
+constexpr bool bias_broadcasts(std::int64_t heads, std::int64_t len_kv) {
+  const int r = X::shape.rank + 1;  // [batch..., H, Lq, Lk]
+  if (B::shape.rank > r || B::type != X::type) return false;
+  dims want;
+  want.rank = r;
+  for (int c = 0; c < r - 3; ++c) want[c] = X::shape[c];
+  want[r - 3] = heads;
+  want[r - 2] = X::shape[X::shape.rank - 2];
+  want[r - 1] = len_kv;
+  for (int c = 0; c < B::shape.rank; ++c) {
+    const std::int64_t e = B::shape[c], w = want[r - B::shape.rank + c];
+    if (e != 1 && e != w) return false;
+  }
+  return true;
+}
+
+template <attention_options O, class X, class... Ys>
+constexpr void check_attention_roles() {
+  using ops = std::tuple<X, Ys...>;
+  check_attention<X, O.heads, O.kv()>();
+  constexpr int ic = 1, ib = 1 + int(O.context), im = ib + int(O.bias);
+  using C = std::tuple_element_t<O.context ? ic : 0, ops>;
+  (void)diag::attention_context<C::shape.rank == X::shape.rank && C::type == X::type &&
+                                    (X::shape.rank == 2 || C::shape[0] == X::shape[0]),
+                                expr::shape_t<X>, expr::shape_t<C>>{};
+  constexpr std::int64_t len_kv = C::shape[C::shape.rank - 2];
+  if constexpr (O.bias) {
+    using B = std::tuple_element_t<ib, ops>;
+    (void)diag::attention_bias<bias_broadcasts<X, B>(O.heads, len_kv), expr::shape_t<B>>{};
+  }
+  if constexpr (O.mask) check_mask<C, std::tuple_element_t<im, ops>>();
+}
+
+template <attention_options O, class X, class... Ys>
+constexpr void check_attention_operands() {
+  static_assert(O.heads > 0, "attention: attention_options needs .heads");
+  static_assert(sizeof...(Ys) + 1 == O.operands(),
+                "attention: the operands must be x, then those the options name, in this order: "
+                "the context (.context), the bias (.bias), the mask (.mask)");
+  if constexpr (O.heads > 0 && sizeof...(Ys) + 1 == O.operands())
+    check_attention_roles<O, X, Ys...>();
+}
+
+}  // namespace detail
+
+template <fixed_string Prefix, attention_options O, class W>
+struct attention_with_fn {
+  template <class X>
+  static constexpr dims result_shape() {
+    return X::shape;
+  }
+  template <class X, class... Ys>
+  static constexpr bool valid() {
+    return detail::attention_valid<X, O.heads, O.kv()>();
+  }
+  template <class... I>
+  static constexpr int emit(builder& b, int x, I... rest) {
+    const int ids[] = {x, rest..., -1};
+    int next = 1;
+    const int context = O.context ? ids[next++] : x;
+    const int bias = O.bias ? ids[next++] : -1;
+    const int mask = O.mask ? ids[next] : -1;
+    return emit_attention_with(b, x, context, Prefix.view(), O.heads, O.kv(),
+                               {.causal = O.causal, .scale = O.scale, .window = O.window}, mask,
+                               bias, int(weight_dtype<W>(b.at(x).type)));
+  }
+};
+
+// Attention as the options say: cross-attention (keys and values from a context of its own length
+// and width), an additive bias, no or another scale, causal and sliding-window masks, a key-padding
+// mask, grouped/multi-query heads; params under Prefix as attention's ("<Prefix>.q.w", ...).
+template <fixed_string Prefix, attention_options O, class W = same_as_input, expression X,
+          expression... Ys>
+constexpr auto attention(X, Ys...) {
+  detail::check_attention_operands<O, X, Ys...>();
+  return expr::composite_of_t<attention_with_fn<Prefix, O, W>, X, Ys...>{};
 }
 
 template <fixed_string Prefix, std::int64_t Hidden, op_kind Act, class W>

@@ -117,7 +117,7 @@ constexpr int emit_bert_layer(builder& b, int x, int mask, int heads, std::int64
   const int qh = nn::split_heads(b, q, heads);
   const int kh = nn::split_heads(b, k, heads);
   const int vh = nn::split_heads(b, v, heads);
-  const int ctx = nn::emit_attention_core(b, qh, kh, vh, false, mask);
+  const int ctx = nn::emit_attention_core(b, qh, kh, vh, {}, mask);
   const int o =
       nn::emit_linear(b, ctx, "attention.output.dense", d, true, int(wt), nn::torch_linear_layers);
   const int r1 = b.binary(op_kind::add, o, x);

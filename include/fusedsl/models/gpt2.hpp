@@ -150,7 +150,7 @@ template <class Cfg>
 constexpr int emit_gpt2_prefill_layer(builder& b, int x) {
   const dtype wt = Cfg::weight_dtype;
   const gpt2_heads a = emit_gpt2_qkv(b, x, "", Cfg::heads, Cfg::eps, wt);
-  const int ctx = nn::emit_attention_core(b, a.q, a.k, a.v, true);
+  const int ctx = nn::emit_attention_core(b, a.q, a.k, a.v, {.causal = true});
   b.mark_output(a.k);
   b.mark_output(a.v);
   return emit_gpt2_block_tail(b, x, ctx, "", Cfg::inner, Cfg::eps, wt);

@@ -65,7 +65,7 @@ constexpr int emit_llama_block(builder& b, int x, int cos, int sin, int heads, i
   const int qh = b.transpose(qr, to_heads);
   const int kh = b.transpose(kr, to_heads);
   const int vh = b.transpose(b.reshape(v, make_dims(len, kv_heads, dh)), to_heads);
-  const int o = nn::emit_attention_core(b, qh, kh, vh, true);
+  const int o = nn::emit_attention_core(b, qh, kh, vh, {.causal = true});
   const int h =
       b.binary(op_kind::add, x, nn::emit_linear(b, o, name("attn.o").view(), d, false, wt));
   const int n2 = emit_rmsnorm(b, h, name("ffn_norm").view(), eps, wt);

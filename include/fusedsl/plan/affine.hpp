@@ -54,6 +54,24 @@ struct index_map {
   constexpr bool operator==(const index_map&) const = default;
 };
 
+// Do maps a and b give the same index at every point of box s? (They may differ in the
+// coefficients of axes of extent 1 there, which one reshape folds into a neighbouring row.)
+constexpr bool same_on(const index_map& a, const index_map& b, const iter_space& s) {
+  if (a.rank != b.rank) return false;
+  for (int c = 0; c < a.rank; ++c) {
+    const affine_row &x = a.row[std::size_t(c)], &y = b.row[std::size_t(c)];
+    std::int64_t vx = x.base, vy = y.base;
+    for (int t = 0; t < s.rank; ++t) {
+      const std::size_t i = std::size_t(t);
+      vx += x.coef[i] * s.lo[i];
+      vy += y.coef[i] * s.lo[i];
+      if (s.hi[i] - s.lo[i] > 1 && x.coef[i] != y.coef[i]) return false;
+    }
+    if (vx != vy) return false;
+  }
+  return true;
+}
+
 // What a lowering attempt asks for instead of a result.
 struct refine_request {
   enum kind_t : std::uint8_t { none, split_axis, split_box, fail } kind = none;

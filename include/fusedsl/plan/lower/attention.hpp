@@ -254,7 +254,7 @@ struct attention_lowering : lowering<N> {
       // The input must be read at the plain score index: check the map the emitter used for it.
       for (int i = 0; i < desc.c.n_ins; ++i)
         if (desc.c.instr[std::size_t(i)].kind == ins_kind::input &&
-            !(scores.memo_map[std::size_t(i)] == qk_map(bottom)))
+            !same_on(scores.memo_map[std::size_t(i)], qk_map(bottom), sp))
           return refuse("an attention whose score program reads the scores at another index");
       a.score = {0, std::int16_t(desc.c.n_ins), std::int16_t(res)};
     }

@@ -132,6 +132,39 @@ TEST_CASE("batched masked attention, grouped heads and Lq != Lk causal through t
   check_program(pd, 16);
 }
 
+// nn::attention_options through the planner: each an attention kernel whose scores never reach
+// memory (the arena holds no [heads, Lq, Lk] buffer), against the reference.
+TEST_CASE(
+    "attention options: cross-attention, biases, no scale and windows stay one flash kernel") {
+  constexpr std::int64_t B = 2, Lq = 20, Lk = 28, Dm = 32, Dc = 24;
+  constexpr auto x = fd::input<"x", float, B, Lq, Dm>();
+  constexpr auto enc = fd::input<"enc", float, B, Lk, Dc>();
+  constexpr auto rel = fd::input<"rel", float, 4, Lq, Lk>();
+  constexpr auto alibi = fd::input<"alibi", float, 4, 1, Lq>();
+  constexpr auto pad = fd::input<"pad", bool, B, Lk>();
+  constexpr std::int64_t scores_bytes = B * 4 * Lq * Lk * std::int64_t(sizeof(float));
+  using O = fd::nn::attention_options;
+  constexpr O cross{.heads = 4, .kv_heads = 2, .scale = 1.0, .context = true, .bias = true};
+  constexpr auto p1 = fd::compile(fd::nn::attention<"xa", cross>(x, enc, rel));
+  CHECK(groups_of_kind<decltype(p1)>(fd::plan::kernel_kind::attention) == 1);
+  CHECK(p1.arena_bytes() < scores_bytes);
+  check_program(p1, 21);
+  constexpr O masked{.heads = 4, .context = true, .bias = true, .mask = true};
+  constexpr auto p2 = fd::compile(fd::nn::attention<"xa", masked>(x, enc, rel, pad));
+  CHECK(groups_of_kind<decltype(p2)>(fd::plan::kernel_kind::attention) == 1);
+  check_program(p2, 22);
+  constexpr O sliding{.heads = 4, .kv_heads = 2, .causal = true, .window = 5, .bias = true};
+  constexpr auto p3 = fd::compile(fd::nn::attention<"sa", sliding>(x, alibi));
+  CHECK(groups_of_kind<decltype(p3)>(fd::plan::kernel_kind::attention) == 1);
+  CHECK(attention_of<decltype(p3)>().att.causal);
+  CHECK(p3.arena_bytes() < scores_bytes);
+  check_program(p3, 23);
+  constexpr O local{.heads = 4, .kv_heads = 1, .scale = 0.5, .window = 3};
+  constexpr auto p4 = fd::compile(fd::nn::attention<"sa", local>(x));
+  CHECK(groups_of_kind<decltype(p4)>(fd::plan::kernel_kind::attention) == 1);
+  check_program(p4, 24);
+}
+
 TEST_CASE("GEMM epilogues of any elementwise shape run in the GEMM") {
   constexpr auto x = fd::input<"x", float, 37, 29>();
   constexpr auto w = fd::param<"w", float, 29, 45>();
