@@ -72,45 +72,6 @@ inline double gelu_tanh(double v) {
   return 0.5 * v * (1 + std::tanh(std::sqrt(2 / pi) * (v + 0.044715 * v * v * v)));
 }
 
-// Multi-head attention on `batch` sequences of L rows: head h reads key/value head h / (H / Hkv);
-// causal: row i sees keys j <= i.
-inline mat attention(const mat& x, int batch, int L, int D, int H, int Hkv, bool causal,
-                     const weights& w, const std::string& p) {
-  const int dh = D / H, rows = batch * L;
-  const mat q = linear(x, rows, D, D, w, p + ".q");
-  const mat k = linear(x, rows, D, Hkv * dh, w, p + ".k");
-  const mat v = linear(x, rows, D, Hkv * dh, w, p + ".v");
-  mat o(std::size_t(rows * D));
-  for (int b = 0; b < batch; ++b)
-    for (int h = 0; h < H; ++h) {
-      const int kv = h / (H / Hkv);
-      for (int i = 0; i < L; ++i) {
-        std::vector<double> s(static_cast<std::size_t>(L));
-        double m = -1e300;
-        for (int j = 0; j < L; ++j) {
-          double acc = 0;
-          for (int d = 0; d < dh; ++d)
-            acc += q[std::size_t((b * L + i) * D + h * dh + d)] *
-                   k[std::size_t((b * L + j) * Hkv * dh + kv * dh + d)];
-          s[std::size_t(j)] = acc / std::sqrt(double(dh));
-          if (!causal || j <= i) m = std::max(m, s[std::size_t(j)]);
-        }
-        double sum = 0;
-        for (int j = 0; j < L; ++j) {
-          s[std::size_t(j)] = (!causal || j <= i) ? std::exp(s[std::size_t(j)] - m) : 0.0;
-          sum += s[std::size_t(j)];
-        }
-        for (int d = 0; d < dh; ++d) {
-          double acc = 0;
-          for (int j = 0; j < L; ++j)
-            acc += s[std::size_t(j)] / sum * v[std::size_t((b * L + j) * Hkv * dh + kv * dh + d)];
-          o[std::size_t((b * L + i) * D + h * dh + d)] = acc;
-        }
-      }
-    }
-  return linear(o, rows, D, D, w, p + ".o");
-}
-
 // Attention as nn::attention_options describe it, on `batch` sequences: queries from x [Lq, D]
 // per sequence, keys and values from ctx [Lk, Dc]; bias(b, h, i, j) added to the scaled scores;
 // query i stands at key position i + Lk - Lq; causal: keys j at or before it; window w > 0: keys
@@ -162,6 +123,15 @@ mat attention_with(const mat& x, const mat& ctx, int batch, int Lq, int Lk, int 
       }
     }
   return linear(o, batch * Lq, D, D, w, p + ".o");
+}
+
+// Multi-head attention on `batch` sequences of L rows: head h reads key/value head h / (H / Hkv);
+// causal: row i sees keys j <= i.
+inline mat attention(const mat& x, int batch, int L, int D, int H, int Hkv, bool causal,
+                     const weights& w, const std::string& p) {
+  return attention_with(
+      x, x, batch, L, L, D, D, H, Hkv, {.causal = causal}, [](int, int, int, int) { return 0.0; },
+      w, p);
 }
 
 template <class Act>
