@@ -10,6 +10,7 @@
 #include "fusedsl/expr/flatten.hpp"
 #include "fusedsl/expr/nn.hpp"
 #include "fusedsl/expr/ops.hpp"
+#include "fusedsl/expr/quantize.hpp"
 #include "fusedsl/graph/builder.hpp"
 #include "fusedsl/graph/node.hpp"
 #include "fusedsl/graph/print.hpp"

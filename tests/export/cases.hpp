@@ -10,6 +10,7 @@
 
 #include "bindings.hpp"
 #include "fusedsl/export/export.hpp"
+#include "fusedsl/expr/quantize.hpp"
 #include "fusedsl/models/transformer.hpp"
 
 namespace export_cases {
@@ -84,6 +85,18 @@ constexpr auto int8 = fd::compile(
     fd::matmul(fd::cast<float>(q8) * fd::lit<0.05>, fd::cast<float>(w8)) * w8_scale,
     fd::cast<float>(fd::cast<std::int8_t>(x * fd::lit<40.0>)),
     (fd::cast<float>(u8) - fd::lit<128.0>) * fd::lit<0.02>, fd::cast<float>(q8 + q8));
+
+// quantize / dequantize (expr/quantize.hpp): u8 per row with zero points (values beyond the range
+// saturate), the round trip, int8 per channel without a zero point, and an int8 weight
+// dequantized per channel into a matmul. (A quantized matmul result is left out: summed in another
+// order, a value next to a tie may round the other way.)
+constexpr auto qscale = fd::param<"qscale", float, 4, 1>();
+constexpr auto qzero = fd::param<"qzero", std::uint8_t, 4, 1>();
+constexpr auto quantized = fd::quantize<std::uint8_t>(x * fd::lit<100.0>, qscale, qzero);
+constexpr auto quantization =
+    fd::compile(fd::cast<float>(quantized), fd::dequantize(quantized, qscale, qzero),
+                fd::cast<float>(fd::quantize<std::int8_t>(y* fd::lit<50.0>, row)),
+                fd::matmul(fd::dequantize(quantized, qscale, qzero), fd::dequantize(w8, w8_scale)));
 
 // Embedding lookups (ids of rank 2 and 1, bound to values outside the table on both sides, which
 // gather clamps) with positions and layernorm; a bf16 table.

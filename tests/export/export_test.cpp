@@ -206,6 +206,7 @@ void for_each_case(F&& f) {
   f("argmax", ec::argmax);
   f("rope", ec::rope);
   f("rounding", ec::rounding);
+  f("quantization", ec::quantization);
   f("stack", ec::stack);
   f("batched_gqa", ec::batched_gqa);
   f("attention_options", ec::attention_options);

@@ -137,6 +137,7 @@ int main(int argc, char** argv) {
     w.add("argmax", ec::argmax, false, {{"logits", ec::argmax_logits}});
     w.add("rope", ec::rope);
     w.add("rounding", ec::rounding, false, {{"r", ec::rounding_values}});
+    w.add("quantization", ec::quantization);
     w.add("stack", ec::stack);
     w.add("batched_gqa", ec::batched_gqa);
     w.add("attention_options", ec::attention_options);

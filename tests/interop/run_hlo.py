@@ -53,10 +53,10 @@ except Exception as e:  # noqa: BLE001 - any import failure means "cannot run", 
 
 TOLERANCES = {"float32": (1e-5, 1e-6), "bfloat16": (1e-2, 1e-2), "float16": (1e-3, 1e-3),
               "float64": (1e-12, 1e-12)}
-HLO_TYPES = {"pred": np.bool_, "s32": np.int32, "s64": np.int64, "f16": np.float16,
-             "bf16": jax.numpy.bfloat16, "f32": np.float32, "f64": np.float64}
-MLIR_TYPES = {"i1": np.bool_, "i32": np.int32, "i64": np.int64, "f16": np.float16,
-              "bf16": jax.numpy.bfloat16, "f32": np.float32, "f64": np.float64}
+HLO_TYPES = {"pred": np.bool_, "s8": np.int8, "u8": np.uint8, "s32": np.int32, "s64": np.int64,
+             "f16": np.float16, "bf16": jax.numpy.bfloat16, "f32": np.float32, "f64": np.float64}
+MLIR_TYPES = {"i1": np.bool_, "i8": np.int8, "ui8": np.uint8, "i32": np.int32, "i64": np.int64,
+              "f16": np.float16, "bf16": jax.numpy.bfloat16, "f32": np.float32, "f64": np.float64}
 
 
 def entry_parameter_types(text, is_mlir):

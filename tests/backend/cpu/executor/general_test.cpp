@@ -176,3 +176,37 @@ TEST_CASE("floor, ceil, trunc and round match the reference exactly, in loops an
   CHECK(ex.stats().interpreted_groups == 0);
   CHECK(exg.stats().interpreted_groups == 0);
 }
+
+// quantize and dequantize (expr/quantize.hpp) as generated kernels: a per-row u8 quantization with
+// zero points and its round trip in one loop kernel, an int8 weight dequantized per channel into a
+// GEMM, and the GEMM's result quantized per channel in its epilogue; exact against the reference.
+TEST_CASE("quantize and dequantize run in loop kernels and GEMM epilogues, as the reference") {
+  constexpr auto x = fd::input<"x", float, 9, 21>();
+  constexpr auto s = fd::input<"s", float, 9, 1>();
+  constexpr auto z = fd::input<"z", std::uint8_t, 9, 1>();
+  constexpr auto w = fd::param<"w", std::int8_t, 21, 13>();
+  constexpr auto ws = fd::param<"ws", float, 13>();
+  constexpr auto os = fd::param<"os", float, 13>();
+  constexpr auto q = fd::quantize<std::uint8_t>(x, s, z);
+  constexpr auto y = fd::matmul(fd::dequantize(q, s, z), fd::dequantize(w, ws));
+  constexpr auto p = fd::compile(q, fd::dequantize(q, s, z), fd::quantize<std::int8_t>(y, os));
+  fd::cpu::executor ex(p);
+  fd::tensor<float, 9, 21> xv;
+  fd::tensor<float, 9, 1> sv;
+  fd::tensor<std::uint8_t, 9, 1> zv;
+  fd::tensor<std::int8_t, 21, 13> wv;
+  fd::tensor<float, 13> wsv, osv;
+  for (int i = 0; i < 9 * 21; ++i) xv[i] = float(i % 23 - 7) * 0.125f;  // ties at scale 0.25
+  for (int r = 0; r < 9; ++r) sv[r] = r % 2 ? 0.25f : 0.5f, zv[r] = std::uint8_t(100 + r);
+  xv[5] = std::numeric_limits<float>::quiet_NaN();
+  xv[6] = std::numeric_limits<float>::infinity();
+  for (int i = 0; i < 21 * 13; ++i) wv[i] = std::int8_t(i % 255 - 127);
+  for (int c = 0; c < 13; ++c) wsv[c] = 0.125f, osv[c] = 0.5f * float(c + 1);
+  fd::test::bound_program b;
+  b.names = {"x", "s", "z", "w", "ws", "os"};
+  b.refs = {{b.names[0], xv}, {b.names[1], sv},  {b.names[2], zv},
+            {b.names[3], wv}, {b.names[4], wsv}, {b.names[5], osv}};
+  for (const auto& [name, value] : b.refs) ex.bind(name, value);
+  CHECK(fd::test::compare_with_reference(ex, b, fd::test::rel_tol(0.0, 0.0)));
+  CHECK(ex.stats().interpreted_groups == 0);
+}
