@@ -53,7 +53,10 @@ struct gemm_part {
   std::int64_t lda = 0;  // A(i, p) at a[i * lda + p], or a[p * lda + i] when trans_a
   bool trans_a = false;
   std::int64_t b_ks = 0, b_ns = 0;  // B(p, j) at b[p * b_ks + j * b_ns]
-  bool b_param = false;             // B is a parameter read without batch: packed once, at bind
+  bool b_param = false;             // B is a parameter: packed once, at bind
+  // b_param: B's batch slices packed at bind, one per output batch index (a stack of experts'
+  // or heads' weights [E, K, N]); 1 where B has no batch axes.
+  std::int64_t b_slices = 1;
   // Batch: the output's leading axes. With `folded`, A's batch axes are its rows (m counts them)
   // and B has none; otherwise the kernel runs once per batch index.
   int batch_rank = 0;

@@ -80,7 +80,10 @@ void run_gemm_batch(executor_base& ex, const plan::gemm_part& q, const packed_we
   kernels::packed_b<Arch> bp;
   float* work = ws;
   if (pre) {
-    bp = kernels::packed_b<Arch>{static_cast<const float*>(pre->panels), p.k, p.n};
+    const std::size_t slice = p.b_slices > 1 ? std::size_t(b) : 0;  // a batched weight's slice b
+    bp = kernels::packed_b<Arch>{
+        static_cast<const float*>(pre->panels) + slice * packed_slice_floats<Arch>(p.k, p.n), p.k,
+        p.n};
   } else {
     static_assert(b_type == dtype::f32 || b_type == dtype::bf16,
                   "cpu::executor: a matmul's B must be f32 or bf16 (cast it)");

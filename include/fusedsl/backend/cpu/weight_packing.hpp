@@ -16,7 +16,13 @@ namespace fusedsl::cpu {
 
 // A product whose B is a bf16 parameter: what the AMX tiles take.
 constexpr bool uses_amx_tiles(const graph::node* nodes, const plan::gemm_part& p) {
-  return p.b_param && nodes[p.b.base].type == dtype::bf16;
+  return p.b_param && p.b_slices == 1 && nodes[p.b.base].type == dtype::bf16;
+}
+// The f32 panels of one batch slice of a batched weight (plan::gemm_part::b_slices), padded to
+// keep every slice's panels 64-byte aligned.
+template <class Arch>
+constexpr std::size_t packed_slice_floats(std::int64_t k, std::int64_t n) {
+  return (kernels::packed_b_floats<Arch>(k, n) + 15) / 16 * 16;
 }
 // A part with a pair runs it as one GEMM unless pairs are off, its k is long enough to be cut
 // into blocks (the pair's partial sums would need both products' columns), or its weights go
@@ -30,8 +36,8 @@ constexpr bool can_pair(const plan::gemm_part& p) {
 // registers; elsewhere the panels are f32.
 template <class Arch>
 constexpr bool uses_bf16_panels(const graph::node* nodes, const plan::gemm_part& p) {
-  return p.b_param && nodes[p.b.base].type == dtype::bf16 && p.m <= kernels::gemm_tile<Arch>::mr &&
-         kernels::widens_bf16_in_registers<Arch>;
+  return p.b_param && p.b_slices == 1 && nodes[p.b.base].type == dtype::bf16 &&
+         p.m <= kernels::gemm_tile<Arch>::mr && kernels::widens_bf16_in_registers<Arch>;
 }
 
 namespace detail {
@@ -76,8 +82,11 @@ std::size_t plan_gemm(const program_view& v, executor_setup& s, int gi) {
       r.amx = !r.pair && amx;
       r.bf16_storage = r.amx || uses_bf16_panels<Arch>(v.g.nodes, p);
       const std::int64_t n = r.pair ? 2 * p.n : p.n;
+      r.slices = p.b_slices;
       r.size = r.amx ? kernels::packed_b_bf16_elements(p.k, p.n) + 32
-                     : kernels::packed_b_floats<Arch>(p.k, n) + (r.bf16_storage ? 32 : 16);
+               : p.b_slices > 1
+                   ? std::size_t(p.b_slices) * packed_slice_floats<Arch>(p.k, p.n) + 16
+                   : kernels::packed_b_floats<Arch>(p.k, n) + (r.bf16_storage ? 32 : 16);
       s.packs.push_back(r);
     }
   }
@@ -202,14 +211,23 @@ void pack_one(const program_view& v, weight_packs& w, const plan::gemm_part& par
   } else {
     if (t != dtype::bf16 && t != dtype::f32) weight_dtype_error(s, false);
     if (p.shared) p.panels = shared_panels<Arch>(w, part, p, data, t, 0);
-    float* dst = static_cast<float*>(p.panels);
-    if (t == dtype::bf16)
-      kernels::pack_b_strided<Arch>(part.k, part.n,
-                                    static_cast<const kernels::bf16_bits*>(data) + part.b.offset,
-                                    part.b_ks, part.b_ns, dst);
-    else
-      kernels::pack_b_strided<Arch>(part.k, part.n, static_cast<const float*>(data) + part.b.offset,
-                                    part.b_ks, part.b_ns, dst);
+    // Slice by slice (one, unless B is batched), at each slice's offset as run_gemm reads it.
+    for (std::int64_t slice = 0; slice < part.b_slices; ++slice) {
+      std::int64_t off = part.b.offset, rest = slice;
+      for (int c = part.batch_rank - 1; c >= 0 && part.b_slices > 1; --c) {
+        off += rest % part.batch[c] * part.b_batch_stride[std::size_t(c)];
+        rest /= part.batch[c];
+      }
+      float* dst = static_cast<float*>(p.panels) +
+                   std::size_t(slice) * packed_slice_floats<Arch>(part.k, part.n);
+      if (t == dtype::bf16)
+        kernels::pack_b_strided<Arch>(part.k, part.n,
+                                      static_cast<const kernels::bf16_bits*>(data) + off, part.b_ks,
+                                      part.b_ns, dst);
+      else
+        kernels::pack_b_strided<Arch>(part.k, part.n, static_cast<const float*>(data) + off,
+                                      part.b_ks, part.b_ns, dst);
+    }
   }
   p.ready = true;
 }

@@ -26,7 +26,9 @@ struct packed_weight {
   const kernels::bf16_bits* amx_data = nullptr;  // the packed panels (aligned inside the slot)
   bool pair = false;        // the part's B and its pair's, side by side (pack_b_pair_half)
   std::uint8_t halves = 0;  // pair: which of the two have been packed (bits 0 and 1)
-  bool shared = false;      // its panels live in the packed_weight_cache (not pairs, not amx)
+  std::int64_t slices = 1;  // batch slices of a batched weight, each packed_slice_floats long
+  bool shared = false;      // its panels live in the packed_weight_cache (not pairs, not amx,
+                            // not batched)
   void* panels = nullptr;   // where its panels are (not amx): in the buffers or the cache; set
                             // when storage is assigned, or (shared) when packed
 };

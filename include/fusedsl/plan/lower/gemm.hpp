@@ -77,10 +77,15 @@ struct gemm_lowering : lowering<N> {
       p.b_batch_stride[std::size_t(c)] =
           cb >= 0 && p.b.shape[cb] != 1 ? p.b.stride[std::size_t(cb)] : 0;
     }
-    bool b_batched = false;
-    for (int c = 0; c < p.batch_rank; ++c)
+    bool b_batched = false, b_repeats = false;  // B varies along a batch axis; B is broadcast
+    for (int c = 0; c < p.batch_rank; ++c) {
       b_batched = b_batched || p.b_batch_stride[std::size_t(c)] != 0;
-    p.b_param = program[p.b.base].op == op_kind::param && !b_batched;
+      b_repeats = b_repeats || (p.batch[c] > 1 && p.b_batch_stride[std::size_t(c)] == 0);
+    }
+    // A parameter B is packed at bind, a batched one slice by slice (each slice of it once: not
+    // where it is broadcast along a batch axis, which would pack a slice again per index).
+    p.b_param = program[p.b.base].op == op_kind::param && !(b_batched && b_repeats);
+    p.b_slices = p.b_param && b_batched ? p.batch.size() : 1;
     p.rows_per_batch = int(p.m);
     // A's batch axes fold into its rows when laid out as consecutive row blocks and B has none.
     if (!b_batched && !p.trans_a && p.batch_rank > 0) {

@@ -195,6 +195,36 @@ TEST_CASE("batched and transposed matmuls with epilogues") {
   check_program(fd::compile(fd::matmul<false, true>(a, bt)), 29);
 }
 
+// A stack of weights [E, K, N] (experts', or heads') read by a batched matmul is packed once, at
+// bind, slice by slice; so is its transpose, and one read by a shared A. A weight broadcast along
+// a batch axis is packed per call (a slice would be packed again per index).
+TEST_CASE("stacked weights [E, K, N] of batched matmuls are packed at bind, slice by slice") {
+  constexpr std::int64_t E = 4, T = 10, K = 24, N = 20;
+  constexpr auto xe = fd::input<"xe", float, E, T, K>();
+  constexpr auto xt = fd::input<"xt", float, T, K>();
+  constexpr auto w = fd::param<"w", float, E, K, N>();
+  constexpr auto wt = fd::param<"wt", fd::bf16, E, N, K>();
+  constexpr auto bias = fd::param<"bias", float, E, 1, N>();
+  constexpr auto p =
+      fd::compile(fd::gelu(fd::matmul(xe, w) + bias),
+                  fd::matmul<false, true>(xe, fd::cast<float>(wt)), fd::matmul(xt, w) * lit<0.5>);
+  using P = decltype(p);
+  const auto& lp = fd::cpu::executor<P>::kernels_plan();
+  int stacked = 0;
+  for (int gi = 0; gi < P::fusion.n_groups; ++gi)
+    if (lp.desc[std::size_t(gi)].kind == fd::plan::kernel_kind::gemm)
+      for (int q = 0; q < lp.desc[std::size_t(gi)].n_gemm; ++q) {
+        const fd::plan::gemm_part& g = lp.desc[std::size_t(gi)].gemm[std::size_t(q)];
+        CHECK(g.b_param);
+        stacked += g.b_slices == E;
+      }
+  CHECK(stacked == 3);
+  check_program(p, 30, 1e-5);
+  constexpr auto shared = fd::param<"shared", float, 1, K, N>();  // broadcast over E: per call
+  constexpr auto pb = fd::compile(fd::matmul(xe, fd::broadcast_to<E, K, N>(shared)));
+  check_program(pb, 31);
+}
+
 TEST_CASE("row kernels with prologues and epilogues, over any axis") {
   constexpr auto x = fd::input<"x", float, 13, 37>();
   constexpr auto y = fd::input<"y", float, 37>();

@@ -33,7 +33,7 @@ FUSEDSL_DECL void weight_packs::assign_storage() {
 
 FUSEDSL_DECL void weight_packs::share(std::shared_ptr<packed_weight_cache> cache) {
   cache_ = std::move(cache);
-  for (packed_weight& p : packs) p.shared = cache_ != nullptr && !p.pair && !p.amx;
+  for (packed_weight& p : packs) p.shared = cache_ != nullptr && !p.pair && !p.amx && p.slices == 1;
   assign_storage();
 }
 
