@@ -363,24 +363,6 @@ void dequant_tile(float* c, std::ptrdiff_t ldc, const packed_b_s8& b, const floa
   }
 }
 
-// Rounding to the nearest integer, ties to even (the default rounding mode), on every path.
-inline float rounded(float a) {
-  return std::nearbyint(a);
-}
-template <class A>
-xsimd::batch<float, A> rounded(const xsimd::batch<float, A>& a) {
-  return xsimd::nearbyint(a);
-}
-
-// Whether a lane is NaN (xsimd 8's `!=` on AVX batches is the ordered compare: false for NaN).
-inline bool is_nan(float a) {
-  return a != a;
-}
-template <class A>
-xsimd::batch_bool<float, A> is_nan(const xsimd::batch<float, A>& a) {
-  return xsimd::isnan(a);
-}
-
 // Stores the lanes of v (whole numbers in [0, 255]) as bytes.
 inline void store_u8(std::uint8_t* out, float v) {
   *out = std::uint8_t(v);
@@ -471,7 +453,7 @@ void quantize_rows_u8(std::ptrdiff_t m, std::ptrdiff_t k, const float* x, std::p
     const V s_v = S::broadcast(s), z_v = S::broadcast(z), top = S::broadcast(255.0f);
     for (std::ptrdiff_t p = 0; p < kv; p += w) {
       const V v = S::load(row + p);
-      const V r = where(detail::is_nan(v), z_v, detail::rounded(quotient(v, s_v)) + z_v);
+      const V r = where(lane_nan(v), z_v, round_even(quotient(v, s_v)) + z_v);
       detail::store_u8(out + p, minimum(maximum(r, zero_v), top));  // inf clamped here
     }
     for (std::ptrdiff_t p = kv; p < k; ++p) {

@@ -213,6 +213,27 @@ inline xsimd::batch<float, xsimd::neon64> quotient(const xsimd::batch<float, xsi
 }
 #endif
 
+// Whether a lane is NaN. xsimd 8's `!=` on AVX and AVX-512 batches is an ordered compare
+// (_CMP_NEQ_OQ): false when an operand is NaN, unlike C++'s and IEEE's `!=`, so NaN tests go
+// through xsimd::isnan.
+inline bool lane_nan(float x) {
+  return x != x;
+}
+template <class A>
+xsimd::batch_bool<float, A> lane_nan(const xsimd::batch<float, A>& x) {
+  return xsimd::isnan(x);
+}
+
+// To the nearest integer, ties to even, in the default rounding mode (roundps with the current
+// mode, NEON's frintn, or xsimd's add-and-subtract 2^23 on SSE2), the same as std::nearbyint's.
+inline float round_even(float a) {
+  return std::nearbyint(a);
+}
+template <class A>
+xsimd::batch<float, A> round_even(const xsimd::batch<float, A>& a) {
+  return xsimd::nearbyint(a);
+}
+
 inline float absolute(float a) {
   return std::fabs(a);
 }

@@ -14,14 +14,6 @@
 namespace fusedsl::cpu::kernels {
 
 namespace detail {
-// xsimd 8's `!=` on AVX and AVX-512 batches is an ordered compare (_CMP_NEQ_OQ): false when an
-// operand is NaN, unlike C++'s and IEEE's `!=`. NaN tests go through xsimd::isnan, and `ne` is
-// written as the negation of `==`.
-inline bool lane_nan(float x) { return x != x; }
-template <class A>
-xsimd::batch_bool<float, A> lane_nan(const xsimd::batch<float, A>& x) {
-  return xsimd::isnan(x);
-}
 inline float log_of(float x) { return std::log(x); }
 template <class A>
 xsimd::batch<float, A> log_of(const xsimd::batch<float, A>& x) {
@@ -77,15 +69,6 @@ template <class A>
 xsimd::batch<float, A> ceil_of(const xsimd::batch<float, A>& x) {
   return xsimd::copysign(xsimd::ceil(x), x);
 }
-// Ties to even in the default rounding mode (roundps with the current mode, NEON's frintn, or
-// xsimd's add-and-subtract 2^23 on SSE2), the same as std::nearbyint's.
-inline float round_even_of(float x) {
-  return std::nearbyint(x);
-}
-template <class A>
-xsimd::batch<float, A> round_even_of(const xsimd::batch<float, A>& x) {
-  return xsimd::nearbyint(x);
-}
 }  // namespace detail
 
 struct vec_math {
@@ -140,11 +123,11 @@ struct vec_math {
   // NaN-propagating, as XLA's maximum and minimum.
   template <class V>
   static V max(const V& x, const V& y) {
-    return where(detail::lane_nan(x) | detail::lane_nan(y), x + y, maximum(x, y));
+    return where(lane_nan(x) | lane_nan(y), x + y, maximum(x, y));
   }
   template <class V>
   static V min(const V& x, const V& y) {
-    return where(detail::lane_nan(x) | detail::lane_nan(y), x + y, minimum(x, y));
+    return where(lane_nan(x) | lane_nan(y), x + y, minimum(x, y));
   }
   template <class V>
   static V eq(const V& x, const V& y) {
@@ -152,7 +135,7 @@ struct vec_math {
   }
   template <class V>
   static V ne(const V& x, const V& y) {
-    return where(x == y, V(0.0f), V(1.0f));  // not `!=`: see lane_nan
+    return where(x == y, V(0.0f), V(1.0f));  // not `!=`: see lane_nan (simd.hpp)
   }
   template <class V>
   static V lt(const V& x, const V& y) {
@@ -181,7 +164,7 @@ struct vec_math {
   }
   template <class V>
   static V round_even(const V& x) {
-    return detail::round_even_of(x);
+    return kernels::round_even(x);  // simd.hpp
   }
   // tuned whole ops (vmath.hpp)
   template <class V>
