@@ -60,15 +60,15 @@ class random_module_generator {
       std::optional<instruction_id> y;
       switch (uniform(0, 21)) {
         case 0: {
-          static constexpr opcode un[] = {opcode::abs,         opcode::negate,
-                                          opcode::exponential, opcode::log,
-                                          opcode::sqrt,        opcode::rsqrt,
-                                          opcode::tanh,        opcode::erf,
-                                          opcode::logistic,    opcode::sign,
-                                          opcode::floor,       opcode::ceil,
-                                          opcode::cosine,      opcode::sine,
-                                          opcode::copy,        opcode::exponential_minus_one,
-                                          opcode::log_plus_one};
+          static constexpr opcode un[] = {opcode::abs,          opcode::negate,
+                                          opcode::exponential,  opcode::log,
+                                          opcode::sqrt,         opcode::rsqrt,
+                                          opcode::tanh,         opcode::erf,
+                                          opcode::logistic,     opcode::sign,
+                                          opcode::floor,        opcode::ceil,
+                                          opcode::cosine,       opcode::sine,
+                                          opcode::copy,         opcode::exponential_minus_one,
+                                          opcode::log_plus_one, opcode::round_nearest_even};
           if (is_floating(sx.type)) y = b.add_unary(un[uniform(0, std::size(un) - 1)], x);
           break;
         }
