@@ -151,7 +151,7 @@ std::vector<float> scalar_body(const std::vector<float>* in, std::size_t n) {
   return out;
 }
 
-bool is_rounding(op_kind kind) {
+constexpr bool is_rounding_kind(op_kind kind) {
   return kind == op_kind::floor || kind == op_kind::ceil || kind == op_kind::trunc ||
          kind == op_kind::round;
 }
@@ -175,7 +175,7 @@ std::vector<std::vector<float>> operands_of(op_kind kind) {
                        ? 0.0f
                        : (wide ? -30.0f : -6.0f);
   const float hi = wide ? 30.0f : 6.0f;
-  if (is_rounding(kind)) {  // ties, the last fractional floats and integers beyond 2^23
+  if (is_rounding_kind(kind)) {  // ties, the last fractional floats and integers beyond 2^23
     std::vector<float> x = inputs(lo, hi, 1);
     for (float t : rounding_edges()) x.push_back(t), x.push_back(-t);
     return {x};
@@ -255,27 +255,17 @@ TEST_CASE("floor, ceil, trunc and round keep the sign of zero on every path") {
   for (const signed_case& c : cases) {
     INFO(std::string(g::name_of(c.op)) << "(" << c.x << ")");
     const std::vector<float> in[1] = {std::vector<float>(5, c.x)};
-    const auto all = [&]<op_kind K>() {
-      return std::vector<std::vector<float>>{vector_body<K, k::native_arch>(in, 5),
-                                             vector_body<K, k::scalar_arch>(in, 5),
-                                             scalar_body<K>(in, 5),
-                                             {ref::apply_unary(K, c.x)}};
-    };
-    std::vector<std::vector<float>> got;
-    switch (c.op) {
-      case op_kind::floor:
-        got = all.template operator()<op_kind::floor>();
-        break;
-      case op_kind::ceil:
-        got = all.template operator()<op_kind::ceil>();
-        break;
-      case op_kind::trunc:
-        got = all.template operator()<op_kind::trunc>();
-        break;
-      default:
-        got = all.template operator()<op_kind::round>();
-        break;
-    }
+    // Every path on the same lanes (graph::visit_op: the run-time kind onto its body).
+    const auto got = g::visit_op(c.op, [&](auto kind) {
+      constexpr op_kind K = decltype(kind)::value;
+      std::vector<std::vector<float>> r;
+      if constexpr (is_rounding_kind(K))
+        r = {vector_body<K, k::native_arch>(in, 5),
+             vector_body<K, k::scalar_arch>(in, 5),
+             scalar_body<K>(in, 5),
+             {ref::apply_unary(K, c.x)}};
+      return r;
+    });
     for (const std::vector<float>& r : got)
       for (float v : r) {
         CHECK(v == 0.0f);
