@@ -11,7 +11,6 @@
 // scale and zero_point broadcast against x as NumPy does: a scalar (per tensor), a vector over the
 // last axis (per channel), a [rows, 1] column (per row, as dynamic quantization makes).
 #include <cstdint>
-#include <type_traits>
 
 #include "fusedsl/expr/ops.hpp"
 
@@ -37,9 +36,6 @@ struct dequantize_input {
 }  // namespace diag
 
 namespace detail {
-template <class T>
-inline constexpr bool is_int8_type =
-    std::is_same_v<T, std::int8_t> || std::is_same_v<T, std::uint8_t>;
 constexpr bool is_int8_dtype(dtype t) {
   return t == dtype::i8 || t == dtype::u8;
 }
@@ -49,7 +45,7 @@ constexpr bool is_int8_dtype(dtype t) {
 // even; results beyond T's range saturate; NaN gives 0 (the cast's rule, docs/ops.md).
 template <element T, expression X, expression S>
 constexpr auto quantize(X x, S scale) {
-  (void)diag::quantized_type<detail::is_int8_type<T>>{};
+  (void)diag::quantized_type<detail::is_int8_dtype(dtype_of<T>)>{};
   (void)diag::quantize_scale<is_floating(X::type) && S::type == X::type, X::type, S::type>{};
   return cast<T>(round(x / scale));
 }
@@ -57,7 +53,7 @@ constexpr auto quantize(X x, S scale) {
 // x quantized to T with a zero point of type T (asymmetric): saturate(round(x / scale) + zero).
 template <element T, expression X, expression S, expression Z>
 constexpr auto quantize(X x, S scale, Z) {
-  (void)diag::quantized_type<detail::is_int8_type<T>>{};
+  (void)diag::quantized_type<detail::is_int8_dtype(dtype_of<T>)>{};
   (void)diag::quantize_scale<is_floating(X::type) && S::type == X::type, X::type, S::type>{};
   (void)diag::zero_point_type<Z::type == dtype_of<T>, dtype_of<T>, Z::type>{};
   return cast<T>(round(x / scale) + expr::cast_t<X::type, Z>{});

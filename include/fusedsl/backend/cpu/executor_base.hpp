@@ -86,6 +86,8 @@ class executor_base {
   FUSEDSL_DECL void write_outputs();
   FUSEDSL_DECL void fill_leaf(const graph::node& n, void* dst) const;
   FUSEDSL_DECL void make_states();
+  // Groups whose values depend on no input, parameter or state: computed here, once.
+  FUSEDSL_DECL void make_constants();
   const void* slot_data(int node, int iter) const {
     const int k = table_.slot_of(node, iter);
     return k < 0 ? nullptr : bound_[std::size_t(k)];
@@ -109,13 +111,18 @@ class executor_base {
   bool amx_ = false;               // amx_bf16 asked for and available
   bool amx_attention_ = false;     // and attention on the tiles too
   std::vector<char> paired_away_;  // per group: run by its pair
+  // Per group: computed once, when the executor is built (make_constants); its values then live
+  // in consts_ (at const_offset_, per node; -1 elsewhere), not in the arena that later groups
+  // reuse.
+  std::vector<char> constant_group_;
+  std::vector<std::int64_t> const_offset_;
   int pairs_ran_ = 0;              // GEMM pairs the current group ran
   bool profiling_ = false;
   std::vector<group_profile> profile_;
   backend::binding_table table_;
   std::vector<const void*> bound_;  // per slot: the user's memory, of the node's dtype
   weight_packs packs_;
-  aligned_buffer arena_, scratch_, interp_, interp_scratch_, states_;
+  aligned_buffer arena_, scratch_, interp_, interp_scratch_, states_, consts_;
   std::vector<void*> val_;        // per node: its memory in the current call
   std::vector<void*> state_ptr_;  // per state node: its memory (inside states_)
   std::vector<std::size_t> f32_offset_;

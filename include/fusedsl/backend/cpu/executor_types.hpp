@@ -64,6 +64,8 @@ struct executor_stats {
   int parallel_groups = 0;  // groups whose kernels were split across the pool (per layer)
   int paired_gemms = 0;     // GEMM pairs run as one GEMM (per layer); the group whose product
                             // the pair computes counts as a generated group
+  int constant_groups = 0;  // groups computed once, when the executor was built (their values
+                            // depend on no input, parameter or state), not on every call
 };
 
 // What an executor holds, in bytes: everything it allocated.
@@ -75,7 +77,10 @@ struct memory_footprint {
                                    // executors (not in total(): the cache holds them)
   std::size_t interpreter = 0;     // the interpreter's buffers (interpreter_only, refused groups)
   std::size_t states = 0;          // the program's states (fd::state), kept across calls
-  std::size_t total() const { return arena + workspace + packed_weights + interpreter + states; }
+  std::size_t constants = 0;       // the values of the groups computed once (constant_groups)
+  std::size_t total() const {
+    return arena + workspace + packed_weights + interpreter + states + constants;
+  }
 };
 
 }  // namespace fusedsl::cpu

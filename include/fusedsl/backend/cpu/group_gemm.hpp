@@ -120,13 +120,10 @@ void run_gemm(executor_base& ex, int it) {
     ws += p.a.shape.size() + 16;
   }
   for (std::int64_t b = 0; b < batches; ++b) {
-    std::int64_t a_off = widen_a ? 0 : p.a.offset, b_off = p.b.offset, rest = b;
-    for (int c = p.batch_rank - 1; c >= 0 && !p.folded; --c) {
-      const std::int64_t ix = rest % p.batch[c];
-      rest /= p.batch[c];
-      a_off += ix * q.a_batch_stride[std::size_t(c)];
-      b_off += ix * p.b_batch_stride[std::size_t(c)];
-    }
+    const bool batched = !p.folded && p.batch_rank > 0;
+    const std::int64_t a_off =
+        (widen_a ? 0 : p.a.offset) + (batched ? batch_offset(p, q.a_batch_stride, b) : 0);
+    const std::int64_t b_off = p.b.offset + (batched ? batch_offset(p, p.b_batch_stride, b) : 0);
     const float* a = a_base + a_off;
     OutT* c = static_cast<OutT*>(ex.values()[std::size_t(p.out)]) + (p.folded ? 0 : b * p.m * p.n);
     if constexpr (can_pair(p))

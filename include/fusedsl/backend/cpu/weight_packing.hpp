@@ -4,6 +4,7 @@
 // from a bound weight and in which panel layout (f32, bf16, AMX tiles, a GEMM pair's two weights
 // side by side), and the packing of a weight when it is bound.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 
 #include "fusedsl/backend/cpu/executor_base.hpp"
@@ -23,6 +24,18 @@ constexpr bool uses_amx_tiles(const graph::node* nodes, const plan::gemm_part& p
 template <class Arch>
 constexpr std::size_t packed_slice_floats(std::int64_t k, std::int64_t n) {
   return (kernels::packed_b_floats<Arch>(k, n) + 15) / 16 * 16;
+}
+// The element offset, along `stride` (A's or B's batch strides), of batch index `index` of part p
+// (row-major over the output's batch axes).
+constexpr std::int64_t batch_offset(const plan::gemm_part& p,
+                                    const std::array<std::int64_t, max_rank>& stride,
+                                    std::int64_t index) {
+  std::int64_t off = 0;
+  for (int c = p.batch_rank - 1; c >= 0; --c) {
+    off += index % p.batch[c] * stride[std::size_t(c)];
+    index /= p.batch[c];
+  }
+  return off;
 }
 // A part with a pair runs it as one GEMM unless pairs are off, its k is long enough to be cut
 // into blocks (the pair's partial sums would need both products' columns), or its weights go
@@ -213,11 +226,8 @@ void pack_one(const program_view& v, weight_packs& w, const plan::gemm_part& par
     if (p.shared) p.panels = shared_panels<Arch>(w, part, p, data, t, 0);
     // Slice by slice (one, unless B is batched), at each slice's offset as run_gemm reads it.
     for (std::int64_t slice = 0; slice < part.b_slices; ++slice) {
-      std::int64_t off = part.b.offset, rest = slice;
-      for (int c = part.batch_rank - 1; c >= 0 && part.b_slices > 1; --c) {
-        off += rest % part.batch[c] * part.b_batch_stride[std::size_t(c)];
-        rest /= part.batch[c];
-      }
+      const std::int64_t off =
+          part.b.offset + (part.b_slices > 1 ? batch_offset(part, part.b_batch_stride, slice) : 0);
       float* dst = static_cast<float*>(p.panels) +
                    std::size_t(slice) * packed_slice_floats<Arch>(part.k, part.n);
       if (t == dtype::bf16)

@@ -210,3 +210,40 @@ TEST_CASE("quantize and dequantize run in loop kernels and GEMM epilogues, as th
   CHECK(fd::test::compare_with_reference(ex, b, fd::test::rel_tol(0.0, 0.0)));
   CHECK(ex.stats().interpreted_groups == 0);
 }
+
+// A group whose value depends on no input, parameter or state runs once, when the executor is
+// built, into storage no later group reuses; a constant group that writes an output runs per call.
+TEST_CASE("groups computed from constants only run once and keep their values across calls") {
+  constexpr auto x = fd::input<"x", float, 64, 32>();
+  constexpr auto w = fd::param<"w", float, 32, 32>();
+  // [64, 1] from iota only (a reduce group), read by the first group and by no later one, so the
+  // arena's planner gives its bytes to later values
+  constexpr auto table = fd::sum<1, true>(fd::exp(fd::iota<float, 1, 64, 16>() * fd::lit<-0.25>) *
+                                          fd::cos(fd::iota<float, 0, 64, 16>()));
+  constexpr auto h1 = fd::softmax(fd::matmul(x, w) * table);
+  constexpr auto h2 = fd::softmax(fd::matmul(h1, w) + h1);
+  constexpr auto h3 = fd::tanh(fd::matmul(h2, w)) * h2;
+  constexpr auto p = fd::compile(h3, fd::sin(fd::iota<float, 0, 8, 4>() * fd::lit<0.5>));
+  fd::cpu::executor ex(p);
+  CHECK(ex.stats().constant_groups >= 1);
+  CHECK(ex.footprint().constants >= 64 * 4);
+  auto b = fd::test::bind_random(ex, 31);
+  ex.profile(true);
+  for (unsigned call = 0; call < 3; ++call) {
+    // new values of x each call (compare_with_reference binds fresh output memory each time)
+    std::mt19937 rng(call);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (std::size_t k = 0; k < b.names.size(); ++k)
+      if (b.names[k] == "x")
+        for (std::int64_t i = 0; i < 64 * 32; ++i) b.storage[k].data<float>()[i] = nd(rng);
+    CHECK(fd::test::compare_with_reference(ex, b, fd::test::rel_tol(1e-5)));
+  }
+  int not_run = 0;
+  for (const auto& g : ex.profile_results()) not_run += g.calls == 0;
+  CHECK(not_run == ex.stats().constant_groups);  // never run by a call
+  CHECK(ex.stats().interpreted_groups == 0);
+  fd::cpu::executor check(p, fd::cpu::threads{1}, fd::cpu::interpreter_only{true});
+  CHECK(check.stats().constant_groups == 0);  // the interpreter computes everything per call
+  auto bc = fd::test::bind_random(check, 31);
+  CHECK(fd::test::compare_with_reference(check, bc, fd::test::rel_tol(1e-5)));
+}

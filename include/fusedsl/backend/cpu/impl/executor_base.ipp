@@ -59,6 +59,7 @@ FUSEDSL_DECL executor_base::executor_base(const program_view& v, const executor_
     outputs_[std::size_t(o)] = st >= 0 ? state_ptr_[std::size_t(st)] : nullptr;
   }
   counted_.reserve(groups + 1);
+  make_constants();
 }
 
 FUSEDSL_DECL void executor_base::bind(std::string_view name, tensor_ref t) {
@@ -135,6 +136,7 @@ FUSEDSL_DECL memory_footprint executor_base::footprint() const {
   f.shared_weights = packs_.shared_bytes();
   f.interpreter = interp_.size() + interp_scratch_.size();
   f.states = states_.size();
+  f.constants = consts_.size();
   return f;
 }
 
@@ -169,6 +171,8 @@ FUSEDSL_DECL void executor_base::set_region_values(int r, int it, std::byte* bod
       val_[std::size_t(i)] = const_cast<void*>(slot_data(i, it));
     else if (n.op == op_kind::state)
       val_[std::size_t(i)] = state_ptr_[std::size_t(i)];
+    else if (const_offset_[std::size_t(i)] >= 0)
+      val_[std::size_t(i)] = consts_.data() + const_offset_[std::size_t(i)];
     else if (view_.in_arena(i))
       val_[std::size_t(i)] = base + view_.offset[i];
   }
@@ -181,7 +185,7 @@ FUSEDSL_DECL void executor_base::set_region_values(int r, int it, std::byte* bod
 FUSEDSL_DECL void executor_base::run_region(int r, int it) {
   for (int k = 0; k < view_.n_groups; ++k) {
     const int gi = view_.order[k];
-    if (view_.group(gi).region == r) run_group(gi, it);
+    if (view_.group(gi).region == r && !constant_group_[std::size_t(gi)]) run_group(gi, it);
   }
 }
 
@@ -268,6 +272,55 @@ FUSEDSL_DECL void executor_base::make_states() {
   states_ = aligned_buffer(bytes);
   for (int i = 0; i < g.size; ++i)
     if (g[i].op == op_kind::state) state_ptr_[std::size_t(i)] = states_.data() + at[std::size_t(i)];
+}
+
+// Rule 0 of docs/fusion.md recomputes a cheap producer in every group that reads it; a group of
+// the top level whose value depends on no input, parameter or state (iota tables, sin and cos of
+// positions, masks and buckets from iota) is instead computed here, once, by its generated
+// kernel, into storage of its own that no other group reuses. A group that writes a program
+// output still runs on every call (it writes into the caller's memory), and the interpreter
+// modes compute everything on every call.
+FUSEDSL_DECL void executor_base::make_constants() {
+  const graph::graph_view& g = view_.g;
+  constant_group_.assign(std::size_t(view_.n_groups), 0);
+  const_offset_.assign(std::size_t(g.size), -1);
+  if (interpreter_only_) return;
+  std::vector<char> varies(std::size_t(g.size), 0);
+  for (int i = 0; i < g.size; ++i) {
+    const graph::node& n = g[i];
+    char v = n.region != 0 || n.op == op_kind::input || n.op == op_kind::param ||
+             n.op == op_kind::state || n.op == op_kind::placeholder;
+    for (int k = 0; k < n.n_in; ++k) v = char(v | varies[std::size_t(n.in[std::size_t(k)])]);
+    varies[std::size_t(i)] = v;
+  }
+  for (int gi = 0; gi < view_.n_groups; ++gi) {
+    const plan::fusion_group& gr = view_.group(gi);
+    bool once = gr.region == 0 && gr.kind != plan::group_kind::repeat &&
+                !view_.kernel(gi).refused() && !paired_away_[std::size_t(gi)];
+    for (int i = 0; i < g.size && once; ++i)
+      once = view_.group_of[i] != gi || !varies[std::size_t(i)];
+    for (int o = 0; o < g.n_outputs && once; ++o) once = view_.group_of[g.outputs[o]] != gi;
+    constant_group_[std::size_t(gi)] = once;
+  }
+  std::int64_t bytes = 0;
+  for (int i = 0; i < g.size; ++i) {
+    const int gi = view_.group_of[i];
+    if (gi < 0 || !constant_group_[std::size_t(gi)] || !view_.in_arena(i)) continue;
+    const_offset_[std::size_t(i)] = bytes;
+    bytes += plan::align_up(g[i].bytes());
+  }
+  if (bytes == 0) {  // nothing kept: every group runs per call
+    constant_group_.assign(std::size_t(view_.n_groups), 0);
+    return;
+  }
+  consts_ = aligned_buffer(std::size_t(bytes));
+  set_region_values(0, 0, nullptr);
+  for (int k = 0; k < view_.n_groups; ++k) {
+    const int gi = view_.order[k];
+    if (!constant_group_[std::size_t(gi)]) continue;
+    run_group(gi, 0);
+    stats_.constant_groups += 1;
+  }
 }
 
 // ---- the interpreter (refused groups; every group with interpreter_only) ----
