@@ -27,6 +27,9 @@ CPU benchmark steps, in this order; the compile-time steps run only when named):
             jax venv of scripts/setup-venv and the export_hlo example)
   compile_depth  benchmarks/compile_time/measure.sh (compile_depth.json; with nvcc rows when
                  nvcc is found)
+  user_models    benchmarks/model/user_models.py: GPT-J, T5, mixture-of-experts, ALiBi and ViT
+                 blocks as users write them, against PyTorch eager and torch.compile on one thread
+                 (user_models.json; the user_models target built, and --torch-python)
   hf_gpt2_decode benchmarks/model/hf_gpt2_decode.py: transformers' GPT-2 small decode, the peer of
                  gpt2_decode (hf_gpt2_decode.json; needs torch and transformers: --torch-python,
                  default .venv-models/bin/python of scripts/setup-model-venv --reference)
@@ -68,7 +71,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 CPU_STEPS = ["targets", "gemm", "gemm_s8", "attention", "row", "clock", "models", "generated",
              "footprint", "gpt2_decode", "profile", "profile_minilm", "profile_gpt2", "xla"]
-OTHER_STEPS = ["hf_gpt2_decode", "xla_gpt2_decode", "gpt2_small_hf", "compile_depth", "compile_tu",
+OTHER_STEPS = ["user_models", "hf_gpt2_decode", "xla_gpt2_decode", "gpt2_small_hf", "compile_depth", "compile_tu",
                "compile_breakdown", "compile_vs_base",
                "test_suite"]
 
@@ -226,6 +229,11 @@ def step(name, args, out):
     if name == "gpt2_decode":
         cmd = gbench(b, "benchmarks/model/gpt2_decode_bench", os.path.join(out, "gpt2_decode.json"))
         return [cmd], ["gpt2_decode.json"]
+    if name == "user_models":
+        cmd = [args.torch_python, os.path.join(HERE, "model/user_models.py"), "--build", b, "--out",
+               os.path.join(out, "user_models.json")]
+        run(cmd, stdout=subprocess.DEVNULL)
+        return [cmd], ["user_models.json"]
     if name == "hf_gpt2_decode":
         cmd = [args.torch_python, os.path.join(HERE, "model/hf_gpt2_decode.py"), "--out",
                os.path.join(out, "hf_gpt2_decode.json")]
@@ -330,7 +338,8 @@ def main(argv=None):
     p.add_argument("--python", default=os.path.join(REPO, ".venv", "bin", "python"),
                    help="the jax venv's python, for the xla step")
     p.add_argument("--torch-python", default=os.path.join(REPO, ".venv-models", "bin", "python"),
-                   help="a python with torch and transformers, for the hf_gpt2_decode step")
+                   help="a python with torch and transformers, for the hf_gpt2_decode and "
+                   "user_models steps")
     p.add_argument("--base", help="the earlier tree that compile_vs_base compares with")
     p.add_argument("--tus", nargs="+", help="compile_vs_base: the units (default: COMPARE_TUS)")
     p.add_argument("--new-modes", default="",

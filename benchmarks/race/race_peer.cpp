@@ -33,6 +33,7 @@
 #include "fma_peak.hpp"
 #include "fusedsl/backend/cpu/executor.hpp"
 #include "fusedsl/io/npy.hpp"
+#include "peer_json.hpp"
 #include "race_models.hpp"
 
 // After fusedsl's headers: they include <immintrin.h> and Eigen under GCC 12's warning fixes.
@@ -52,6 +53,11 @@ namespace fd = fusedsl;
 // bytes, so the footprint is measured at the one public seam there is (the executor reports only
 // arena_bytes()).
 namespace {
+
+using fusedsl_bench::json_number;
+using fusedsl_bench::json_shape;
+using fusedsl_bench::json_string;
+
 std::size_t g_aligned_live = 0;
 }
 
@@ -80,32 +86,6 @@ constexpr bool bf16_model = fusedsl_race::bf16_weights<model>;
 
 [[noreturn]] void fail(const std::string& what) {
   throw std::runtime_error(std::string("race_") + model_name + ": " + what);
-}
-
-std::string json_string(const std::string& s) {
-  std::string r = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') r += '\\';
-    if (c == '\n') {
-      r += "\\n";
-      continue;
-    }
-    r += c;
-  }
-  return r + "\"";
-}
-
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
-
-std::string json_shape(const fd::dims& s) {
-  std::string r = "[";
-  for (int i = 0; i < s.rank; ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + "]";
 }
 
 void reply(const std::string& json) {
