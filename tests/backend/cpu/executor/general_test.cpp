@@ -223,7 +223,10 @@ TEST_CASE("groups computed from constants only run once and keep their values ac
   constexpr auto h1 = fd::softmax(fd::matmul(x, w) * table);
   constexpr auto h2 = fd::softmax(fd::matmul(h1, w) + h1);
   constexpr auto h3 = fd::tanh(fd::matmul(h2, w)) * h2;
-  constexpr auto p = fd::compile(h3, fd::sin(fd::iota<float, 0, 8, 4>() * fd::lit<0.5>));
+  // an output from constants only, and a group from constants only that reads it: both per call
+  constexpr auto waves = fd::sin(fd::iota<float, 0, 8, 4>() * fd::lit<0.5>);
+  constexpr auto scaled = fd::input<"y", float, 8, 4>() * fd::exp(fd::sum<1, true>(waves));
+  constexpr auto p = fd::compile(h3, waves, scaled);
   fd::cpu::executor ex(p);
   CHECK(ex.stats().constant_groups >= 1);
   CHECK(ex.footprint().constants >= 64 * 4);

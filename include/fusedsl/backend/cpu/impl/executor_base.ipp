@@ -293,12 +293,21 @@ FUSEDSL_DECL void executor_base::make_constants() {
     for (int k = 0; k < n.n_in; ++k) v = char(v | varies[std::size_t(n.in[std::size_t(k)])]);
     varies[std::size_t(i)] = v;
   }
-  for (int gi = 0; gi < view_.n_groups; ++gi) {
+  // In execution order, so that every group a group reads from is decided before it: a group
+  // that reads the value of a group run per call (one writing an output) runs per call too.
+  for (int k = 0; k < view_.n_groups; ++k) {
+    const int gi = view_.order[k];
     const plan::fusion_group& gr = view_.group(gi);
     bool once = gr.region == 0 && gr.kind != plan::group_kind::repeat &&
                 !view_.kernel(gi).refused() && !paired_away_[std::size_t(gi)];
-    for (int i = 0; i < g.size && once; ++i)
-      once = view_.group_of[i] != gi || !varies[std::size_t(i)];
+    for (int i = 0; i < g.size && once; ++i) {
+      if (view_.group_of[i] != gi) continue;
+      once = !varies[std::size_t(i)];
+      for (int a = 0; a < g[i].n_in && once; ++a) {
+        const int from = view_.group_of[g[i].in[std::size_t(a)]];
+        once = from < 0 || from == gi || constant_group_[std::size_t(from)];
+      }
+    }
     for (int o = 0; o < g.n_outputs && once; ++o) once = view_.group_of[g.outputs[o]] != gi;
     constant_group_[std::size_t(gi)] = once;
   }
