@@ -13,10 +13,12 @@
 //                     bucketed relative-position bias (buckets from iota, a learned [32, heads]
 //                     table gathered), unscaled cross-attention to an encoder output of another
 //                     length, a ReLU feed-forward without biases
-//   moe_dense         a mixture-of-experts SwiGLU FFN, 8 experts stacked [E, K, N], every expert
-//                     weighted by the softmax gate
-//   moe_top2          the same with the gate cut to each token's two largest weights (two max
-//                     reductions and where; every expert still computed), renormalised
+//   moe_dense         a mixture-of-experts SwiGLU FFN (models/moe.hpp), 8 experts stacked
+//                     [E, K, N], every expert weighted by the softmax gate
+//   moe_top2          the same with the gate cut to each token's two largest weights,
+//                     renormalised (every expert still computed on every token)
+//   moe_top2_routed   top-2 with each expert computed on the tokens routed to it only, at most
+//                     40 (its capacity: GShard's factor 1.25 of an even share)
 //   alibi             a BLOOM-style pre-LN block: causal attention with ALiBi (slope_h * key
 //                     position, slopes from iota), GELU-tanh feed-forward
 //   vit               a ViT-S/8 front end and block on a 3 x 64 x 64 image: 8 x 8 patches cut with
@@ -26,6 +28,7 @@
 #include <cstdint>
 
 #include "fusedsl/fusedsl.hpp"
+#include "fusedsl/models/moe.hpp"
 
 namespace fusedsl_user {
 
@@ -131,33 +134,22 @@ constexpr auto layer() {
 }
 }  // namespace t5
 
-// ---- mixture of experts ----
+// ---- mixture of experts (models/moe.hpp) ----
 namespace moe {
 inline constexpr std::int64_t T = 128, D = 512, E = 8, F = 1024;
+// GShard's capacity factor 1.25 of an even share of the 2 x 128 routed rows: 40 per expert
+inline constexpr std::int64_t Capacity = 40;
 constexpr auto x = fd::input<"x", float, T, D>();
 
-// The experts' weights per token: the gate, or its two largest values renormalised.
-template <bool Top2, class G>
-constexpr auto routing(G gate) {
-  if constexpr (Top2) {
-    constexpr auto m1 = fd::max<1, true>(gate);
-    constexpr auto m2 = fd::max<1, true>(fd::where(gate >= m1, fd::neg_inf, gate));
-    constexpr auto kept = fd::where(gate >= m2, gate, fd::lit<0.0>);
-    return kept / fd::sum<1, true>(kept);
-  } else {
-    return gate;
-  }
+constexpr auto dense() {
+  return fd::compile(fd::models::moe_dense<E, F>(
+      x, fd::softmax(fd::matmul(x, fd::param<"router.w", float, D, E>()))));
 }
-
-template <bool Top2>
-constexpr auto layer() {
-  constexpr auto gate = fd::softmax(fd::matmul(x, fd::param<"gate.w", float, D, E>()));  // [T, E]
-  constexpr auto up = fd::matmul(x, fd::param<"experts.up", float, E, D, F>());  // [E, T, F]
-  constexpr auto g = fd::matmul(x, fd::param<"experts.gate", float, E, D, F>());
-  constexpr auto out = fd::matmul(fd::silu(g) * up, fd::param<"experts.down", float, E, F, D>());
-  constexpr auto weights = routing<Top2>(gate);
-  constexpr auto w = fd::reshape<E, T, 1>(fd::transpose(weights));  // [E, T, 1]
-  return fd::compile(fd::sum<0>(out * w));
+constexpr auto top2() {
+  return fd::compile(fd::models::moe_dense<E, F>(x, fd::models::moe_top2_gates<E>(x)));
+}
+constexpr auto routed() {
+  return fd::compile(fd::models::moe_routed<E, F, Capacity>(x, fd::models::moe_top2_gates<E>(x)));
 }
 }  // namespace moe
 
@@ -212,8 +204,9 @@ constexpr auto model() {
 using gptj_interleaved = decltype(gptj::block<true>());
 using gptj_halves = decltype(gptj::block<false>());
 using t5_decoder = decltype(t5::layer());
-using moe_dense = decltype(moe::layer<false>());
-using moe_top2 = decltype(moe::layer<true>());
+using moe_dense = decltype(moe::dense());
+using moe_top2 = decltype(moe::top2());
+using moe_top2_routed = decltype(moe::routed());
 using alibi_block = decltype(alibi::block());
 using vit_block = decltype(vit::model());
 

@@ -34,8 +34,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-MODELS = ["gptj_interleaved", "gptj_halves", "t5_decoder", "moe_dense", "moe_top2", "alibi_block",
-          "vit_block"]
+MODELS = ["gptj_interleaved", "gptj_halves", "t5_decoder", "moe_dense", "moe_top2",
+          "moe_top2_routed", "alibi_block", "vit_block"]
 TOLERANCE = 1e-4
 
 
@@ -55,6 +55,8 @@ FLOPS = {
 }
 FLOPS["gptj_halves"] = FLOPS["gptj_interleaved"]
 FLOPS["moe_top2"] = FLOPS["moe_dense"]
+# the router, the slots' [T, T] x [T, E] count and 8 experts on 40 rows each
+FLOPS["moe_top2_routed"] = 2 * 128 * 512 * 8 + 2 * 128 * 128 * 8 + 8 * 3 * 2 * 40 * 512 * 1024
 CPU = 1  # one core for every peer; CPU 0 carries the system
 
 
@@ -139,18 +141,42 @@ def t5(w):
     return h2 + torch.relu(rmsnorm(h2, w["ln3"]) @ w["ffn.wi.w"]) @ w["ffn.wo.w"]
 
 
+def top2_gates(w, x):
+    """models::moe_top2_gates: softmax router, kept at each token's two largest, renormalised."""
+    gate = torch.softmax(x @ w["router.w"], -1)  # [T, E]
+    m1 = gate.amax(1, keepdim=True)
+    m2 = torch.where(gate >= m1, float("-inf"), gate).amax(1, keepdim=True)
+    kept = torch.where(gate >= m2, gate, 0.0)
+    return kept / kept.sum(1, keepdim=True)
+
+
+def experts(w, x):
+    """SwiGLU expert e on x[e] (or on x for every expert): [E, rows, D]."""
+    g = torch.matmul(x, w["experts.gate"])
+    return (F.silu(g) * torch.matmul(x, w["experts.up"])) @ w["experts.down"]
+
+
 def moe(w, top2):
     x = w["x"]
-    gate = torch.softmax(x @ w["gate.w"], -1)  # [T, E]
-    up = torch.matmul(x, w["experts.up"])      # [E, T, F]
-    g = torch.matmul(x, w["experts.gate"])
-    out = (F.silu(g) * up) @ w["experts.down"]  # [E, T, D]
-    if top2:
-        m1 = gate.amax(1, keepdim=True)
-        m2 = torch.where(gate >= m1, float("-inf"), gate).amax(1, keepdim=True)
-        kept = torch.where(gate >= m2, gate, 0.0)
-        gate = kept / kept.sum(1, keepdim=True)
-    return (out * gate.t()[:, :, None]).sum(0)
+    gates = top2_gates(w, x) if top2 else torch.softmax(x @ w["router.w"], -1)
+    return (experts(w, x) * gates.t()[:, :, None]).sum(0)
+
+
+def moe_routed(w, capacity):
+    """models::moe_routed: each expert on at most `capacity` of the tokens routed to it, in token
+    order (a token's slot: how many earlier tokens chose the expert), static shapes throughout."""
+    x = w["x"]
+    T, E = x.shape[0], w["router.w"].shape[1]
+    gates = top2_gates(w, x)
+    chosen = (gates > 0).to(x.dtype)
+    slot = torch.cumsum(chosen, 0) - chosen  # [T, E]
+    routed = torch.where(slot < capacity, chosen, 0.0)
+    in_slot = (slot.t()[:, None, :] == torch.arange(capacity, dtype=x.dtype)[None, :, None])
+    token = (in_slot * routed.t()[:, None, :] * torch.arange(T, dtype=x.dtype)).sum(2)
+    out = experts(w, x[token.long()])  # [E, capacity, D]
+    row = (torch.arange(E)[None, :] * capacity + slot.clamp(max=capacity - 1).long())  # [T, E]
+    back = out.reshape(E * capacity, -1)[row]  # [T, E, D]
+    return (back * (gates * routed)[:, :, None]).sum(1)
 
 
 def alibi(w):
@@ -176,7 +202,8 @@ def vit(w):
 
 FUNCTIONS = {"gptj_interleaved": lambda w: gptj(w, True), "gptj_halves": lambda w: gptj(w, False),
              "t5_decoder": t5, "moe_dense": lambda w: moe(w, False),
-             "moe_top2": lambda w: moe(w, True), "alibi_block": alibi, "vit_block": vit}
+             "moe_top2": lambda w: moe(w, True), "moe_top2_routed": lambda w: moe_routed(w, 40),
+             "alibi_block": alibi, "vit_block": vit}
 
 
 # ---- weights, peers, rounds ----

@@ -587,3 +587,50 @@ def footprint(files, options):
              f"{'met' if d['growth_over_budget'] <= 1.25 else 'missed'})"],
             ["interpreted groups", f"{d['interpreted_groups']}"]]
     return table(["part", "bytes"], rows) + ["", f"{d['program']}; budget {budget:.1f} MiB."]
+
+
+USER_MODEL_TITLES = {
+    "gptj_interleaved": "GPT-J block, rotary on interleaved pairs",
+    "gptj_halves": "GPT-J block, rotary on halves",
+    "t5_decoder": "T5 decoder layer (relative bias, cross-attention)",
+    "moe_dense": "mixture of experts, dense",
+    "moe_top2": "mixture of experts, top-2 (every expert computed)",
+    "moe_top2_routed": "mixture of experts, top-2 routed, capacity 40",
+    "alibi_block": "ALiBi block",
+    "vit_block": "ViT front end and block",
+}
+
+
+@generator("user_models")
+def user_models(files, options):
+    """Transformer variants as users write them (benchmarks/model/user_models.py): per model,
+    fusedsl's plan (kernels, copy kernels, GEMMs packing B per call, kernels from constants only
+    and how many of them run per call), its median time per call and fraction of the run's FMA
+    peak, PyTorch eager's and torch.compile's times in the same run and the ratios, and the
+    largest error of fusedsl's output against the float64 reference."""
+    d = read_json(files[0])
+    rows = []
+    for name, r in d["models"].items():
+        p, s = r["plan"], r["seconds"]
+        constants = p["constant_kernels"]
+        per_call = constants - r.get("constant_kernels_computed_once", 0)
+        med = {k: s[k]["median"] for k in ("fusedsl", "torch_eager", "torch_compile")}
+        rows.append([USER_MODEL_TITLES.get(name, name), str(p["kernels"]), str(p["copy_kernels"]),
+                     str(p["per_call_packs"]), f"{constants} ({per_call} per call)",
+                     fmt_time(med["fusedsl"]), f"{r['peak_fraction']:.2f}",
+                     fmt_time(med["torch_eager"]), fmt_time(med["torch_compile"]),
+                     f"{med['torch_eager'] / med['fusedsl']:.2f}x",
+                     f"{med['torch_compile'] / med['fusedsl']:.2f}x",
+                     f"{r['error']['fusedsl']:.1e}"])
+    models = d["models"]
+    note = [f"One thread, f32, torch {d['torch']}; medians of {d['rounds']} interleaved rounds of "
+            f"about {d['round_seconds']} s per peer; FMA peak of the core measured at the start and "
+            f"end of the run: {span([x / 1e9 for x in d['fma_peak_flops']], 1)} GFLOP/s. "
+            "Error: max |fusedsl - float64 PyTorch| / max |float64 PyTorch|."]
+    if "gptj_interleaved" in models and "gptj_halves" in models:
+        ratio = (models["gptj_interleaved"]["seconds"]["fusedsl"]["median"] /
+                 models["gptj_halves"]["seconds"]["fusedsl"]["median"])
+        note[0] += f" GPT-J interleaved over halves: {ratio:.2f}x the time."
+    return table(["model", "kernels", "copies", "B packed per call", "from constants only",
+                  "fusedsl", "of FMA peak", "PyTorch eager", "torch.compile", "vs eager",
+                  "vs torch.compile", "error"], rows) + [""] + note
