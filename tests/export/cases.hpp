@@ -11,6 +11,7 @@
 #include "bindings.hpp"
 #include "fusedsl/export/export.hpp"
 #include "fusedsl/expr/quantize.hpp"
+#include "fusedsl/models/moe.hpp"
 #include "fusedsl/models/transformer.hpp"
 
 namespace export_cases {
@@ -172,6 +173,11 @@ constexpr fd::nn::attention_options window_options{
 constexpr auto attention_options =
     fd::compile(fd::nn::attention<"xa", cross_options>(xs, enc, rel_bias),
                 fd::nn::attention<"sa", window_options>(xs, key_bias));
+// A mixture of 4 SwiGLU experts with top-2 routing and a capacity of 5 of the 12 tokens
+// (models/moe.hpp): gathers of rows by computed indices, a batched matmul over stacked weights.
+constexpr auto tokens_moe = fd::input<"tokens", float, 12, 8>();
+constexpr auto moe_routed = fd::compile(
+    fd::models::moe_routed<4, 16, 5>(tokens_moe, fd::models::moe_top2_gates<4>(tokens_moe)));
 using gpt_small = fd::models::transformer<32, 64, 4, 128, 2, fd::nn::pre_ln, true>;
 constexpr auto& gpt = gpt_small::program;
 

@@ -210,6 +210,7 @@ void for_each_case(F&& f) {
   f("stack", ec::stack);
   f("batched_gqa", ec::batched_gqa);
   f("attention_options", ec::attention_options);
+  f("moe_routed", ec::moe_routed);
   f("seed_transformer", ec::seed);
   f("gpt_small", ec::gpt);
 }

@@ -141,6 +141,7 @@ int main(int argc, char** argv) {
     w.add("stack", ec::stack);
     w.add("batched_gqa", ec::batched_gqa);
     w.add("attention_options", ec::attention_options);
+    w.add("moe_routed", ec::moe_routed);
     w.add("seed_transformer", ec::seed, true);
     w.add("gpt_small", ec::gpt, true);
     std::cout << "wrote " << w.count << " cases to " << w.dir.string() << "\n";
