@@ -1,39 +1,42 @@
 #pragma once
-// JSON text for the replies of the benchmark peers (benchmarks/race/race_peer.cpp,
-// benchmarks/model/user_model_peer.cpp) that Python drivers read line by line.
-#include <cmath>
-#include <cstdio>
+// What the benchmark peers (benchmarks/race/race_peer.cpp, benchmarks/model/user_model_peer.cpp)
+// share: JSON text for their replies (the escaping and numbers of tpu/json.hpp) and the loop that
+// serves a Python driver's requests on stdin.
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include "fusedsl/core/shape.hpp"
+#include "fusedsl/tpu/json.hpp"
 
 namespace fusedsl_bench {
 
-inline std::string json_string(const std::string& s) {
-  std::string r = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') r += '\\';
-    if (c == '\n') {
-      r += "\\n";
-      continue;
-    }
-    r += c;
-  }
-  return r + "\"";
-}
-
-// A number, or null where it is not finite (JSON has no NaN or infinity).
-inline std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
+using fusedsl::tpu::json_number;
+using fusedsl::tpu::json_string;
 
 inline std::string json_shape(const fusedsl::dims& s) {
   std::string r = "[";
   for (int i = 0; i < s.rank; ++i) r += (i ? ", " : "") + std::to_string(s[i]);
   return r + "]";
+}
+
+// Serves requests, one a line, until `quit` or the end of stdin: `run K` (K >= 1) is answered with
+// timed(K), handed to reply; anything else throws, naming the request after `who`.
+template <class Timed, class Reply>
+int serve_requests(const std::string& who, Timed timed, Reply reply) {
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    std::istringstream in(line);
+    std::string cmd;
+    in >> cmd;
+    if (cmd == "quit") return 0;
+    long calls = 0;
+    if (cmd != "run" || !(in >> calls) || calls < 1)
+      throw std::runtime_error(who + ": unknown request: " + line);
+    reply(timed(calls));
+  }
+  return 0;
 }
 
 }  // namespace fusedsl_bench

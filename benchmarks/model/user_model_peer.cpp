@@ -18,7 +18,6 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -167,14 +166,7 @@ int serve(const std::string& dir, const std::string& output) {
       shape);
   reply("{\"ready\": true, \"interpreted_groups\": " +
         std::to_string(p.ex.stats().interpreted_groups) + "}");
-  std::string line;
-  while (std::getline(std::cin, line)) {
-    std::istringstream in(line);
-    std::string cmd;
-    in >> cmd;
-    if (cmd == "quit") return 0;
-    long calls = 0;
-    if (cmd != "run" || !(in >> calls) || calls < 1) fail("unknown request: " + line);
+  const auto timed = [&](long calls) {
     p.ex.run();  // untimed: the caches held the other peers' data
     std::string times = "[";
     for (long c = 0; c < calls; ++c) {
@@ -182,9 +174,9 @@ int serve(const std::string& dir, const std::string& output) {
       p.ex.run();
       times += (c ? ", " : "") + json_number(fusedsl_bench::wall_seconds() - t0);
     }
-    reply("{\"times\": " + times + "]}");
-  }
-  return 0;
+    return "{\"times\": " + times + "]}";
+  };
+  return fusedsl_bench::serve_requests(std::string("user_model_") + model_name, timed, reply);
 }
 
 }  // namespace

@@ -287,17 +287,8 @@ int serve(peer& p, const std::string& output) {
   fd::io::write_npy<float>(output, p.out, shape);
   reply("{\"ready\": true, \"config\": " + p.describe() +
         ", \"rss_bytes\": " + std::to_string(proc_status_bytes("VmRSS")) + "}");
-  std::string line;
-  while (std::getline(std::cin, line)) {
-    std::istringstream in(line);
-    std::string cmd;
-    in >> cmd;
-    if (cmd == "quit") return 0;
-    long calls = 0;
-    if (cmd != "run" || !(in >> calls) || calls < 1) fail("unknown request: " + line);
-    reply(times_reply(p, calls));
-  }
-  return 0;
+  return fusedsl_bench::serve_requests(
+      std::string("race_") + model_name, [&](long calls) { return times_reply(p, calls); }, reply);
 }
 
 int describe() {

@@ -11,6 +11,7 @@
 #include "fusedsl/backend/cpu/executor.hpp"
 #include "fusedsl/backend/reference/evaluate.hpp"
 #include "fusedsl/compile.hpp"
+#include "../common/compare.hpp"
 
 namespace fd = fusedsl;
 
@@ -74,15 +75,6 @@ std::vector<float> run(const Program& p, const std::vector<float>& xv, const std
   return y;
 }
 
-double max_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  double m = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double d = std::abs(double(a[i]) - double(b[i]));
-    m = d > m || d != d ? d : m;  // NaN wins
-  }
-  return m;
-}
-
 // The rows of the expert GEMMs of a program: m of each batched GEMM part over E experts.
 template <class Program>
 std::vector<std::int64_t> expert_rows() {
@@ -102,7 +94,7 @@ TEST_CASE("routed experts with room for every token compute the dense layer's fu
   const auto g = top2_gates();
   const auto want = run(dense, xv, g, w);
   const auto got = run(routed<T>(), xv, g, w);
-  CHECK(max_difference(got, want) < 1e-5);
+  CHECK(fd::test::compare(got, want, fd::test::abs_tol(1e-5)));
   // the same against the reference backend, for the routed program's own graph
   fd::reference::evaluator ref{fd::graph::graph_view(routed<T>().graph)};
   ref.bind("x", view(xv, fd::make_dims(T, D)))
@@ -113,7 +105,7 @@ TEST_CASE("routed experts with room for every token compute the dense layer's fu
   const auto outs = ref.run();
   std::vector<float> r(std::size_t(T * D));
   for (std::int64_t i = 0; i < T * D; ++i) r[std::size_t(i)] = outs.at(0).data<float>()[i];
-  CHECK(max_difference(got, r) < 1e-5);
+  CHECK(fd::test::compare(got, r, fd::test::abs_tol(1e-5)));
 }
 
 TEST_CASE("an expert past its capacity drops the later tokens routed to it, in token order") {
@@ -137,7 +129,7 @@ TEST_CASE("an expert past its capacity drops the later tokens routed to it, in t
   CHECK(dropped == 22);
   const auto want = run(dense, xv, kept, w);
   const auto got = run(routed<C>(), xv, g, w);
-  CHECK(max_difference(got, want) < 1e-5);
+  CHECK(fd::test::compare(got, want, fd::test::abs_tol(1e-5)));
   // and the expert GEMMs run over E x C rows, not E x T
   for (std::int64_t m : expert_rows<decltype(routed<C>())>()) CHECK(m == C);
   CHECK(expert_rows<decltype(routed<C>())>().size() == 3);
