@@ -1,6 +1,7 @@
 // graph::expand: row composites become exactly their documented primitives, everything else is
 // copied, block bodies stay regions; it runs in constant evaluation and at run time alike.
 #include "fusedsl/graph/expand.hpp"
+#include "../common/graph_util.hpp"
 #include "../common/test_util.hpp"
 
 namespace {
@@ -14,12 +15,7 @@ constexpr bool only_primitives(const G& g) {
   return true;
 }
 
-template <class G>
-constexpr int count(const G& g, op_kind k) {
-  int c = 0;
-  for (int i = 0; i < g.size(); ++i) c += g[i].op == k ? 1 : 0;
-  return c;
-}
+using fd::test::count;
 
 template <class G, std::size_t N>
 constexpr bool ops_are(const G& g, const std::array<op_kind, N>& ops) {

@@ -1,18 +1,14 @@
 // The constexpr node table: merged subexpressions, node counts of transformer blocks, topological
 // order, pruning of dead nodes, the bindings of a stack, and the text and DOT printers. Most checks
 // are static_asserts on the constexpr graph.
+#include "../common/graph_util.hpp"
 #include "../common/test_util.hpp"
 
 namespace {
 
 using fd::graph::op_kind;
 
-template <class G>
-constexpr int count(const G& g, op_kind k) {
-  int c = 0;
-  for (int i = 0; i < g.size(); ++i) c += g[i].op == k ? 1 : 0;
-  return c;
-}
+using fd::test::count;
 
 // Every operand precedes its node, and a block body precedes the repeat node that runs it.
 template <class G>

@@ -10,6 +10,7 @@
 
 #include "fusedsl/expr/expression.hpp"
 #include "fusedsl/graph/prune.hpp"
+#include "fusedsl/graph/sink_slices.hpp"
 
 namespace fusedsl {
 namespace expr {
@@ -126,6 +127,7 @@ struct flattened {
     if constexpr (well_formed) {
       (emit_output<Outs>(b), ...);
       prune(b);
+      graph::sink_slices(b);
     }
   }
   static constexpr std::size_t size = [] {
