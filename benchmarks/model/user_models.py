@@ -144,9 +144,8 @@ def t5(w):
 def top2_gates(w, x):
     """models::moe_top2_gates: softmax router, kept at each token's two largest, renormalised."""
     gate = torch.softmax(x @ w["router.w"], -1)  # [T, E]
-    m1 = gate.amax(1, keepdim=True)
-    m2 = torch.where(gate >= m1, float("-inf"), gate).amax(1, keepdim=True)
-    kept = torch.where(gate >= m2, gate, 0.0)
+    top = torch.topk(gate, 2, dim=1)
+    kept = torch.zeros_like(gate).scatter(1, top.indices, top.values)
     return kept / kept.sum(1, keepdim=True)
 
 

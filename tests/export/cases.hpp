@@ -11,6 +11,7 @@
 #include "bindings.hpp"
 #include "fusedsl/export/export.hpp"
 #include "fusedsl/expr/quantize.hpp"
+#include "fusedsl/expr/sort.hpp"
 #include "fusedsl/models/moe.hpp"
 #include "fusedsl/models/transformer.hpp"
 
@@ -131,6 +132,11 @@ constexpr auto logits = fd::input<"logits", float, 4, 8>();
 constexpr auto argmax = fd::compile(fd::argmax<1>(logits), fd::argmax<0, true>(logits),
                                     fd::cast<float>(fd::argmax<1>(-logits)) + fd::lit<0.5>,
                                     fd::argmax<0>(fd::cast<fd::bf16>(logits)));
+// top_k, sort and argsort (expr/sort.hpp) over the same logits: ties by the lower index, NaN the
+// largest, -0 equal to 0, an all -inf row.
+constexpr auto top3 = fd::top_k<3>(logits);
+constexpr auto order = fd::compile(top3.values, top3.indices, fd::sort<0>(logits),
+                                   fd::argsort(logits), fd::top_k_mask<2>(-logits));
 // RoPE-like rotation: angles = position * 3 * frequency (up to 21 rad), the two halves of each row
 // rotated by cos and sin; sin and cos of bf16 values.
 constexpr auto q = fd::input<"q", float, 8, 16>();

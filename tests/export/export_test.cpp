@@ -204,6 +204,7 @@ void for_each_case(F&& f) {
   f("decode", ec::decode);
   f("state_update", ec::state_update);
   f("argmax", ec::argmax);
+  f("order", ec::order);
   f("rope", ec::rope);
   f("rounding", ec::rounding);
   f("quantization", ec::quantization);
@@ -523,6 +524,12 @@ TEST_CASE(
   const std::string text = hlo::to_text(ec::rounding);
   for (const char* op : {" floor(", " ceil(", " round-nearest-even(", " select("})
     CHECK_MESSAGE(text.find(op) != std::string::npos, op);
+}
+
+TEST_CASE("top_k, sort and argsort export as comparisons and reductions and evaluate exactly") {
+  for (const hlo::export_options& o : {hlo::export_options{}, fused_options(hlo::group_calls::call),
+                                       fused_options(hlo::group_calls::xla_cpu)})
+    check_evaluated("order", ec::order, o, 0.0, "logits", ec::argmax_logits);
 }
 
 TEST_CASE(

@@ -135,3 +135,49 @@ TEST_CASE("an expert past its capacity drops the later tokens routed to it, in t
   CHECK(expert_rows<decltype(routed<C>())>().size() == 3);
   for (std::int64_t m : expert_rows<decltype(dense)>()) CHECK(m == T);
 }
+
+TEST_CASE("the router keeps each token's two largest gates; equal ones by the lower expert") {
+  constexpr auto p = fd::compile(fd::models::moe_top2_gates<E>(x));
+  const auto xv = random_values(T * D, 8, 1.0f);
+  const auto gates_of = [&](const std::vector<float>& router) {
+    fd::cpu::executor ex(p);
+    std::vector<float> g(std::size_t(T * E));
+    ex.bind("x", view(xv, fd::make_dims(T, D)));
+    ex.bind("router.w", view(router, fd::make_dims(D, E)));
+    ex.bind_output(0, fd::tensor_ref{g.data(), fd::dtype::f32, fd::make_dims(T, E)});
+    ex.run();
+    return g;
+  };
+  // a zero router: every expert's gate is 1/E; experts 0 and 1 are kept, at 1/2 each
+  std::vector<float> want(std::size_t(T * E), 0.0f);
+  for (std::int64_t t = 0; t < T; ++t)
+    want[std::size_t(t * E)] = want[std::size_t(t * E + 1)] = 0.5f;
+  CHECK(fd::test::compare(gates_of(std::vector<float>(std::size_t(D * E), 0.0f)), want,
+                          fd::test::exact()));
+  // a random router against the two largest of a softmax computed here in double
+  const auto router = random_values(D * E, 9, 0.5f);
+  for (std::int64_t t = 0; t < T; ++t) {
+    std::vector<double> logit(std::size_t(E), 0.0);
+    for (std::int64_t e = 0; e < E; ++e)
+      for (std::int64_t d = 0; d < D; ++d)
+        logit[std::size_t(e)] +=
+            double(xv[std::size_t(t * D + d)]) * router[std::size_t(d * E + e)];
+    std::int64_t a = 0, b = 1;
+    if (logit[1] > logit[0]) std::swap(a, b);
+    for (std::int64_t e = 2; e < E; ++e) {
+      if (logit[std::size_t(e)] > logit[std::size_t(a)]) {
+        b = a;
+        a = e;
+      } else if (logit[std::size_t(e)] > logit[std::size_t(b)]) {
+        b = e;
+      }
+    }
+    // the renormalised pair is a two-way softmax of the two logits
+    const double ea = 1.0, eb = std::exp(logit[std::size_t(b)] - logit[std::size_t(a)]);
+    for (std::int64_t e = 0; e < E; ++e)
+      want[std::size_t(t * E + e)] = e == a   ? float(ea / (ea + eb))
+                                     : e == b ? float(eb / (ea + eb))
+                                              : 0.0f;
+  }
+  CHECK(fd::test::compare(gates_of(router), want, fd::test::abs_tol(1e-6)));
+}

@@ -5,7 +5,8 @@
 // [E, F, D] (a batched matmul reads them; the executor packs each expert's slice once, at bind).
 //
 //   moe_top2_gates<E>(x)            [T, E]: softmax(x . router.w), kept at each token's two
-//                                   largest values and renormalised; 0 elsewhere
+//                                   largest values (fd::top_k_mask: equal values by the lower
+//                                   expert index, as jax.lax.top_k) and renormalised; 0 elsewhere
 //   moe_dense<E, F>(x, gates)       every expert on every token, weighted by the gates: E x T
 //                                   rows of expert GEMMs
 //   moe_routed<E, F, C>(x, gates)   each expert on the tokens routed to it only, at most C of them
@@ -16,12 +17,13 @@
 // index arithmetic on iota: a token's slot in an expert's buffer is the number of earlier tokens
 // routed there (a [T, T] x [T, E] product of 0/1 values, exact), the buffer's rows are gathered
 // from x, and each token gathers its experts' results back; no one-hot matmul over the model
-// width. Two tokens' equal gate values are both kept (top-2 by comparison, not by a sort).
+// width.
 //
 // Params: "router.w" [D, E], "experts.gate" and "experts.up" [E, D, F], "experts.down" [E, F, D].
 #include <cstdint>
 
 #include "fusedsl/expr/nn.hpp"
+#include "fusedsl/expr/sort.hpp"
 
 namespace fusedsl::models {
 
@@ -31,9 +33,7 @@ constexpr auto moe_top2_gates(X) {
   static_assert(E >= 2, "moe: top-2 routing needs two experts or more");
   constexpr std::int64_t D = X::shape[1];
   constexpr auto p = softmax(matmul(X{}, param<"router.w", float, D, E>()));
-  constexpr auto first = max<1, true>(p);
-  constexpr auto second = max<1, true>(where(p >= first, neg_inf, p));
-  constexpr auto kept = where(p >= second, p, lit<0.0>);
+  constexpr auto kept = where(top_k_mask<2, 1>(p), p, lit<0.0>);
   return kept / sum<1, true>(kept);
 }
 

@@ -1,0 +1,195 @@
+#pragma once
+// Order along an axis: top_k, sort, argsort and top_k_mask, written as comparisons and reductions
+// (so every backend and the HLO export compute them with the ops they already have).
+//
+//   top_k<K, Axis = -1>(x)        .values (x's dtype) and .indices (i32): the K largest along
+//                                 Axis, largest first; equal values by the lower index first (as
+//                                 jax.lax.top_k)
+//   sort<Axis = -1>(x)            ascending, stable
+//   argsort<Axis = -1>(x)         the i32 indices that sort x, stable (equal values keep their
+//                                 order, as numpy.argsort(kind="stable"))
+//   top_k_mask<K, Axis = -1>(x)   boolean, x's shape: true at the K elements top_k picks
+//
+// The order is a total one: NaN is larger than every number (top_k picks it first, sort puts it
+// last, as numpy.sort), and -0 equals +0 (the lower index first; XLA's total order puts -0 first).
+// Each element's position in the order is counted, rank(i) = #{j : x[j] comes before x[i]}: a
+// reduction whose [.., n, n] comparisons fuse into it (no [n, n] buffer), then each output
+// position picks the element of its rank with a max-reduction (exact; the sign of a zero is kept).
+// The work is quadratic in the axis' length: made for routing gates, beams and small axes.
+#include <cstdint>
+#include <limits>
+
+#include "fusedsl/expr/ops.hpp"
+
+namespace fusedsl {
+namespace expr {
+
+enum class order_part { values, indices, mask };
+
+// x's axis moved last (perm) and back (inverse), for the counting below.
+struct axis_moves {
+  std::array<int, max_rank> perm{}, inverse{};
+  static constexpr axis_moves of(int rank, int axis) {
+    axis_moves m;
+    int c = 0;
+    for (int i = 0; i < rank; ++i)
+      if (i != axis) m.perm[std::size_t(c++)] = i;
+    m.perm[std::size_t(rank - 1)] = axis;
+    for (int i = 0; i < rank; ++i) m.inverse[std::size_t(m.perm[std::size_t(i)])] = i;
+    return m;
+  }
+};
+
+constexpr int move_axes(builder& b, int x, const std::array<int, max_rank>& perm) {
+  const int r = b.at(x).shape.rank;
+  std::array<int, max_rank> p{};
+  for (int i = 0; i < max_rank; ++i) p[std::size_t(i)] = i < r ? perm[std::size_t(i)] : i;
+  bool identity = true;
+  for (int i = 0; i < r; ++i) identity = identity && p[std::size_t(i)] == i;
+  if (identity) return x;
+  graph::node n;
+  n.op = graph::op_kind::transpose;
+  n.type = b.at(x).type;
+  n.shape.rank = r;
+  for (int i = 0; i < r; ++i) n.shape[i] = b.at(x).shape[p[std::size_t(i)]];
+  n.perm = p;
+  n.n_in = 1;
+  n.in[0] = x;
+  return b.add(n);
+}
+
+// Per element of x (axis last, [.., n]): how many elements come before it, in f32, [.., n].
+// descending: larger first; else smaller first. NaN is the largest; ties by the lower index. The
+// ascending order compares -x, so that no [.., n, n] value is common to both orders of one x (it
+// would be materialised for the two).
+constexpr int order_rank(builder& b, int x, bool descending) {
+  using graph::op_kind;
+  const dims s = b.at(x).shape;
+  const int r = s.rank;
+  const std::int64_t n = s[r - 1];
+  dims si = s, sj = s;  // element i along axis r - 1, element j along axis r
+  si.rank = sj.rank = r + 1;
+  si[r] = 1;
+  sj[r - 1] = 1;
+  sj[r] = n;
+  const int key = descending ? x : b.unary(op_kind::neg, x);
+  const int ki = b.reshape(key, si), kj = b.reshape(key, sj);
+  const auto flag = [&](int pred) { return b.cast(pred, dtype::f32); };
+  const int nan_i = flag(b.binary(op_kind::ne, ki, ki));
+  const int nan_j = flag(b.binary(op_kind::ne, kj, kj));
+  const int one = b.constant(1.0);
+  // j strictly before i: a larger key, or NaN against a number (first when descending, last
+  // when ascending)
+  const int cmp = flag(b.binary(op_kind::gt, kj, ki));
+  const int nan_first = descending
+                            ? b.binary(op_kind::mul, nan_j, b.binary(op_kind::sub, one, nan_i))
+                            : b.binary(op_kind::mul, nan_i, b.binary(op_kind::sub, one, nan_j));
+  const int strictly = b.binary(op_kind::max, cmp, nan_first);
+  // or equal (both NaN included) with a lower index
+  const int equal = b.binary(op_kind::max, flag(b.binary(op_kind::eq, kj, ki)),
+                             b.binary(op_kind::mul, nan_j, nan_i));
+  const dims nn = make_dims(n, n);
+  const int lower =
+      flag(b.binary(op_kind::lt, b.iota(dtype::i32, nn, 1), b.iota(dtype::i32, nn, 0)));
+  const int before = b.binary(op_kind::max, strictly, b.binary(op_kind::mul, equal, lower));
+  return b.reduce(op_kind::reduce_sum, before, r, false);
+}
+
+// The graph of one part of an order along axis: K positions (values, indices) or x's shape (mask).
+constexpr int emit_order(builder& b, int x0, int axis, std::int64_t k, bool descending,
+                         order_part part) {
+  const int r = b.at(x0).shape.rank;
+  const axis_moves m = axis_moves::of(r, axis);
+  const int x = move_axes(b, x0, m.perm);
+  const int rank = order_rank(b, x, descending);
+  if (part == order_part::mask) {
+    const int kept = b.binary(graph::op_kind::lt, rank, b.constant(double(k)));
+    return move_axes(b, kept, m.inverse);
+  }
+  // sel[.., p, i]: element i is at position p
+  const dims s = b.at(x).shape;
+  const std::int64_t n = s[r - 1];
+  dims one_row = s;
+  one_row.rank = r + 1;
+  one_row[r - 1] = 1;
+  one_row[r] = n;
+  const int at_position = b.iota(dtype::f32, make_dims(k, 1), 0);
+  const int sel = b.binary(graph::op_kind::eq, b.reshape(rank, one_row), at_position);
+  int picked;
+  if (part == order_part::values) {
+    const int ninf = b.constant(-std::numeric_limits<double>::infinity());
+    picked =
+        b.reduce(graph::op_kind::reduce_max, b.select(sel, b.reshape(x, one_row), ninf), r, false);
+  } else {
+    const int index = b.iota(dtype::f32, make_dims(1, n), 1);
+    const int none = b.constant(-1.0);
+    const int at = b.reduce(graph::op_kind::reduce_max, b.select(sel, index, none), r, false);
+    picked = b.cast(at, dtype::i32);
+  }
+  return move_axes(b, picked, m.inverse);
+}
+
+template <class X, int Axis, std::int64_t K, bool Descending, order_part Part>
+struct order_t : node_base<X> {
+  static constexpr int axis = normalize_axis(Axis, X::shape.rank);
+  static constexpr dtype type = Part == order_part::values ? X::type
+                                : Part == order_part::mask ? dtype::boolean
+                                                           : dtype::i32;
+  static constexpr dims shape = [] {
+    dims s = X::shape;
+    if (Part != order_part::mask) s[axis] = K;
+    return s;
+  }();
+  static constexpr int emit(builder& b, std::array<int, 1> x) {
+    return emit_order(b, x[0], axis, K, Descending, Part);
+  }
+  static constexpr bool well_formed = node_base<X>::operands_well_formed;
+};
+
+template <class V, class I>
+struct top_k_result {
+  V values;
+  I indices;
+};
+
+template <class X, int Axis>
+constexpr void check_order_operand() {
+  static_assert(axis_in_range(Axis, X::shape.rank),
+                "sort: axis out of range for the operand's rank");
+  static_assert(is_floating(X::type), "sort: the operand must be a floating-point tensor");
+}
+
+}  // namespace expr
+
+template <std::int64_t K, int Axis = -1, expression X>
+constexpr auto top_k(X) {
+  expr::check_order_operand<X, Axis>();
+  static_assert(K >= 1 && K <= X::shape[normalize_axis(Axis, X::shape.rank)],
+                "top_k: k must be between 1 and the axis' length");
+  return expr::top_k_result<expr::order_t<X, Axis, K, true, expr::order_part::values>,
+                            expr::order_t<X, Axis, K, true, expr::order_part::indices>>{};
+}
+
+template <std::int64_t K, int Axis = -1, expression X>
+constexpr auto top_k_mask(X) {
+  expr::check_order_operand<X, Axis>();
+  static_assert(K >= 1 && K <= X::shape[normalize_axis(Axis, X::shape.rank)],
+                "top_k: k must be between 1 and the axis' length");
+  return expr::order_t<X, Axis, K, true, expr::order_part::mask>{};
+}
+
+template <int Axis = -1, expression X>
+constexpr auto sort(X) {
+  expr::check_order_operand<X, Axis>();
+  constexpr std::int64_t n = X::shape[normalize_axis(Axis, X::shape.rank)];
+  return expr::order_t<X, Axis, n, false, expr::order_part::values>{};
+}
+
+template <int Axis = -1, expression X>
+constexpr auto argsort(X) {
+  expr::check_order_operand<X, Axis>();
+  constexpr std::int64_t n = X::shape[normalize_axis(Axis, X::shape.rank)];
+  return expr::order_t<X, Axis, n, false, expr::order_part::indices>{};
+}
+
+}  // namespace fusedsl
