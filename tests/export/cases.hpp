@@ -11,6 +11,7 @@
 #include "bindings.hpp"
 #include "fusedsl/export/export.hpp"
 #include "fusedsl/expr/quantize.hpp"
+#include "fusedsl/expr/scatter.hpp"
 #include "fusedsl/expr/sort.hpp"
 #include "fusedsl/models/moe.hpp"
 #include "fusedsl/models/transformer.hpp"
@@ -137,6 +138,11 @@ constexpr auto argmax = fd::compile(fd::argmax<1>(logits), fd::argmax<0, true>(l
 constexpr auto top3 = fd::top_k<3>(logits);
 constexpr auto order = fd::compile(top3.values, top3.indices, fd::sort<0>(logits),
                                    fd::argsort(logits), fd::top_k_mask<2>(-logits));
+// scatter_add (expr/scatter.hpp): rows added at ids in [-9, 9] of a 6-row table (random_bindings'
+// i32 values): repeated ids add up, the ones outside the table are dropped.
+constexpr auto scatter_add = fd::compile(
+    fd::scatter_add(fd::input<"table", float, 6, 8>(), fd::input<"ids", std::int32_t, 12>(),
+                    fd::tanh(fd::input<"rows", float, 12, 8>())));
 // RoPE-like rotation: angles = position * 3 * frequency (up to 21 rad), the two halves of each row
 // rotated by cos and sin; sin and cos of bf16 values.
 constexpr auto q = fd::input<"q", float, 8, 16>();

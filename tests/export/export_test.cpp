@@ -205,6 +205,7 @@ void for_each_case(F&& f) {
   f("state_update", ec::state_update);
   f("argmax", ec::argmax);
   f("order", ec::order);
+  f("scatter_add", ec::scatter_add);
   f("rope", ec::rope);
   f("rounding", ec::rounding);
   f("quantization", ec::quantization);
