@@ -13,8 +13,9 @@
 // The order is a total one: NaN is larger than every number (top_k picks it first, sort puts it
 // last, as numpy.sort), and -0 equals +0 (the lower index first; XLA's total order puts -0 first).
 // Each element's position in the order is counted, rank(i) = #{j : x[j] comes before x[i]}: a
-// reduction whose [.., n, n] comparisons fuse into it (no [n, n] buffer), then each output
-// position picks the element of its rank with a max-reduction (exact; the sign of a zero is kept).
+// reduction whose [.., n, n] comparisons fuse into it (no [n, n] buffer); each output position
+// finds the index of the element of its rank with a max-reduction, and the values are gathered
+// from x at those indices (exact: NaN, infinities and the sign of a zero as they are in x).
 // The work is quadratic in the axis' length: made for routing gates, beams and small axes.
 #include <cstdint>
 #include <limits>
@@ -106,7 +107,7 @@ constexpr int emit_order(builder& b, int x0, int axis, std::int64_t k, bool desc
     const int kept = b.binary(graph::op_kind::lt, rank, b.constant(double(k)));
     return move_axes(b, kept, m.inverse);
   }
-  // sel[.., p, i]: element i is at position p
+  // the index of the element at position p: the one whose rank is p
   const dims s = b.at(x).shape;
   const std::int64_t n = s[r - 1];
   dims one_row = s;
@@ -115,16 +116,20 @@ constexpr int emit_order(builder& b, int x0, int axis, std::int64_t k, bool desc
   one_row[r] = n;
   const int at_position = b.iota(dtype::f32, make_dims(k, 1), 0);
   const int sel = b.binary(graph::op_kind::eq, b.reshape(rank, one_row), at_position);
-  int picked;
+  const int index = b.iota(dtype::f32, make_dims(1, n), 1);
+  const int found =
+      b.reduce(graph::op_kind::reduce_max, b.select(sel, index, b.constant(-1.0)), r, false);
+  int picked = b.cast(found, dtype::i32);  // [.., k]
   if (part == order_part::values) {
-    const int ninf = b.constant(-std::numeric_limits<double>::infinity());
-    picked =
-        b.reduce(graph::op_kind::reduce_max, b.select(sel, b.reshape(x, one_row), ninf), r, false);
-  } else {
-    const int index = b.iota(dtype::f32, make_dims(1, n), 1);
-    const int none = b.constant(-1.0);
-    const int at = b.reduce(graph::op_kind::reduce_max, b.select(sel, index, none), r, false);
-    picked = b.cast(at, dtype::i32);
+    // x's element at that index, read from x flattened: row o's element i is at o * n + i
+    const std::int64_t rows = s.size() / n;
+    const dims flat = make_dims(rows, k);
+    const int offset = b.binary(graph::op_kind::mul, b.iota(dtype::i32, flat, 0),
+                                b.constant(double(n), dtype::i32));
+    const int ids = b.binary(graph::op_kind::add, b.reshape(picked, flat), offset);
+    dims out = s;
+    out[r - 1] = k;
+    picked = b.reshape(b.gather(b.reshape(x, make_dims(rows * n)), ids), out);
   }
   return move_axes(b, picked, m.inverse);
 }
