@@ -59,27 +59,35 @@ std::uint32_t seed_of(const std::string& name) {
   return h;
 }
 
-// Seeded values for every binding of a program, by name (the same name gets the same values in
-// every program); `edit` may change them before the run.
+// Seeded values in [-scale, scale) for every binding of a program, by name (the same name gets the
+// same values in every program); a test may change them before a run.
 struct values_by_name {
   std::map<std::string, std::vector<float>> v;
-  std::vector<float>& of(const fd::graph::binding_info& b) {
-    auto [it, fresh] = v.try_emplace(b.name);
+  float scale = 1.0f;
+  std::vector<float>& of(std::string_view name, const fd::dims& shape) {
+    auto [it, fresh] = v.try_emplace(std::string(name));
     if (fresh) {
-      std::mt19937 rng(seed_of(b.name));
-      std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-      it->second.resize(std::size_t(b.shape.size()));
+      std::mt19937 rng(seed_of(it->first));
+      std::uniform_real_distribution<float> u(-scale, scale);
+      it->second.resize(std::size_t(shape.size()));
       for (float& f : it->second) f = u(rng);
     }
     return it->second;
+  }
+  // Binds every input and param among `nodes` (a node table of region 0) on `backend`.
+  template <class Backend, class Nodes>
+  void bind_all(Backend& backend, const Nodes& nodes) {
+    for (const fd::graph::node& n : nodes)
+      if (n.op == op_kind::input || n.op == op_kind::param)
+        backend.bind(n.name.view(),
+                     fd::tensor_ref{of(n.name.view(), n.shape).data(), fd::dtype::f32, n.shape});
   }
 };
 
 template <class Program>
 std::vector<float> run_cpu(const Program& p, values_by_name& vals) {
   fd::cpu::executor ex(p);
-  for (const auto& b : ex.bindings())
-    ex.bind(b.name, fd::tensor_ref{vals.of(b).data(), fd::dtype::f32, b.shape});
+  vals.bind_all(ex, p.graph.nodes);
   const auto& out = p.graph[p.graph.outputs[0]];
   std::vector<float> y(std::size_t(out.shape.size()));
   ex.bind_output(0, fd::tensor_ref{y.data(), fd::dtype::f32, out.shape});
@@ -88,15 +96,17 @@ std::vector<float> run_cpu(const Program& p, values_by_name& vals) {
   return y;
 }
 
+// The first output of a node table (a program's graph or a builder's), by the reference backend.
+template <class Nodes>
+std::vector<float> run_reference(const fd::graph::graph_view& g, const Nodes& nodes,
+                                 values_by_name& vals) {
+  fd::reference::evaluator ref{g};
+  vals.bind_all(ref, nodes);
+  return test::values(ref.run().at(0));
+}
 template <class Program>
 std::vector<float> run_reference(const Program& p, values_by_name& vals) {
-  fd::cpu::executor ex(p);  // for the binding list only
-  fd::reference::evaluator ref{fd::graph::graph_view(p.graph)};
-  for (const auto& b : ex.bindings())
-    ref.bind(b.name, fd::tensor_ref{vals.of(b).data(), fd::dtype::f32, b.shape});
-  const auto outs = ref.run();
-  const float* d = outs.at(0).template data<float>();
-  return std::vector<float>(d, d + outs.at(0).shape().size());
+  return run_reference(fd::graph::graph_view(p.graph), p.graph.nodes, vals);
 }
 
 // Rows [lo, hi) of a row-major [rows, cols] result.
@@ -183,7 +193,7 @@ TEST_CASE("rows with NaN and inf stay where they are") {
   constexpr auto part = fd::compile(fd::slice<0, 2, 6>(f));
   static_assert(rows_of(part.graph, op_kind::matmul, 0) == 4);
   values_by_name vals;
-  vals.of({"x", op_kind::input, fd::dtype::f32, fd::make_dims(L, D)});
+  vals.of("x", fd::make_dims(L, D));
   auto& xv = vals.v["x"];
   xv[std::size_t(3 * D + 1)] = std::numeric_limits<float>::quiet_NaN();  // row 3: all NaN
   xv[std::size_t(4 * D + 2)] = std::numeric_limits<float>::infinity();   // row 4: inf
@@ -235,23 +245,6 @@ sliced_program random_sliced(unsigned seed) {
   return p;
 }
 
-std::vector<float> evaluate(const fd::graph::builder& b,
-                            std::map<std::string, std::vector<float>>& v) {
-  fd::reference::evaluator ev{fd::graph::view_of(b)};
-  for (const auto& n : b.nodes) {
-    if (n.op != op_kind::input && n.op != op_kind::param) continue;
-    auto [it, fresh] = v.try_emplace(std::string(n.name.view()));
-    if (fresh) {
-      std::mt19937 rng(seed_of(it->first));
-      std::uniform_real_distribution<float> u(-2.0f, 2.0f);
-      it->second.resize(std::size_t(n.shape.size()));
-      for (float& f : it->second) f = u(rng);
-    }
-    ev.bind(n.name.view(), fd::tensor_ref{it->second.data(), fd::dtype::f32, n.shape});
-  }
-  return test::values(ev.run().at(0));
-}
-
 }  // namespace
 
 // Bit for bit, but where a matmul takes fewer rows: the reference backend's matmul is Eigen's GEMM,
@@ -270,8 +263,9 @@ TEST_CASE("random programs sliced: the rewritten graph computes the same values"
       return out.op != op_kind::slice || fd::graph::is_leaf(g[out.in[0]].op);
     };
     if (slice_reads_leaf(q) && !slice_reads_leaf(p.b)) ++sunk;
-    std::map<std::string, std::vector<float>> values;
-    const auto want = evaluate(p.b, values), got = evaluate(q, values);
+    values_by_name values{{}, 2.0f};
+    const auto want = run_reference(fd::graph::view_of(p.b), p.b.nodes, values);
+    const auto got = run_reference(fd::graph::view_of(q), q.nodes, values);
     bool product = false;
     for (const auto& n : p.b.nodes) product = product || n.op == op_kind::matmul;
     CHECK(ft::compare(got, want, product ? ft::rel_tol(1e-5) : ft::exact(), ft::nans::expected));

@@ -27,36 +27,21 @@ namespace expr {
 
 enum class order_part { values, indices, mask };
 
-// x's axis moved last (perm) and back (inverse), for the counting below.
-struct axis_moves {
-  std::array<int, max_rank> perm{}, inverse{};
-  static constexpr axis_moves of(int rank, int axis) {
-    axis_moves m;
-    int c = 0;
-    for (int i = 0; i < rank; ++i)
-      if (i != axis) m.perm[std::size_t(c++)] = i;
-    m.perm[std::size_t(rank - 1)] = axis;
-    for (int i = 0; i < rank; ++i) m.inverse[std::size_t(m.perm[std::size_t(i)])] = i;
-    return m;
-  }
-};
-
-constexpr int move_axes(builder& b, int x, const std::array<int, max_rank>& perm) {
-  const int r = b.at(x).shape.rank;
-  std::array<int, max_rank> p{};
-  for (int i = 0; i < max_rank; ++i) p[std::size_t(i)] = i < r ? perm[std::size_t(i)] : i;
-  bool identity = true;
-  for (int i = 0; i < r; ++i) identity = identity && p[std::size_t(i)] == i;
-  if (identity) return x;
-  graph::node n;
-  n.op = graph::op_kind::transpose;
-  n.type = b.at(x).type;
-  n.shape.rank = r;
-  for (int i = 0; i < r; ++i) n.shape[i] = b.at(x).shape[p[std::size_t(i)]];
-  n.perm = p;
-  n.n_in = 1;
-  n.in[0] = x;
-  return b.add(n);
+// The permutation of R axes that moves `axis` last, and its inverse.
+template <int R>
+constexpr std::array<int, R> axis_last(int axis) {
+  std::array<int, R> p{};
+  int c = 0;
+  for (int i = 0; i < R; ++i)
+    if (i != axis) p[std::size_t(c++)] = i;
+  p[std::size_t(R - 1)] = axis;
+  return p;
+}
+template <int R>
+constexpr std::array<int, R> inverse(const std::array<int, R>& p) {
+  std::array<int, R> q{};
+  for (int i = 0; i < R; ++i) q[std::size_t(p[std::size_t(i)])] = i;
+  return q;
 }
 
 // Per element of x (axis last, [.., n]): how many elements come before it, in f32, [.., n].
@@ -96,16 +81,18 @@ constexpr int order_rank(builder& b, int x, bool descending) {
   return b.reduce(op_kind::reduce_sum, before, r, false);
 }
 
-// The graph of one part of an order along axis: K positions (values, indices) or x's shape (mask).
+// The graph of one part of an order along axis of x0 (rank R): K positions (values, indices) or
+// x's shape (mask).
+template <int R>
 constexpr int emit_order(builder& b, int x0, int axis, std::int64_t k, bool descending,
                          order_part part) {
-  const int r = b.at(x0).shape.rank;
-  const axis_moves m = axis_moves::of(r, axis);
-  const int x = move_axes(b, x0, m.perm);
+  constexpr int r = R;
+  const std::array<int, R> to_last = axis_last<R>(axis), back = inverse<R>(to_last);
+  const int x = b.transpose(x0, to_last);
   const int rank = order_rank(b, x, descending);
   if (part == order_part::mask) {
     const int kept = b.binary(graph::op_kind::lt, rank, b.constant(double(k)));
-    return move_axes(b, kept, m.inverse);
+    return b.transpose(kept, back);
   }
   // the index of the element at position p: the one whose rank is p
   const dims s = b.at(x).shape;
@@ -131,7 +118,7 @@ constexpr int emit_order(builder& b, int x0, int axis, std::int64_t k, bool desc
     out[r - 1] = k;
     picked = b.reshape(b.gather(b.reshape(x, make_dims(rows * n)), ids), out);
   }
-  return move_axes(b, picked, m.inverse);
+  return b.transpose(picked, back);
 }
 
 template <class X, int Axis, std::int64_t K, bool Descending, order_part Part>
@@ -146,7 +133,7 @@ struct order_t : node_base<X> {
     return s;
   }();
   static constexpr int emit(builder& b, std::array<int, 1> x) {
-    return emit_order(b, x[0], axis, K, Descending, Part);
+    return emit_order<X::shape.rank>(b, x[0], axis, K, Descending, Part);
   }
   static constexpr bool well_formed = node_base<X>::operands_well_formed;
 };
@@ -157,43 +144,42 @@ struct top_k_result {
   I indices;
 };
 
-template <class X, int Axis>
+// K: the positions asked for (top_k's k; the axis' length for sort and argsort).
+template <class X, int Axis, std::int64_t K>
 constexpr void check_order_operand() {
   static_assert(axis_in_range(Axis, X::shape.rank),
                 "sort: axis out of range for the operand's rank");
   static_assert(is_floating(X::type), "sort: the operand must be a floating-point tensor");
+  static_assert(K >= 1 && K <= X::shape[normalize_axis(Axis, X::shape.rank)],
+                "top_k: k must be between 1 and the axis' length");
 }
 
 }  // namespace expr
 
 template <std::int64_t K, int Axis = -1, expression X>
 constexpr auto top_k(X) {
-  expr::check_order_operand<X, Axis>();
-  static_assert(K >= 1 && K <= X::shape[normalize_axis(Axis, X::shape.rank)],
-                "top_k: k must be between 1 and the axis' length");
+  expr::check_order_operand<X, Axis, K>();
   return expr::top_k_result<expr::order_t<X, Axis, K, true, expr::order_part::values>,
                             expr::order_t<X, Axis, K, true, expr::order_part::indices>>{};
 }
 
 template <std::int64_t K, int Axis = -1, expression X>
 constexpr auto top_k_mask(X) {
-  expr::check_order_operand<X, Axis>();
-  static_assert(K >= 1 && K <= X::shape[normalize_axis(Axis, X::shape.rank)],
-                "top_k: k must be between 1 and the axis' length");
+  expr::check_order_operand<X, Axis, K>();
   return expr::order_t<X, Axis, K, true, expr::order_part::mask>{};
 }
 
 template <int Axis = -1, expression X>
 constexpr auto sort(X) {
-  expr::check_order_operand<X, Axis>();
   constexpr std::int64_t n = X::shape[normalize_axis(Axis, X::shape.rank)];
+  expr::check_order_operand<X, Axis, n>();
   return expr::order_t<X, Axis, n, false, expr::order_part::values>{};
 }
 
 template <int Axis = -1, expression X>
 constexpr auto argsort(X) {
-  expr::check_order_operand<X, Axis>();
   constexpr std::int64_t n = X::shape[normalize_axis(Axis, X::shape.rank)];
+  expr::check_order_operand<X, Axis, n>();
   return expr::order_t<X, Axis, n, false, expr::order_part::indices>{};
 }
 
