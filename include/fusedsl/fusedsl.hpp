@@ -11,6 +11,8 @@
 #include "fusedsl/expr/nn.hpp"
 #include "fusedsl/expr/ops.hpp"
 #include "fusedsl/expr/quantize.hpp"
+#include "fusedsl/expr/scatter.hpp"
+#include "fusedsl/expr/sort.hpp"
 #include "fusedsl/graph/builder.hpp"
 #include "fusedsl/graph/node.hpp"
 #include "fusedsl/graph/print.hpp"

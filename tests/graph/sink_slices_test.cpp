@@ -25,12 +25,17 @@ namespace {
 using fd::graph::op_kind;
 
 using fd::test::count;
-// The rows (axis 0 extent) of every node of kind k, in table order; -1 past the count.
+// The extent along `axis` of the which-th node of kind k, in table order; -1 past the count.
+template <class G>
+constexpr std::int64_t extent_of(const G& g, op_kind k, int which, int axis) {
+  for (int i = 0; i < g.size(); ++i)
+    if (g[i].op == k && which-- == 0) return g[i].shape[axis];
+  return -1;
+}
+// Its rows (axis 0).
 template <class G>
 constexpr std::int64_t rows_of(const G& g, op_kind k, int which) {
-  for (int i = 0; i < g.size(); ++i)
-    if (g[i].op == k && which-- == 0) return g[i].shape[0];
-  return -1;
+  return extent_of(g, k, which, 0);
 }
 
 constexpr std::int64_t L = 10, D = 12;
@@ -180,6 +185,15 @@ TEST_CASE("the class token of a ViT block: one row of the final layernorm and fe
   static_assert(rows_of(first.graph, op_kind::layernorm, 1) == 1);
   static_assert(rows_of(first.graph, op_kind::layernorm, 2) == 1);
   static_assert(rows_of(whole.graph, op_kind::layernorm, 2) == L + 1);
+  // and, once the second layernorm's and the residual's slices of h are one (a second pass), the
+  // attention too: its query projection, scores, softmax and output projection on that row; only
+  // the keys' and values' projections read every token
+  static_assert(count(first.graph, op_kind::matmul) == 8);
+  static_assert(rows_of(first.graph, op_kind::matmul, 0) == L + 1);
+  static_assert(rows_of(first.graph, op_kind::matmul, 1) == L + 1);
+  static_assert(rows_of(first.graph, op_kind::matmul, 2) == 1);
+  static_assert(rows_of(first.graph, op_kind::matmul, 5) == 1);
+  static_assert(extent_of(first.graph, op_kind::softmax, 0, 1) == 1);  // [heads, 1, L + 1]
   values_by_name vals;
   const auto all = run_cpu(whole, vals);
   CHECK(ft::compare(run_cpu(first, vals), rows(all, D, 0, 1), ft::allclose(1e-5, 1e-5)));

@@ -25,6 +25,7 @@ struct slice_sinker {
   std::vector<int> readers;      // per old node: nodes, outputs and block ends that read it
   std::vector<int> id;           // per old node: its node in the new table
   builder& b;                    // the new table
+  bool sank = false;             // a slice moved into the op computing its operand
 
   // Old node x sliced to [lo, hi) along axis, as a node of the new table.
   constexpr int slice_of(int x, int axis, std::int64_t lo, std::int64_t hi) {
@@ -32,7 +33,10 @@ struct slice_sinker {
     if (lo == 0 && hi == p.shape[axis]) return id[std::size_t(x)];
     if (readers[std::size_t(x)] == 1 && p.region == b.region) {
       const int r = sunk(x, axis, lo, hi);
-      if (r >= 0) return r;
+      if (r >= 0) {
+        sank = true;
+        return r;
+      }
     }
     return b.slice(id[std::size_t(x)], axis, lo, hi);
   }
@@ -153,9 +157,11 @@ struct slice_sinker {
 
 }  // namespace detail
 
-// Rewrites b's table with every slice sunk as far as it goes; merged, pruned, in topological order.
-// Outputs, states and regions keep their meaning.
-constexpr void sink_slices(builder& g) {
+// One pass: rewrites g's table with every slice sunk as far as it goes; merged, pruned, in
+// topological order. Outputs, states and regions keep their meaning. Returns whether a slice moved.
+// A pass can make a new single reader (two slices of one node merged into one by the rewrite of
+// their readers), so sink_slices runs passes until none moves a slice.
+constexpr bool sink_slices_once(builder& g) {
   const int size = g.size();
   std::vector<int> readers(std::size_t(size), 0);
   for (int i = 0; i < size; ++i) {
@@ -166,21 +172,17 @@ constexpr void sink_slices(builder& g) {
       if (first) ++readers[std::size_t(n.in[std::size_t(k)])];
     }
   }
-  for (int o : g.outputs) ++readers[std::size_t(o)];
-  for (int st : g.output_state)
-    if (st >= 0) ++readers[std::size_t(st)];
-  for (const region_info& r : g.regions) {
-    if (r.result >= 0) ++readers[std::size_t(r.result)];
-    if (r.placeholder >= 0) ++readers[std::size_t(r.placeholder)];
-  }
+  g.for_each_root([&](int id) { ++readers[std::size_t(id)]; });
   bool any = false;
   for (int i = 0; i < size && !any; ++i)
     any = g[i].op == op_kind::slice && readers[std::size_t(g[i].in[0])] == 1 &&
           !is_leaf(g[g[i].in[0]].op);
-  if (!any) return;
+  if (!any) return false;
 
   builder b;
   b.regions = g.regions;
+  b.outputs = g.outputs;
+  b.output_state = g.output_state;
   detail::slice_sinker s{g.nodes, readers, std::vector<int>(std::size_t(size), -1), b};
   for (int i = 0; i < size; ++i) {
     node n = g[i];
@@ -193,17 +195,17 @@ constexpr void sink_slices(builder& g) {
     s.id[std::size_t(i)] = b.add(n);
   }
   b.region = 0;
-  for (std::size_t r = 1; r < b.regions.size(); ++r) {
-    b.regions[r].placeholder = s.id[std::size_t(b.regions[r].placeholder)];
-    b.regions[r].result = s.id[std::size_t(b.regions[r].result)];
-  }
-  for (std::size_t o = 0; o < g.outputs.size(); ++o) {
-    b.outputs.push_back(s.id[std::size_t(g.outputs[o])]);
-    const int st = g.output_state[o];
-    b.output_state.push_back(st >= 0 ? s.id[std::size_t(st)] : -1);
-  }
+  b.remap_roots([&](int id) { return s.id[std::size_t(id)]; });
   prune(b);
   g = b;
+  return s.sank;
+}
+
+// Passes of sink_slices_once until a pass moves no slice. Every move takes a slice strictly
+// closer to the leaves, so this ends; the bound is a guard for the constant evaluator only.
+constexpr void sink_slices(builder& g) {
+  for (int pass = 0; pass < 16 && sink_slices_once(g); ++pass) {
+  }
 }
 
 }  // namespace fusedsl::graph
