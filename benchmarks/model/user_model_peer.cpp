@@ -128,6 +128,8 @@ int describe() {
   }
   r += "], \"output_shape\": " + json_shape(output_shape()) + ", \"plan\": " + describe_plan() +
        ", \"constant_kernels_computed_once\": " + std::to_string(probe.stats().constant_groups) +
+       ", \"parameter_kernels_computed_at_bind\": " +
+       std::to_string(probe.stats().parameter_groups) +
        ", \"isa\": " + json_string(fd::cpu::instruction_set()) +
        ", \"compiler\": " + json_string(__VERSION__) + "}";
   reply(r);

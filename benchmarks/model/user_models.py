@@ -310,6 +310,8 @@ def run_model(name, build, rounds, round_seconds, check_only, seed):
         eager = TorchPeer(FUNCTIONS[name], weights, False)
         result = {"plan": desc["plan"], "isa": desc["isa"], "flops": FLOPS[name],
                   "constant_kernels_computed_once": desc["constant_kernels_computed_once"],
+                  "parameter_kernels_computed_at_bind":
+                      desc["parameter_kernels_computed_at_bind"],
                   "interpreted_groups": fused.ready["interpreted_groups"],
                   "error": {"fusedsl": error(np.load(os.path.join(tmp, "out.npy")), ref),
                             "torch_eager": error(eager.out, ref)}}

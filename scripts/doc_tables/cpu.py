@@ -605,7 +605,8 @@ USER_MODEL_TITLES = {
 def user_models(files, options):
     """Transformer variants as users write them (benchmarks/model/user_models.py): per model,
     fusedsl's plan (kernels, copy kernels, GEMMs packing B per call, kernels from constants only
-    and how many of them run per call), its median time per call and fraction of the run's FMA
+    and how many of them run per call, kernels from parameters only, run once per binding), its
+    median time per call and fraction of the run's FMA
     peak, PyTorch eager's and torch.compile's times in the same run and the ratios, and the
     largest error of fusedsl's output against the float64 reference."""
     d = read_json(files[0])
@@ -617,6 +618,7 @@ def user_models(files, options):
         med = {k: s[k]["median"] for k in ("fusedsl", "torch_eager", "torch_compile")}
         rows.append([USER_MODEL_TITLES.get(name, name), str(p["kernels"]), str(p["copy_kernels"]),
                      str(p["per_call_packs"]), f"{constants} ({per_call} per call)",
+                     str(r.get("parameter_kernels_computed_at_bind", "not counted")),
                      fmt_time(med["fusedsl"]), f"{r['peak_fraction']:.2f}",
                      fmt_time(med["torch_eager"]), fmt_time(med["torch_compile"]),
                      f"{med['torch_eager'] / med['fusedsl']:.2f}x",
@@ -632,5 +634,5 @@ def user_models(files, options):
                  models["gptj_halves"]["seconds"]["fusedsl"]["median"])
         note[0] += f" GPT-J interleaved over halves: {ratio:.2f}x the time."
     return table(["model", "kernels", "copies", "B packed per call", "from constants only",
-                  "fusedsl", "of FMA peak", "PyTorch eager", "torch.compile", "vs eager",
+                  "from parameters only (once per binding)", "fusedsl", "of FMA peak", "PyTorch eager", "torch.compile", "vs eager",
                   "vs torch.compile", "error"], rows) + [""] + note

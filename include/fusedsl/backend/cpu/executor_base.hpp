@@ -86,8 +86,11 @@ class executor_base {
   FUSEDSL_DECL void write_outputs();
   FUSEDSL_DECL void fill_leaf(const graph::node& n, void* dst) const;
   FUSEDSL_DECL void make_states();
-  // Groups whose values depend on no input, parameter or state: computed here, once.
+  // Groups whose values depend on no input or state: computed once, at build (no parameter
+  // either) or at the first call after a parameter is bound (run_once).
   FUSEDSL_DECL void make_constants();
+  enum class group_once : char { at_build, at_bind, per_call };  // in order: more varying last
+  FUSEDSL_DECL void run_once(group_once when);
   const void* slot_data(int node, int iter) const {
     const int k = table_.slot_of(node, iter);
     return k < 0 ? nullptr : bound_[std::size_t(k)];
@@ -111,11 +114,11 @@ class executor_base {
   bool amx_ = false;               // amx_bf16 asked for and available
   bool amx_attention_ = false;     // and attention on the tiles too
   std::vector<char> paired_away_;  // per group: run by its pair
-  // Per group: computed once, when the executor is built (make_constants); its values then live
-  // in consts_ (at const_offset_, per node; -1 elsewhere), not in the arena that later groups
-  // reuse.
-  std::vector<char> constant_group_;
+  // Per group: when it runs (make_constants). The values of a group run once live in consts_
+  // (at const_offset_, per node; -1 elsewhere), not in the arena that later groups reuse.
+  std::vector<group_once> once_;
   std::vector<std::int64_t> const_offset_;
+  bool params_changed_ = false;    // a parameter was bound since the at_bind groups last ran
   int pairs_ran_ = 0;              // GEMM pairs the current group ran
   bool profiling_ = false;
   std::vector<group_profile> profile_;

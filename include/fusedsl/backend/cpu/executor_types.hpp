@@ -66,6 +66,8 @@ struct executor_stats {
                             // the pair computes counts as a generated group
   int constant_groups = 0;  // groups computed once, when the executor was built (their values
                             // depend on no input, parameter or state), not on every call
+  int parameter_groups = 0;  // groups computed at the first call after a parameter they read is
+                             // bound (their values depend on parameters, no input or state)
 };
 
 // What an executor holds, in bytes: everything it allocated.
@@ -77,7 +79,8 @@ struct memory_footprint {
                                    // executors (not in total(): the cache holds them)
   std::size_t interpreter = 0;     // the interpreter's buffers (interpreter_only, refused groups)
   std::size_t states = 0;          // the program's states (fd::state), kept across calls
-  std::size_t constants = 0;       // the values of the groups computed once (constant_groups)
+  std::size_t constants = 0;       // the values of the groups computed once (constant_groups and
+                                   // parameter_groups)
   std::size_t total() const {
     return arena + workspace + packed_weights + interpreter + states + constants;
   }

@@ -250,3 +250,42 @@ TEST_CASE("groups computed from constants only run once and keep their values ac
   auto bc = fd::test::bind_random(check, 31);
   CHECK(fd::test::compare_with_reference(check, bc, fd::test::rel_tol(1e-5)));
 }
+
+// A group whose value depends on parameters alone (an int8 weight dequantized; a bias gathered from
+// a table by buckets of positions) runs at the first call after its parameters are bound, into
+// storage no later group reuses, and again once one of them is bound anew; not on every call.
+TEST_CASE("groups computed from parameters only run once per binding of their parameters") {
+  constexpr auto x = fd::input<"x", float, 16, 24>();
+  constexpr auto w = fd::param<"w", std::int8_t, 24, 24>();
+  constexpr auto ws = fd::param<"ws", float, 24>();
+  constexpr auto table = fd::param<"table", float, 8, 1>();
+  constexpr auto bucket =  // 0..7, then 7
+      fd::cast<std::int32_t>(fd::min(fd::iota<float, 0, 16>(), fd::lit<7.0>));
+  constexpr auto bias = fd::tanh(fd::gather(table, bucket));  // [16, 1]
+  constexpr auto h = fd::matmul(x, fd::dequantize(w, ws)) + bias;
+  constexpr auto p = fd::compile(fd::softmax(h));
+  fd::cpu::executor ex(p);
+  auto b = fd::test::bind_random(ex, 7);
+  ex.profile(true);
+  for (int call = 0; call < 3; ++call)
+    CHECK(fd::test::compare_with_reference(ex, b, fd::test::rel_tol(1e-5)));
+  const int at_bind = ex.stats().parameter_groups;
+  CHECK(at_bind >= 2);  // the dequantized weight and the bias
+  CHECK(ex.footprint().constants >= 24 * 24 * 4 + 16 * 4);
+  int once = 0;
+  for (const auto& g : ex.profile_results()) once += g.calls == 1;
+  CHECK(once == at_bind);
+  // new scales and a new table, bound again: the next calls read them
+  for (std::size_t k = 0; k < b.names.size(); ++k)
+    if (b.names[k] == "ws" || b.names[k] == "table") {
+      float* v = b.storage[k].data<float>();
+      for (std::int64_t i = 0; i < b.storage[k].shape().size(); ++i) v[i] = 0.5f - v[i];
+      ex.bind(b.names[k], b.storage[k].ref());
+    }
+  for (int call = 0; call < 2; ++call)
+    CHECK(fd::test::compare_with_reference(ex, b, fd::test::rel_tol(1e-5)));
+  once = 0;
+  for (const auto& g : ex.profile_results()) once += g.calls == 2;
+  CHECK(once == at_bind);
+  CHECK(ex.stats().interpreted_groups == 0);
+}

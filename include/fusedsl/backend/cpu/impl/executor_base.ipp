@@ -2,6 +2,7 @@
 // The bodies of fusedsl/backend/cpu/executor_base.hpp's functions: included at the end of that
 // header in header-only mode, compiled once into fusedsl::compiled otherwise
 // (core/compiled_mode.hpp).
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -66,7 +67,10 @@ FUSEDSL_DECL void executor_base::bind(std::string_view name, tensor_ref t) {
   const std::size_t k = table_.check(name, t);
   bound_[k] = t.data;
   const backend::binding_slot& s = table_[k];
-  if (view_.g[s.node].op == op_kind::param) hooks_.pack(*this, s, t.data);
+  if (view_.g[s.node].op == op_kind::param) {
+    hooks_.pack(*this, s, t.data);
+    params_changed_ = true;  // the groups of parameters alone run again, at the next call
+  }
 }
 
 FUSEDSL_DECL void executor_base::bind_output(int k, tensor_ref t) {
@@ -85,6 +89,10 @@ FUSEDSL_DECL void executor_base::run() {
     return;
   }
   set_region_values(0, 0, nullptr);
+  if (params_changed_) {
+    run_once(group_once::at_bind);
+    params_changed_ = false;
+  }
   run_region(0, 0);
   write_outputs();
 }
@@ -185,7 +193,8 @@ FUSEDSL_DECL void executor_base::set_region_values(int r, int it, std::byte* bod
 FUSEDSL_DECL void executor_base::run_region(int r, int it) {
   for (int k = 0; k < view_.n_groups; ++k) {
     const int gi = view_.order[k];
-    if (view_.group(gi).region == r && !constant_group_[std::size_t(gi)]) run_group(gi, it);
+    if (view_.group(gi).region == r && once_[std::size_t(gi)] == group_once::per_call)
+      run_group(gi, it);
   }
 }
 
@@ -275,60 +284,75 @@ FUSEDSL_DECL void executor_base::make_states() {
 }
 
 // Rule 0 of docs/fusion.md recomputes a cheap producer in every group that reads it; a group of
-// the top level whose value depends on no input, parameter or state (iota tables, sin and cos of
-// positions, masks and buckets from iota) is instead computed here, once, by its generated
-// kernel, into storage of its own that no other group reuses. A group that writes a program
-// output still runs on every call (it writes into the caller's memory), and the interpreter
-// modes compute everything on every call.
+// the top level whose value depends on no input or state is instead computed once, by its
+// generated kernel, into storage of its own that no other group reuses: here, when it depends on
+// nothing at all (iota tables, sin and cos of positions, masks and buckets from iota); at the
+// first call after a parameter is bound, when it depends on parameters (a bias gathered from a
+// table by position buckets, a weight's transpose or slice, a dequantized weight). A group that
+// writes a program output still runs on every call (it writes into the caller's memory), and the
+// interpreter modes compute everything on every call.
 FUSEDSL_DECL void executor_base::make_constants() {
   const graph::graph_view& g = view_.g;
-  constant_group_.assign(std::size_t(view_.n_groups), 0);
+  once_.assign(std::size_t(view_.n_groups), group_once::per_call);
   const_offset_.assign(std::size_t(g.size), -1);
   if (interpreter_only_) return;
-  std::vector<char> varies(std::size_t(g.size), 0);
+  // Per node: what its value depends on, the most varying of its operands'.
+  std::vector<group_once> dep(std::size_t(g.size), group_once::at_build);
   for (int i = 0; i < g.size; ++i) {
     const graph::node& n = g[i];
-    char v = n.region != 0 || n.op == op_kind::input || n.op == op_kind::param ||
-             n.op == op_kind::state || n.op == op_kind::placeholder;
-    for (int k = 0; k < n.n_in; ++k) v = char(v | varies[std::size_t(n.in[std::size_t(k)])]);
-    varies[std::size_t(i)] = v;
+    group_once d = n.region != 0 || n.op == op_kind::input || n.op == op_kind::state ||
+                           n.op == op_kind::placeholder
+                       ? group_once::per_call
+                   : n.op == op_kind::param ? group_once::at_bind
+                                            : group_once::at_build;
+    for (int k = 0; k < n.n_in; ++k) d = std::max(d, dep[std::size_t(n.in[std::size_t(k)])]);
+    dep[std::size_t(i)] = d;
   }
   // In execution order, so that every group a group reads from is decided before it: a group
   // that reads the value of a group run per call (one writing an output) runs per call too.
   for (int k = 0; k < view_.n_groups; ++k) {
     const int gi = view_.order[k];
     const plan::fusion_group& gr = view_.group(gi);
-    bool once = gr.region == 0 && gr.kind != plan::group_kind::repeat &&
-                !view_.kernel(gi).refused() && !paired_away_[std::size_t(gi)];
-    for (int i = 0; i < g.size && once; ++i) {
+    group_once o = gr.region == 0 && gr.kind != plan::group_kind::repeat &&
+                           !view_.kernel(gi).refused() && !paired_away_[std::size_t(gi)]
+                       ? group_once::at_build
+                       : group_once::per_call;
+    for (int i = 0; i < g.size && o != group_once::per_call; ++i) {
       if (view_.group_of[i] != gi) continue;
-      once = !varies[std::size_t(i)];
-      for (int a = 0; a < g[i].n_in && once; ++a) {
+      o = std::max(o, dep[std::size_t(i)]);
+      for (int a = 0; a < g[i].n_in; ++a) {
         const int from = view_.group_of[g[i].in[std::size_t(a)]];
-        once = from < 0 || from == gi || constant_group_[std::size_t(from)];
+        if (from >= 0 && from != gi) o = std::max(o, once_[std::size_t(from)]);
       }
     }
-    for (int o = 0; o < g.n_outputs && once; ++o) once = view_.group_of[g.outputs[o]] != gi;
-    constant_group_[std::size_t(gi)] = once;
+    for (int j = 0; j < g.n_outputs; ++j)
+      if (view_.group_of[g.outputs[j]] == gi) o = group_once::per_call;
+    once_[std::size_t(gi)] = o;
   }
   std::int64_t bytes = 0;
   for (int i = 0; i < g.size; ++i) {
     const int gi = view_.group_of[i];
-    if (gi < 0 || !constant_group_[std::size_t(gi)] || !view_.in_arena(i)) continue;
+    if (gi < 0 || once_[std::size_t(gi)] == group_once::per_call || !view_.in_arena(i)) continue;
     const_offset_[std::size_t(i)] = bytes;
     bytes += plan::align_up(g[i].bytes());
   }
   if (bytes == 0) {  // nothing kept: every group runs per call
-    constant_group_.assign(std::size_t(view_.n_groups), 0);
+    once_.assign(std::size_t(view_.n_groups), group_once::per_call);
     return;
   }
   consts_ = aligned_buffer(std::size_t(bytes));
+  for (group_once o : once_) stats_.parameter_groups += o == group_once::at_bind;
   set_region_values(0, 0, nullptr);
+  run_once(group_once::at_build);
+}
+
+// The groups computed once of kind `when`, in execution order (values set for region 0).
+FUSEDSL_DECL void executor_base::run_once(group_once when) {
   for (int k = 0; k < view_.n_groups; ++k) {
     const int gi = view_.order[k];
-    if (!constant_group_[std::size_t(gi)]) continue;
+    if (once_[std::size_t(gi)] != when) continue;
     run_group(gi, 0);
-    stats_.constant_groups += 1;
+    if (when == group_once::at_build) stats_.constant_groups += 1;
   }
 }
 
