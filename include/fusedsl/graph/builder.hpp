@@ -30,30 +30,6 @@ class builder {
   constexpr const node& operator[](int i) const { return nodes[std::size_t(i)]; }
   constexpr int size() const { return int(nodes.size()); }
 
-  // The ids the table is read through from outside its nodes: the outputs, the states they give
-  // new values, the regions' results and placeholders; f(id) for each (a rewrite's roots).
-  template <class F>
-  constexpr void for_each_root(F f) const {
-    for (int o : outputs) f(o);
-    for (int st : output_state)
-      if (st >= 0) f(st);
-    for (const region_info& r : regions) {
-      if (r.result >= 0) f(r.result);
-      if (r.placeholder >= 0) f(r.placeholder);
-    }
-  }
-  // Each of those ids replaced by f(id) (after a rewrite renumbered the nodes).
-  template <class F>
-  constexpr void remap_roots(F f) {
-    for (int& o : outputs) o = f(o);
-    for (int& st : output_state)
-      if (st >= 0) st = f(st);
-    for (region_info& r : regions) {
-      if (r.result >= 0) r.result = f(r.result);
-      if (r.placeholder >= 0) r.placeholder = f(r.placeholder);
-    }
-  }
-
   // Append n, or return the id of an identical node already in its region.
   constexpr int add(node n) {
     n.region = region;
@@ -464,5 +440,29 @@ class builder {
     fail("graph: operands have different dtypes; cast one of them");
   }
 };
+
+// The ids b's table is read through from outside its nodes: the outputs, the states they give new
+// values, the regions' results and placeholders; f(id) for each (a rewrite's roots).
+template <class F>
+constexpr void for_each_root(const builder& b, F f) {
+  for (int o : b.outputs) f(o);
+  for (int st : b.output_state)
+    if (st >= 0) f(st);
+  for (const region_info& r : b.regions) {
+    if (r.result >= 0) f(r.result);
+    if (r.placeholder >= 0) f(r.placeholder);
+  }
+}
+// Each of those ids replaced by f(id) (after a rewrite renumbered the nodes).
+template <class F>
+constexpr void remap_roots(builder& b, F f) {
+  for (int& o : b.outputs) o = f(o);
+  for (int& st : b.output_state)
+    if (st >= 0) st = f(st);
+  for (region_info& r : b.regions) {
+    if (r.result >= 0) r.result = f(r.result);
+    if (r.placeholder >= 0) r.placeholder = f(r.placeholder);
+  }
+}
 
 }  // namespace fusedsl::graph

@@ -10,7 +10,7 @@ namespace fusedsl::graph {
 // Keep only nodes reachable from the outputs and region results; ids are renumbered in order.
 constexpr void prune(builder& b) {
   std::vector<char> live(b.nodes.size(), 0);  // not vector<bool>: constexpr in every library
-  b.for_each_root([&](int id) { live[std::size_t(id)] = 1; });
+  for_each_root(b, [&](int id) { live[std::size_t(id)] = 1; });
   for (int i = b.size() - 1; i >= 0; --i) {
     if (!live[std::size_t(i)]) continue;
     const node& n = b.nodes[std::size_t(i)];
@@ -27,7 +27,7 @@ constexpr void prune(builder& b) {
     kept.push_back(n);
   }
   b.nodes = kept;
-  b.remap_roots([&](int id) { return remap[std::size_t(id)]; });
+  remap_roots(b, [&](int id) { return remap[std::size_t(id)]; });
 }
 
 }  // namespace fusedsl::graph

@@ -172,7 +172,7 @@ constexpr bool sink_slices_once(builder& g) {
       if (first) ++readers[std::size_t(n.in[std::size_t(k)])];
     }
   }
-  g.for_each_root([&](int id) { ++readers[std::size_t(id)]; });
+  for_each_root(g, [&](int id) { ++readers[std::size_t(id)]; });
   bool any = false;
   for (int i = 0; i < size && !any; ++i)
     any = g[i].op == op_kind::slice && readers[std::size_t(g[i].in[0])] == 1 &&
@@ -195,7 +195,7 @@ constexpr bool sink_slices_once(builder& g) {
     s.id[std::size_t(i)] = b.add(n);
   }
   b.region = 0;
-  b.remap_roots([&](int id) { return s.id[std::size_t(id)]; });
+  remap_roots(b, [&](int id) { return s.id[std::size_t(id)]; });
   prune(b);
   g = b;
   return s.sank;
