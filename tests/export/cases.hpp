@@ -138,6 +138,14 @@ constexpr auto argmax = fd::compile(fd::argmax<1>(logits), fd::argmax<0, true>(l
 constexpr auto top3 = fd::top_k<3>(logits);
 constexpr auto order = fd::compile(top3.values, top3.indices, fd::sort<0>(logits),
                                    fd::argsort(logits), fd::top_k_mask<2>(-logits));
+// A mask made by one fusion and read by two others as a select's predicate, and a boolean input
+// read the same way (XLA:CPU's kLoop fusions read such a pred through s8: export/xla_cpu_fusion).
+constexpr auto at_rank =
+    fd::eq(fd::reshape<4, 1, 8>(fd::round(x * fd::lit<3.0>)), fd::iota<float, 0, 3, 1>());
+constexpr auto pred_between_parts =
+    fd::compile(fd::max<2>(fd::where(at_rank, fd::reshape<4, 1, 8>(y), fd::neg_inf)),
+                fd::max<2>(fd::where(at_rank, fd::iota<float, 1, 1, 8>(), fd::lit<-1.0>)),
+                fd::where(fd::input<"keep", bool, 4, 8>(), y, fd::neg_inf));
 // scatter_add (expr/scatter.hpp): rows added at ids in [-9, 9] of a 6-row table (random_bindings'
 // i32 values): repeated ids add up, the ones outside the table are dropped.
 constexpr auto scatter_add = fd::compile(

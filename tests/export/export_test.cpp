@@ -206,6 +206,7 @@ void for_each_case(F&& f) {
   f("argmax", ec::argmax);
   f("order", ec::order);
   f("scatter_add", ec::scatter_add);
+  f("pred_between_parts", ec::pred_between_parts);
   f("rope", ec::rope);
   f("rounding", ec::rounding);
   f("quantization", ec::quantization);

@@ -137,6 +137,7 @@ int main(int argc, char** argv) {
     w.add("argmax", ec::argmax, false, {{"logits", ec::argmax_logits}});
     w.add("order", ec::order, false, {{"logits", ec::argmax_logits}});
     w.add("scatter_add", ec::scatter_add);
+    w.add("pred_between_parts", ec::pred_between_parts);
     w.add("rope", ec::rope);
     w.add("rounding", ec::rounding, false, {{"r", ec::rounding_values}});
     w.add("quantization", ec::quantization);

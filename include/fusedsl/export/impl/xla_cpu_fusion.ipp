@@ -242,6 +242,19 @@ struct xla_cpu_splitter {
     return b.add_binary(opcode::divide, one, b.add_binary(opcode::add, one, e));
   }
 
+  // A pred parameter of a kLoop fusion, read as `convert(p) != 0` through s8. XLA 0.10.2's CPU
+  // compiler aborts (shape.h "Check failed: has_layout()", in the verifier after a pass before
+  // layout assignment) on a kLoop fusion whose select takes its predicate straight from a pred
+  // parameter and its values from broadcasts: a mask made by one part and read by another, a
+  // boolean input (tests/export/data/xla_cpu_limits/select_of_pred_parameter; the export case
+  // pred_between_parts). The same value, one convert and one compare more.
+  static instruction_id pred_read_as_s8(computation_builder& b, instruction_id p) {
+    const std::vector<std::int64_t> dims = b.shape_of(p).dims;
+    const instruction_id zero =
+        b.add_broadcast(b.add_constant(literal::scalar(element_type::s8, 0.0)), dims, {});
+    return b.add_compare(b.add_convert(p, element_type::s8), zero, comparison_direction::ne);
+  }
+
   // What a body or the group reads at i: a group parameter, a part, or an element of a part.
   part_value value_at(instruction_id i, const std::vector<long>& part_of) const {
     if (is_param(i)) return {false, std::size_t(at(i).parameter_number), -1};
@@ -284,6 +297,7 @@ struct xla_cpu_splitter {
       for (instruction_id i = 0; i < n; ++i) {
         if (!input[i]) continue;
         map[i] = b.add_parameter(hlo::shape::array(at(i).shape.type, at(i).shape.dims), at(i).name);
+        if (at(i).shape.type == element_type::pred) map[i] = pred_read_as_s8(b, map[i]);
         p.operands.push_back(value_at(i, part_of));
       }
       for (instruction_id i = 0; i < n; ++i) {
