@@ -280,6 +280,100 @@ class stablehlo_writer {
     return multi_.at(i) + "#" + std::to_string(k);
   }
 
+  // What `in` writes beside its operands: its attributes, its region (a reduce's to_apply), and
+  // the op's name where it is not stablehlo_name's (a sharding constraint, a call).
+  void op_attributes(const computation& c, const instruction& in, const std::string& indent,
+                     std::string& op, std::vector<std::string>& attrs, std::string& region) {
+    switch (in.opcode) {
+      case opcode::constant:
+        attrs.push_back("value = " + dense(*in.literal) + " : " + mlir_type(in.shape));
+        break;
+      case opcode::iota:
+        attrs.push_back("iota_dimension = " + std::to_string(in.iota_dimension) + " : i64");
+        break;
+      case opcode::compare: {
+        const element_type t = c.instructions[in.operands[0]].shape.type;
+        attrs.push_back("comparison_direction = #stablehlo<comparison_direction " +
+                        std::string(to_string(*in.direction)) + ">");
+        attrs.push_back(std::string("compare_type = #stablehlo<comparison_type ") +
+                        (is_floating(t)                                     ? "FLOAT"
+                         : t == element_type::pred || t == element_type::u8 ? "UNSIGNED"
+                                                                            : "SIGNED") +
+                        ">");
+        break;
+      }
+      case opcode::dot: {
+        const auto& d = *in.dot;
+        attrs.push_back("dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = " +
+                        i64_list(d.lhs_batch) +
+                        ", rhs_batching_dimensions = " + i64_list(d.rhs_batch) +
+                        ", lhs_contracting_dimensions = " + i64_list(d.lhs_contracting) +
+                        ", rhs_contracting_dimensions = " + i64_list(d.rhs_contracting) + ">");
+        break;
+      }
+      case opcode::broadcast:
+        attrs.push_back("broadcast_dimensions = " + i64_array(in.dimensions));
+        break;
+      case opcode::transpose:
+        attrs.push_back("permutation = " + i64_array(in.dimensions));
+        break;
+      case opcode::concatenate:
+        attrs.push_back("dimension = " + std::to_string(in.dimensions[0]) + " : i64");
+        break;
+      case opcode::get_tuple_element:
+        attrs.push_back("index = " + std::to_string(in.tuple_index) + " : i32");
+        break;
+      case opcode::slice: {
+        std::vector<std::int64_t> st, li, sd;
+        for (const slice_dim& r : in.slice)
+          st.push_back(r.start), li.push_back(r.limit), sd.push_back(r.stride);
+        attrs.push_back("start_indices = " + i64_array(st));
+        attrs.push_back("limit_indices = " + i64_array(li));
+        attrs.push_back("strides = " + i64_array(sd));
+        break;
+      }
+      case opcode::reduce: {
+        attrs.push_back("dimensions = " + i64_array(in.dimensions));
+        region = reduce_region(m_.get(in.called_computation), indent);
+        break;
+      }
+      case opcode::gather: {
+        const gather_dimension_numbers& g = *in.gather;
+        // The attribute's fields in StableHLO's order; empty lists are left out.
+        std::string dn;
+        auto field = [&](const char* key, const std::vector<std::int64_t>& v) {
+          if (!v.empty()) dn += (dn.empty() ? "" : ", ") + std::string(key) + " = " + i64_list(v);
+        };
+        field("offset_dims", g.offset_dims);
+        field("collapsed_slice_dims", g.collapsed_slice_dims);
+        field("operand_batching_dims", g.operand_batching_dims);
+        field("start_indices_batching_dims", g.start_indices_batching_dims);
+        field("start_index_map", g.start_index_map);
+        dn += (dn.empty() ? "" : ", ") + std::string("index_vector_dim = ") +
+              std::to_string(g.index_vector_dim);
+        attrs.push_back("dimension_numbers = #stablehlo.gather<" + dn + ">");
+        attrs.push_back(std::string("indices_are_sorted = ") +
+                        (in.indices_are_sorted ? "true" : "false"));
+        attrs.push_back("slice_sizes = " + i64_array(in.slice_sizes));
+        break;
+      }
+      case opcode::dynamic_slice:
+        attrs.push_back("slice_sizes = " + i64_array(in.dynamic_slice_sizes));
+        break;
+      case opcode::copy:  // a copy with a sharding is a sharding constraint, written as jax does
+        op = "stablehlo.custom_call";
+        attrs.push_back("call_target_name = \"Sharding\"");
+        break;
+      case opcode::fusion:
+      case opcode::call:
+        op = "func.call";
+        attrs.push_back("callee = @" + in.called_computation);
+        break;
+      default:
+        break;
+    }
+  }
+
   // Writes every non-parameter instruction (except `skip`) of c; `names` maps ids to SSA values,
   // which are `prefix` + the instruction name.
   void write_body(const computation& c, std::map<instruction_id, std::string>& names,
@@ -306,94 +400,7 @@ class stablehlo_writer {
       std::vector<std::string> attrs;
       std::string region;
       std::string op = stablehlo_name(in.opcode);
-      switch (in.opcode) {
-        case opcode::constant:
-          attrs.push_back("value = " + dense(*in.literal) + " : " + mlir_type(in.shape));
-          break;
-        case opcode::iota:
-          attrs.push_back("iota_dimension = " + std::to_string(in.iota_dimension) + " : i64");
-          break;
-        case opcode::compare: {
-          const element_type t = c.instructions[in.operands[0]].shape.type;
-          attrs.push_back("comparison_direction = #stablehlo<comparison_direction " +
-                          std::string(to_string(*in.direction)) + ">");
-          attrs.push_back(std::string("compare_type = #stablehlo<comparison_type ") +
-                          (is_floating(t)                                     ? "FLOAT"
-                           : t == element_type::pred || t == element_type::u8 ? "UNSIGNED"
-                                                                              : "SIGNED") +
-                          ">");
-          break;
-        }
-        case opcode::dot: {
-          const auto& d = *in.dot;
-          attrs.push_back("dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = " +
-                          i64_list(d.lhs_batch) +
-                          ", rhs_batching_dimensions = " + i64_list(d.rhs_batch) +
-                          ", lhs_contracting_dimensions = " + i64_list(d.lhs_contracting) +
-                          ", rhs_contracting_dimensions = " + i64_list(d.rhs_contracting) + ">");
-          break;
-        }
-        case opcode::broadcast:
-          attrs.push_back("broadcast_dimensions = " + i64_array(in.dimensions));
-          break;
-        case opcode::transpose:
-          attrs.push_back("permutation = " + i64_array(in.dimensions));
-          break;
-        case opcode::concatenate:
-          attrs.push_back("dimension = " + std::to_string(in.dimensions[0]) + " : i64");
-          break;
-        case opcode::get_tuple_element:
-          attrs.push_back("index = " + std::to_string(in.tuple_index) + " : i32");
-          break;
-        case opcode::slice: {
-          std::vector<std::int64_t> st, li, sd;
-          for (const slice_dim& r : in.slice)
-            st.push_back(r.start), li.push_back(r.limit), sd.push_back(r.stride);
-          attrs.push_back("start_indices = " + i64_array(st));
-          attrs.push_back("limit_indices = " + i64_array(li));
-          attrs.push_back("strides = " + i64_array(sd));
-          break;
-        }
-        case opcode::reduce: {
-          attrs.push_back("dimensions = " + i64_array(in.dimensions));
-          region = reduce_region(m_.get(in.called_computation), indent);
-          break;
-        }
-        case opcode::gather: {
-          const gather_dimension_numbers& g = *in.gather;
-          // The attribute's fields in StableHLO's order; empty lists are left out.
-          std::string dn;
-          auto field = [&](const char* key, const std::vector<std::int64_t>& v) {
-            if (!v.empty()) dn += (dn.empty() ? "" : ", ") + std::string(key) + " = " + i64_list(v);
-          };
-          field("offset_dims", g.offset_dims);
-          field("collapsed_slice_dims", g.collapsed_slice_dims);
-          field("operand_batching_dims", g.operand_batching_dims);
-          field("start_indices_batching_dims", g.start_indices_batching_dims);
-          field("start_index_map", g.start_index_map);
-          dn += (dn.empty() ? "" : ", ") + std::string("index_vector_dim = ") +
-                std::to_string(g.index_vector_dim);
-          attrs.push_back("dimension_numbers = #stablehlo.gather<" + dn + ">");
-          attrs.push_back(std::string("indices_are_sorted = ") +
-                          (in.indices_are_sorted ? "true" : "false"));
-          attrs.push_back("slice_sizes = " + i64_array(in.slice_sizes));
-          break;
-        }
-        case opcode::dynamic_slice:
-          attrs.push_back("slice_sizes = " + i64_array(in.dynamic_slice_sizes));
-          break;
-        case opcode::copy:  // a copy with a sharding is a sharding constraint, written as jax does
-          op = "stablehlo.custom_call";
-          attrs.push_back("call_target_name = \"Sharding\"");
-          break;
-        case opcode::fusion:
-        case opcode::call:
-          op = "func.call";
-          attrs.push_back("callee = @" + in.called_computation);
-          break;
-        default:
-          break;
-      }
+      op_attributes(c, in, indent, op, attrs, region);
       if (in.sharding) attrs.push_back(sharding_attr(in));
       const bool multi = is_multi_result(in);
       out_ += indent + self + (multi ? ":" + std::to_string(in.shape.elements.size()) : "") +

@@ -170,6 +170,139 @@ inline std::int64_t linear(const std::vector<std::int64_t>& idx,
   return j;
 }
 
+// Output elements [lo, hi) of `in` when it is a select, clamp, constant, iota or layout op
+// (reshape, broadcast, transpose, slice, concatenate), through put(i, v); false for other ops.
+template <class Put>
+bool layout_range(const hlo::instruction& in, const std::vector<const value*>& ops,
+                  std::int64_t lo, std::int64_t hi, Put&& put) {
+  using hlo::opcode;
+  const auto& sh = in.shape;
+  std::vector<std::int64_t> idx, src;
+  auto at = [&](const value* v, std::int64_t i) {  // scalar operands broadcast (select, clamp)
+    return v->data.size() == 1 ? v->data[0] : v->data[std::size_t(i)];
+  };
+  // Element i of the result read from element j of operand `from` (layout ops), for each i.
+  auto gather_by = [&](const value& from, auto&& source) {
+    for (auto i = lo; i < hi; ++i) {
+      unravel(i, sh.dims, idx);
+      put(i, from.data[std::size_t(source())]);
+    }
+  };
+  switch (in.opcode) {
+    case opcode::select:
+      for (auto i = lo; i < hi; ++i) put(i, at(ops[0], i) != 0 ? at(ops[1], i) : at(ops[2], i));
+      return true;
+    case opcode::clamp:
+      for (auto i = lo; i < hi; ++i)
+        put(i, std::min(std::max(at(ops[1], i), at(ops[0], i)), at(ops[2], i)));
+      return true;
+    case opcode::constant: {
+      const auto& l = *in.literal;
+      for (auto i = lo; i < hi; ++i)
+        put(i, l.element_count() == 1 ? l.get(0) : l.get(std::size_t(i)));
+      return true;
+    }
+    case opcode::iota:
+      for (auto i = lo; i < hi; ++i) {
+        unravel(i, sh.dims, idx);
+        put(i, double(idx[std::size_t(in.iota_dimension)]));
+      }
+      return true;
+    case opcode::reshape:
+      for (auto i = lo; i < hi; ++i) put(i, ops[0]->data[std::size_t(i)]);
+      return true;
+    case opcode::broadcast: {
+      const auto st = strides_of(ops[0]->shape.dims);
+      gather_by(*ops[0], [&] {
+        std::int64_t j = 0;
+        for (std::size_t d = 0; d < in.dimensions.size(); ++d)
+          j += idx[std::size_t(in.dimensions[d])] * st[d];
+        return j;
+      });
+      return true;
+    }
+    case opcode::transpose: {
+      const auto st = strides_of(ops[0]->shape.dims);
+      gather_by(*ops[0], [&] {
+        std::int64_t j = 0;
+        for (std::size_t d = 0; d < idx.size(); ++d)
+          j += idx[d] * st[std::size_t(in.dimensions[d])];
+        return j;
+      });
+      return true;
+    }
+    case opcode::slice: {
+      const auto st = strides_of(ops[0]->shape.dims);
+      gather_by(*ops[0], [&] {
+        std::int64_t j = 0;
+        for (std::size_t d = 0; d < idx.size(); ++d)
+          j += (in.slice[d].start + idx[d] * in.slice[d].stride) * st[d];
+        return j;
+      });
+      return true;
+    }
+    case opcode::concatenate: {
+      const auto cd = std::size_t(in.dimensions.at(0));
+      for (auto i = lo; i < hi; ++i) {
+        unravel(i, sh.dims, idx);
+        std::int64_t off = idx[cd];
+        std::size_t which = 0;
+        while (off >= ops[which]->shape.dims[cd]) off -= ops[which]->shape.dims[cd], ++which;
+        src = idx;
+        src[cd] = off;
+        put(i, ops[which]->data[std::size_t(linear(src, strides_of(ops[which]->shape.dims)))]);
+      }
+      return true;
+    }
+    default: return false;
+  }
+}
+
+// Output elements [lo, hi) of a gather, dynamic slice or dynamic update slice, through put(i, v);
+// false for other ops.
+template <class Put>
+bool indexed_range(const hlo::instruction& in, const std::vector<const value*>& ops,
+                   std::int64_t lo, std::int64_t hi, Put&& put) {
+  using hlo::opcode;
+  const auto& sh = in.shape;
+  std::vector<std::int64_t> idx, src;
+  if (in.opcode == opcode::gather) {
+    const value& x = *ops[0];
+    const value& ix = *ops[1];
+    const auto xs = strides_of(x.shape.dims), is = strides_of(ix.shape.dims);
+    for (auto i = lo; i < hi; ++i) {
+      unravel(i, sh.dims, idx);
+      src = hlo::gather_source(in, x.shape, ix.shape, idx, [&](const std::vector<std::int64_t>& j) {
+        return to_index(ix.data[std::size_t(linear(j, is))]);
+      });
+      put(i, x.data[std::size_t(linear(src, xs))]);
+    }
+    return true;
+  }
+  if (in.opcode != opcode::dynamic_slice && in.opcode != opcode::dynamic_update_slice) return false;
+  const bool update = in.opcode == opcode::dynamic_update_slice;
+  const value& x = *ops[0];
+  std::vector<std::int64_t> starts;
+  for (std::size_t k = update ? 2 : 1; k < ops.size(); ++k)
+    starts.push_back(to_index(ops[k]->data.at(0)));
+  const auto& window = update ? ops[1]->shape.dims : sh.dims;
+  starts = hlo::clamp_starts(std::move(starts), x.shape.dims, window);
+  const auto xs = strides_of(x.shape.dims), ws = strides_of(window);
+  for (auto i = lo; i < hi; ++i) {
+    unravel(i, sh.dims, idx);
+    bool inside = true;
+    for (std::size_t d = 0; d < idx.size(); ++d) {
+      idx[d] += update ? -starts[d] : starts[d];
+      inside = inside && idx[d] >= 0 && idx[d] < window[d];
+    }
+    if (!update)
+      put(i, x.data[std::size_t(linear(idx, xs))]);
+    else
+      put(i, inside ? ops[1]->data[std::size_t(linear(idx, ws))] : x.data[std::size_t(i)]);
+  }
+  return true;
+}
+
 }  // namespace detail
 
 class executor {
@@ -254,7 +387,6 @@ class executor {
     for (auto o : node.operands) ops.push_back(&get(o));
     auto& out = env_[id].data;
     using hlo::opcode;
-    std::vector<std::int64_t> idx, src;
     auto put = [&](std::int64_t i, double v) { out[std::size_t(i)] = hlo::round_to(t, v); };
     if (hlo::is_elementwise_unary(in.opcode)) {
       const auto in_t = ops[0]->shape.type;
@@ -269,138 +401,23 @@ class executor {
                                     ops[1]->data[std::size_t(i)], op_t, in));
       return;
     }
-    auto at = [&](const value* v, std::int64_t i) {  // scalar operands broadcast (select, clamp)
-      return v->data.size() == 1 ? v->data[0] : v->data[std::size_t(i)];
-    };
-    switch (in.opcode) {
-      case opcode::select:
-        for (auto i = lo; i < hi; ++i) put(i, at(ops[0], i) != 0 ? at(ops[1], i) : at(ops[2], i));
-        return;
-      case opcode::clamp:
-        for (auto i = lo; i < hi; ++i)
-          put(i, std::min(std::max(at(ops[1], i), at(ops[0], i)), at(ops[2], i)));
-        return;
-      case opcode::constant: {
-        const auto& l = *in.literal;
-        for (auto i = lo; i < hi; ++i)
-          put(i, l.element_count() == 1 ? l.get(0) : l.get(std::size_t(i)));
-        return;
+    if (detail::layout_range(in, ops, lo, hi, put) || detail::indexed_range(in, ops, lo, hi, put))
+      return;
+    if (in.opcode == opcode::reduce) {
+      const auto rop = detail::reducer_op(*g_.module, in);
+      const auto& f = g_.module->get(in.called_computation);
+      const auto& is = ops[0]->shape;
+      const double init = ops[1]->data.at(0);
+      for (auto i = lo; i < hi; ++i) {
+        double acc = init;
+        for_each_reduced(in, is, i, [&](std::int64_t j) {
+          const double x = ops[0]->data[std::size_t(j)];
+          acc = rop ? detail::apply_binary(*rop, acc, x, is.type, in)
+                    : detail::eval_scalar_computation(f, {acc, x}).at(0);
+        });
+        put(i, acc);
       }
-      case opcode::iota:
-        for (auto i = lo; i < hi; ++i) {
-          detail::unravel(i, sh.dims, idx);
-          put(i, double(idx[std::size_t(in.iota_dimension)]));
-        }
-        return;
-      case opcode::reshape:
-        for (auto i = lo; i < hi; ++i) put(i, ops[0]->data[std::size_t(i)]);
-        return;
-      case opcode::broadcast: {
-        const auto& os = ops[0]->shape;
-        const auto st = detail::strides_of(os.dims);
-        for (auto i = lo; i < hi; ++i) {
-          detail::unravel(i, sh.dims, idx);
-          std::int64_t j = 0;
-          for (std::size_t d = 0; d < in.dimensions.size(); ++d)
-            j += idx[std::size_t(in.dimensions[d])] * st[d];
-          put(i, ops[0]->data[std::size_t(j)]);
-        }
-        return;
-      }
-      case opcode::transpose: {
-        const auto st = detail::strides_of(ops[0]->shape.dims);
-        for (auto i = lo; i < hi; ++i) {
-          detail::unravel(i, sh.dims, idx);
-          std::int64_t j = 0;
-          for (std::size_t d = 0; d < idx.size(); ++d)
-            j += idx[d] * st[std::size_t(in.dimensions[d])];
-          put(i, ops[0]->data[std::size_t(j)]);
-        }
-        return;
-      }
-      case opcode::slice: {
-        const auto st = detail::strides_of(ops[0]->shape.dims);
-        for (auto i = lo; i < hi; ++i) {
-          detail::unravel(i, sh.dims, idx);
-          std::int64_t j = 0;
-          for (std::size_t d = 0; d < idx.size(); ++d)
-            j += (in.slice[d].start + idx[d] * in.slice[d].stride) * st[d];
-          put(i, ops[0]->data[std::size_t(j)]);
-        }
-        return;
-      }
-      case opcode::concatenate: {
-        const auto cd = std::size_t(in.dimensions.at(0));
-        for (auto i = lo; i < hi; ++i) {
-          detail::unravel(i, sh.dims, idx);
-          std::int64_t off = idx[cd];
-          std::size_t which = 0;
-          while (off >= ops[which]->shape.dims[cd]) off -= ops[which]->shape.dims[cd], ++which;
-          src = idx;
-          src[cd] = off;
-          const auto st = detail::strides_of(ops[which]->shape.dims);
-          std::int64_t j = 0;
-          for (std::size_t d = 0; d < src.size(); ++d) j += src[d] * st[d];
-          put(i, ops[which]->data[std::size_t(j)]);
-        }
-        return;
-      }
-      case opcode::reduce: {
-        const auto rop = detail::reducer_op(*g_.module, in);
-        const auto& f = g_.module->get(in.called_computation);
-        const auto& is = ops[0]->shape;
-        const double init = ops[1]->data.at(0);
-        for (auto i = lo; i < hi; ++i) {
-          double acc = init;
-          for_each_reduced(in, is, i, [&](std::int64_t j) {
-            const double x = ops[0]->data[std::size_t(j)];
-            acc = rop ? detail::apply_binary(*rop, acc, x, is.type, in)
-                      : detail::eval_scalar_computation(f, {acc, x}).at(0);
-          });
-          put(i, acc);
-        }
-        return;
-      }
-      case opcode::gather: {
-        const value& x = *ops[0];
-        const value& ix = *ops[1];
-        const auto xs = detail::strides_of(x.shape.dims), is = detail::strides_of(ix.shape.dims);
-        for (auto i = lo; i < hi; ++i) {
-          detail::unravel(i, sh.dims, idx);
-          src = hlo::gather_source(
-              in, x.shape, ix.shape, idx, [&](const std::vector<std::int64_t>& j) {
-                return detail::to_index(ix.data[std::size_t(detail::linear(j, is))]);
-              });
-          put(i, x.data[std::size_t(detail::linear(src, xs))]);
-        }
-        return;
-      }
-      case opcode::dynamic_slice:
-      case opcode::dynamic_update_slice: {
-        const bool update = in.opcode == opcode::dynamic_update_slice;
-        const value& x = *ops[0];
-        std::vector<std::int64_t> starts;
-        for (std::size_t k = update ? 2 : 1; k < ops.size(); ++k)
-          starts.push_back(detail::to_index(ops[k]->data.at(0)));
-        const auto& window = update ? ops[1]->shape.dims : sh.dims;
-        starts = hlo::clamp_starts(std::move(starts), x.shape.dims, window);
-        const auto xs = detail::strides_of(x.shape.dims), ws = detail::strides_of(window);
-        for (auto i = lo; i < hi; ++i) {
-          detail::unravel(i, sh.dims, idx);
-          bool inside = true;
-          for (std::size_t d = 0; d < idx.size(); ++d) {
-            idx[d] += update ? -starts[d] : starts[d];
-            inside = inside && idx[d] >= 0 && idx[d] < window[d];
-          }
-          if (!update)
-            put(i, x.data[std::size_t(detail::linear(idx, xs))]);
-          else
-            put(i, inside ? ops[1]->data[std::size_t(detail::linear(idx, ws))]
-                          : x.data[std::size_t(i)]);
-        }
-        return;
-      }
-      default: break;
+      return;
     }
     throw tpu_error("execute: " + node.name + ": op " + std::string(to_string(in.opcode)) +
                     " is not supported");

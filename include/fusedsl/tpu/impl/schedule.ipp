@@ -250,6 +250,100 @@ inline std::vector<kernel_group> group_nodes(const flat_graph& g) {
 
 }  // namespace detail
 
+namespace detail {
+
+// A gather, dynamic slice or dynamic update slice alone: rows copied by DMA from HBM. A gather or
+// dynamic slice reads only the rows it picks (and its indices); a dynamic update slice writes its
+// update in place, or copies its operand to a new buffer first.
+inline kernel_plan plan_row_copy(const flat_graph& g, std::size_t id, const std::string& name,
+                                 const std::vector<std::size_t>& users, const chip_spec& chip,
+                                 std::int64_t budget) {
+  kernel_plan kp;
+  const auto op = g.op(id);
+  const auto& ops = g.nodes[id].operands;
+  const std::size_t first_index = op == hlo::opcode::dynamic_update_slice ? 2 : 1;
+  std::int64_t in_bytes = 0, out_bytes = g.shape(id).byte_count();
+  for (std::size_t k = first_index; k < ops.size(); ++k)
+    in_bytes += detail::source_bytes(g, ops[k]);
+  if (op == hlo::opcode::dynamic_update_slice) {
+    in_bytes += detail::source_bytes(g, ops[1]);
+    kp.in_place = detail::updates_in_place(g, id, users);
+    if (kp.in_place)
+      out_bytes = g.shape(ops[1]).byte_count();
+    else
+      in_bytes += detail::source_bytes(g, ops[0]);
+  } else {
+    in_bytes += out_bytes;
+  }
+  const bool in_place = kp.in_place;
+  kp = plan_vector(name, in_bytes, out_bytes, 0, 0, chip, budget);
+  kp.kind = kernel_kind::dma;
+  kp.in_place = in_place;
+  return kp;
+}
+
+// One dot with its fused prologue converts and epilogue: the MXU's blocks, sized to the budget with
+// the epilogue's operands (or the blocks the options force, where they fit).
+inline kernel_plan plan_dot(const flat_graph& g, const kernel_group& grp, const std::string& name,
+                            const schedule_options& options, const chip_spec& chip,
+                            std::int64_t budget) {
+  const std::size_t dot = *grp.dot;
+  auto p = detail::dot_problem(g, dot, options.f32_dot_passes, chip.int8_rate);
+  p.out_bytes = int(byte_size(g.shape(grp.output).type));
+  // Operands produced inside the kernel (fused converts) are read at their source's size.
+  std::size_t operand_src[2];
+  for (int side = 0; side < 2; ++side) {
+    std::size_t o = g.nodes[dot].operands[std::size_t(side)];
+    while (std::find(grp.nodes.begin(), grp.nodes.end(), o) != grp.nodes.end() &&
+           !g.nodes[o].operands.empty())
+      o = g.nodes[o].operands[0];
+    operand_src[side] = detail::materialized_source(g, o);
+    const int bytes = int(byte_size(g.shape(operand_src[side]).type));
+    (side == 0 ? p.lhs_bytes : p.rhs_bytes) = bytes;
+  }
+  epilogue_work epi;
+  const double tile_elems = double(p.batch * p.m * p.n);
+  double other_cycles = 0;
+  for (auto id : grp.nodes) {
+    if (id == dot) continue;
+    const auto& ops = g.nodes[dot].operands;
+    if (grp.hlo_fusion < 0 && (id == ops[0] || id == ops[1])) {  // prologue convert
+      (id == ops[0] ? epi.lhs_prologue_ops : epi.rhs_prologue_ops) += vpu_op_weight(g.op(id));
+      continue;
+    }
+    other_cycles += detail::node_vpu_cycles(g, id, chip);
+  }
+  auto [r, c] = detail::rows_cols(g.shape(dot));
+  const double out_cycles = vpu_tile_cycles(r, c, 4, chip);
+  epi.vpu_ops_per_element = out_cycles > 0 ? other_cycles / out_cycles : 0;
+  const auto lhs_src = operand_src[0], rhs_src = operand_src[1];
+  for (auto in : grp.inputs) {
+    if (in == lhs_src || in == rhs_src) continue;
+    const auto bytes = detail::source_bytes(g, in);
+    if (bytes == 0) continue;
+    const auto n_el = detail::elems(g.shape(in));
+    const int bpe = int(byte_size(g.shape(in).type));
+    if (n_el == p.n) epi.column_operand_bytes += bpe;
+    else if (n_el == p.m) epi.row_operand_bytes += bpe;
+    else if (double(n_el) >= tile_elems) epi.full_operand_bytes += bpe;
+    else epi.column_operand_bytes += bpe;  // small operands: read once per tile column
+  }
+  matmul_blocks b;
+  bool forced = false;
+  if (options.blocks) {
+    try {
+      check_blocks(p, *options.blocks, chip);
+      forced = vmem_footprint(p, *options.blocks, epi) <= budget;
+    } catch (const tpu_error&) {
+      forced = false;
+    }
+  }
+  b = forced ? *options.blocks : choose_blocks(p, chip, budget, epi);
+  return plan_matmul(name, p, b, chip, epi);
+}
+
+}  // namespace detail
+
 FUSEDSL_DECL schedule make_schedule(const hlo::module& m, const chip_spec& chip,
                                     schedule_options options) {
   validate(chip);
@@ -272,30 +366,7 @@ FUSEDSL_DECL schedule make_schedule(const hlo::module& m, const chip_spec& chip,
       kp.kind = kernel_kind::layout;
       kp.steps.push_back({});
     } else if (grp.nodes.size() == 1 && is_row_copy(g.op(grp.nodes[0]))) {
-      // Rows copied by DMA from HBM: a gather or dynamic-slice reads only the rows it picks (and
-      // its indices); a dynamic-update-slice writes its update in place, or copies its operand
-      // to a new buffer first.
-      const std::size_t id = grp.nodes[0];
-      const auto op = g.op(id);
-      const auto& ops = g.nodes[id].operands;
-      const std::size_t first_index = op == hlo::opcode::dynamic_update_slice ? 2 : 1;
-      std::int64_t in_bytes = 0, out_bytes = g.shape(id).byte_count();
-      for (std::size_t k = first_index; k < ops.size(); ++k)
-        in_bytes += detail::source_bytes(g, ops[k]);
-      if (op == hlo::opcode::dynamic_update_slice) {
-        in_bytes += detail::source_bytes(g, ops[1]);
-        kp.in_place = detail::updates_in_place(g, id, users);
-        if (kp.in_place)
-          out_bytes = g.shape(ops[1]).byte_count();
-        else
-          in_bytes += detail::source_bytes(g, ops[0]);
-      } else {
-        in_bytes += out_bytes;
-      }
-      const bool in_place = kp.in_place;
-      kp = plan_vector(name, in_bytes, out_bytes, 0, 0, chip, budget);
-      kp.kind = kernel_kind::dma;
-      kp.in_place = in_place;
+      kp = detail::plan_row_copy(g, grp.nodes[0], name, users, chip, budget);
     } else if (grp.dots.size() > 1) {
       // Several dots in one HLO fusion: HBM sees only the fusion's inputs and output; each dot
       // runs on the MXU in its own blocks, sized to half the budget (the rest streams the data).
@@ -329,59 +400,7 @@ FUSEDSL_DECL schedule make_schedule(const hlo::module& m, const chip_spec& chip,
       kp.dot_problems = std::move(probs);
       kp.dot_blocks = std::move(blks);
     } else if (grp.dot) {
-      const std::size_t dot = *grp.dot;
-      auto p = detail::dot_problem(g, dot, options.f32_dot_passes, chip.int8_rate);
-      p.out_bytes = int(byte_size(g.shape(grp.output).type));
-      // Operands produced inside the kernel (fused converts) are read at their source's size.
-      std::size_t operand_src[2];
-      for (int side = 0; side < 2; ++side) {
-        std::size_t o = g.nodes[dot].operands[std::size_t(side)];
-        while (std::find(grp.nodes.begin(), grp.nodes.end(), o) != grp.nodes.end() &&
-               !g.nodes[o].operands.empty())
-          o = g.nodes[o].operands[0];
-        operand_src[side] = detail::materialized_source(g, o);
-        const int bytes = int(byte_size(g.shape(operand_src[side]).type));
-        (side == 0 ? p.lhs_bytes : p.rhs_bytes) = bytes;
-      }
-      epilogue_work epi;
-      const double tile_elems = double(p.batch * p.m * p.n);
-      double other_cycles = 0;
-      for (auto id : grp.nodes) {
-        if (id == dot) continue;
-        const auto& ops = g.nodes[dot].operands;
-        if (grp.hlo_fusion < 0 && (id == ops[0] || id == ops[1])) {  // prologue convert
-          (id == ops[0] ? epi.lhs_prologue_ops : epi.rhs_prologue_ops) += vpu_op_weight(g.op(id));
-          continue;
-        }
-        other_cycles += detail::node_vpu_cycles(g, id, chip);
-      }
-      auto [r, c] = detail::rows_cols(g.shape(dot));
-      const double out_cycles = vpu_tile_cycles(r, c, 4, chip);
-      epi.vpu_ops_per_element = out_cycles > 0 ? other_cycles / out_cycles : 0;
-      const auto lhs_src = operand_src[0], rhs_src = operand_src[1];
-      for (auto in : grp.inputs) {
-        if (in == lhs_src || in == rhs_src) continue;
-        const auto bytes = detail::source_bytes(g, in);
-        if (bytes == 0) continue;
-        const auto n_el = detail::elems(g.shape(in));
-        const int bpe = int(byte_size(g.shape(in).type));
-        if (n_el == p.n) epi.column_operand_bytes += bpe;
-        else if (n_el == p.m) epi.row_operand_bytes += bpe;
-        else if (double(n_el) >= tile_elems) epi.full_operand_bytes += bpe;
-        else epi.column_operand_bytes += bpe;  // small operands: read once per tile column
-      }
-      matmul_blocks b;
-      bool forced = false;
-      if (options.blocks) {
-        try {
-          check_blocks(p, *options.blocks, chip);
-          forced = vmem_footprint(p, *options.blocks, epi) <= budget;
-        } catch (const tpu_error&) {
-          forced = false;
-        }
-      }
-      b = forced ? *options.blocks : choose_blocks(p, chip, budget, epi);
-      kp = plan_matmul(name, p, b, chip, epi);
+      kp = detail::plan_dot(g, grp, name, options, chip, budget);
     } else {
       // An HLO fusion whose root is a dynamic-update-slice writes only the update when the
       // buffer it updates may be reused; its gathers and dynamic slices read only their rows.
