@@ -243,6 +243,8 @@ bool layout_range(const hlo::instruction& in, const std::vector<const value*>& o
     }
     case opcode::concatenate: {
       const auto cd = std::size_t(in.dimensions.at(0));
+      std::vector<std::vector<std::int64_t>> strides;  // per operand, once
+      for (const value* v : ops) strides.push_back(strides_of(v->shape.dims));
       for (auto i = lo; i < hi; ++i) {
         unravel(i, sh.dims, idx);
         std::int64_t off = idx[cd];
@@ -250,7 +252,7 @@ bool layout_range(const hlo::instruction& in, const std::vector<const value*>& o
         while (off >= ops[which]->shape.dims[cd]) off -= ops[which]->shape.dims[cd], ++which;
         src = idx;
         src[cd] = off;
-        put(i, ops[which]->data[std::size_t(linear(src, strides_of(ops[which]->shape.dims)))]);
+        put(i, ops[which]->data[std::size_t(linear(src, strides[which]))]);
       }
       return true;
     }
