@@ -1,5 +1,6 @@
 #include "fusedsl/backend/cpu/kernels/gemm.hpp"
 
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -156,13 +157,11 @@ TEST_CASE_TEMPLATE("gemm with bf16 weights equals gemm with the same weights wid
       CHECK(c[std::size_t(i * pr.ldc + j)] == want[std::size_t(i * pr.ldc + j)]);
 }
 
-TEST_CASE_TEMPLATE("gemm on bf16 panels (widened as loaded) equals gemm on f32 panels, bitwise",
-                   Arch, FUSEDSL_CPU_ARCHS) {
-  // The few-row products of a decode step: one row, a tile's worth, 32 rows, a long k (blocked
-  // through C), an odd n, B read in place or transposed, with an epilogue, on one thread or two;
-  // n = 200 at k = 768 makes f32 panels of B over 512 KiB and bf16 panels under it (both take the
-  // streaming order, which the f32 panels' size decides).
-  for (std::ptrdiff_t m : {1, 5, 12, 32})
+// The few-row products of a decode step: one row, a tile's worth, 33 rows, a long k (blocked
+// through C), an odd n, B read in place or transposed (f(m, k, n, trans_b)).
+template <class F>
+void for_each_decode_shape(F&& f) {
+  for (std::ptrdiff_t m : {1, 5, 12, 33})
     for (std::ptrdiff_t kk : {1, 70, 768})
       for (std::ptrdiff_t n : {77, 200})
         for (bool tb : {false, true}) {
@@ -171,31 +170,73 @@ TEST_CASE_TEMPLATE("gemm on bf16 panels (widened as loaded) equals gemm on f32 p
           CAPTURE(kk);
           CAPTURE(n);
           CAPTURE(tb);
-          problem pr(m, n, kk, false, tb);
-          std::vector<k::bf16_bits> b16(pr.b.size());
-          for (std::size_t i = 0; i < pr.b.size(); ++i) {
-            b16[i] = k::to_bf16(pr.b[i]);
-            pr.b[i] = k::from_bf16(b16[i]);
-          }
-          std::vector<k::bf16_bits> panels(k::packed_b_floats<Arch>(pr.kk, pr.n));
-          const auto pb = k::pack_b_bf16_panels<Arch>(pr.kk, pr.n, b16.data(), tb ? 1 : pr.ldb,
-                                                      tb ? pr.ldb : 1, panels.data());
-          k::gemm_epilogue ep;
-          ep.bias = pr.bias.data(), ep.act = fusedsl::graph::op_kind::gelu_tanh;
-          ep.residual = pr.res.data(), ep.ld_residual = pr.ldc;
-          const auto want = run<Arch, float>(pr, ep);
-          for (int threads : {1, 2}) {
-            CAPTURE(threads);
-            k::thread_pool pool(threads);
-            std::vector<float> ws(k::gemm_workspace_floats<Arch>(pr.kk, threads));
-            std::vector<float> c(std::size_t(pr.m * pr.ldc), 7.0f);
-            k::gemm<Arch>(pr.m, pr.n, pr.kk, pr.a.data(), pr.lda, false, pb, c.data(), pr.ldc, ep,
-                          ws.data(), &pool);
-            CHECK(std::memcmp(c.data(), want.data(), c.size() * sizeof(float)) == 0);
-          }
+          f(m, kk, n, tb);
         }
+}
+
+// gemm over B's panels `pb` (any element type) with an epilogue, on one thread and two, gives the
+// bits of gemm over f32 panels of pr.b.
+template <class Arch, class TB>
+void check_same_bits(const problem& pr, const k::packed_b<Arch, TB>& pb) {
+  k::gemm_epilogue ep;
+  ep.bias = pr.bias.data(), ep.act = fusedsl::graph::op_kind::gelu_tanh;
+  ep.residual = pr.res.data(), ep.ld_residual = pr.ldc;
+  const auto want = run<Arch, float>(pr, ep);
+  for (int threads : {1, 2}) {
+    CAPTURE(threads);
+    k::thread_pool pool(threads);
+    std::vector<float> ws(k::gemm_workspace_floats<Arch>(pr.kk, threads));
+    std::vector<float> c(std::size_t(pr.m * pr.ldc), 7.0f);
+    k::gemm<Arch>(pr.m, pr.n, pr.kk, pr.a.data(), pr.lda, false, pb, c.data(), pr.ldc, ep,
+                  ws.data(), &pool);
+    CHECK(std::memcmp(c.data(), want.data(), c.size() * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE_TEMPLATE("gemm on bf16 panels (widened as loaded) equals gemm on f32 panels, bitwise",
+                   Arch, FUSEDSL_CPU_ARCHS) {
+  // n = 200 at k = 768 makes f32 panels of B over 512 KiB and bf16 panels under it (both take the
+  // streaming order, which the f32 panels' size decides).
+  for_each_decode_shape([](std::ptrdiff_t m, std::ptrdiff_t kk, std::ptrdiff_t n, bool tb) {
+    problem pr(m, n, kk, false, tb);
+    std::vector<k::bf16_bits> b16(pr.b.size());
+    for (std::size_t i = 0; i < pr.b.size(); ++i) {
+      b16[i] = k::to_bf16(pr.b[i]);
+      pr.b[i] = k::from_bf16(b16[i]);
+    }
+    std::vector<k::bf16_bits> panels(k::packed_b_floats<Arch>(pr.kk, pr.n));
+    const auto pb = k::pack_b_bf16_panels<Arch>(pr.kk, pr.n, b16.data(), tb ? 1 : pr.ldb,
+                                                tb ? pr.ldb : 1, panels.data());
+    check_same_bits<Arch>(pr, pb);
+  });
   std::vector<k::bf16_bits> none;
   CHECK_THROWS_AS(k::pack_b_bf16_panels<Arch>(4, 4, nullptr, 4, 1, none.data()),
+                  std::invalid_argument);
+}
+
+TEST_CASE_TEMPLATE("gemm on int8 panels (widened as loaded) equals gemm on f32 panels, bitwise",
+                   Arch, FUSEDSL_CPU_ARCHS) {
+  // An int8 weight's values at the types' extremes and in between, read in place or transposed;
+  // its f32 panels (pack_b widens once) and its int8 panels give the same bits, and both the
+  // product of the widened values.
+  for_each_decode_shape([](std::ptrdiff_t m, std::ptrdiff_t kk, std::ptrdiff_t n, bool tb) {
+    problem pr(m, n, kk, false, tb);
+    std::vector<std::int8_t> b8(pr.b.size());
+    for (std::size_t i = 0; i < pr.b.size(); ++i) {
+      const int v = i % 11 == 0 ? -128 : i % 13 == 0 ? 127 : int(pr.b[i] * 127.0f);
+      b8[i] = std::int8_t(v);
+      pr.b[i] = float(v);
+    }
+    std::vector<std::int8_t> panels(k::packed_b_floats<Arch>(pr.kk, pr.n));
+    const auto pb = k::pack_b_s8_panels<Arch>(pr.kk, pr.n, b8.data(), tb ? 1 : pr.ldb,
+                                              tb ? pr.ldb : 1, panels.data());
+    std::vector<float> widened(k::packed_b_floats<Arch>(pr.kk, pr.n));
+    const auto pw = k::pack_b<Arch>(pr.kk, pr.n, b8.data(), pr.ldb, tb, widened.data());
+    check_same_bits<Arch>(pr, pb);
+    check_same_bits<Arch>(pr, pw);
+  });
+  std::vector<std::int8_t> none;
+  CHECK_THROWS_AS(k::pack_b_s8_panels<Arch>(4, 4, nullptr, 4, 1, none.data()),
                   std::invalid_argument);
 }
 

@@ -28,6 +28,7 @@
 // stored.
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
@@ -177,9 +178,10 @@ constexpr std::size_t gemm_workspace_floats(std::ptrdiff_t k, int threads = 1) {
 
 // A view of B packed in nr-column panels: panel p holds columns [p*nr, p*nr + nr) as k rows of nr
 // elements (zero past column n), at data + p*k*nr. The storage belongs to the caller. The
-// elements are f32, or (T = bf16_bits, pack_b_bf16_panels) bf16 widened by the micro-kernel as it
-// loads them: half the bytes, for products with few rows of A (a decode step's GEMV), whose time
-// is the time to read B; with many rows the widening costs more than the bytes it saves.
+// elements are f32, or (T = bf16_bits, pack_b_bf16_panels; T = std::int8_t, pack_b_s8_panels)
+// bf16 or int8 widened by the micro-kernel as it loads them: half or a quarter of the bytes, for
+// products with few rows of A (a decode step's GEMV), whose time is the time to read B; with many
+// rows the widening costs more than the bytes it saves.
 template <class Arch = native_arch, class T = float>
 struct packed_b {
   const T* data = nullptr;
@@ -189,8 +191,8 @@ struct packed_b {
   const T* panel(std::ptrdiff_t p) const { return data + p * k * nr; }
 };
 
-// The arches whose load_b widens bf16 in vector registers; elsewhere it goes through a scalar copy
-// (cpu::executor keeps bf16 weight panels only where this holds).
+// The arches whose load_b widens bf16 and int8 in vector registers; elsewhere it goes through a
+// scalar copy (cpu::executor keeps bf16 or int8 weight panels only where this holds).
 template <class Arch>
 inline constexpr bool widens_bf16_in_registers =
 #if defined(__AVX512F__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
@@ -214,7 +216,7 @@ float load_as_float(const T* p) {
   if constexpr (std::is_same_v<T, bf16_bits>)
     return from_bf16(*p);
   else
-    return *p;
+    return float(*p);  // f32, or an int8 weight (exact)
 }
 
 // Packs B (k x n, either element type) into nr-column panels at dst.
@@ -280,6 +282,26 @@ template <class Arch>
   } else {
     alignas(64) float t[simd<Arch>::width];
     for (int l = 0; l < simd<Arch>::width; ++l) t[l] = from_bf16(p[l]);
+    return simd<Arch>::load(t);
+  }
+}
+template <class Arch>
+[[gnu::always_inline]] inline vec_t<Arch> load_b(const std::int8_t* p) {
+#if defined(__AVX512F__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
+  if constexpr (std::is_same_v<Arch, xsimd::avx512f>)
+    return vec_t<Arch>(_mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))));
+#endif
+#if defined(__AVX2__) && defined(__FMA__) && !defined(FUSEDSL_CPU_FORCE_SCALAR)
+  if constexpr (std::is_same_v<Arch, xsimd::fma3<xsimd::avx2>>)  // sign-extend 8 bytes, convert
+    return vec_t<Arch>(_mm256_cvtepi32_ps(
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))));
+#endif
+  if constexpr (std::is_same_v<Arch, scalar_arch>) {
+    return float(*p);
+  } else {
+    alignas(64) float t[simd<Arch>::width];
+    for (int l = 0; l < simd<Arch>::width; ++l) t[l] = float(p[l]);
     return simd<Arch>::load(t);
   }
 }
@@ -859,12 +881,14 @@ void gemm_run(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t k, const float*
 }  // namespace detail
 
 // Packs B (k x n; element (p, j) at b[p*ldb + j], or b[j*ldb + p] when trans_b) into `dst`, which
-// must hold packed_b_floats<Arch>(k, n) floats. bf16 weights are widened to f32 here, once.
+// must hold packed_b_floats<Arch>(k, n) floats. bf16 and int8 weights are widened to f32 here,
+// once.
 template <class Arch = native_arch, class T>
 packed_b<Arch> pack_b(std::ptrdiff_t k, std::ptrdiff_t n, const T* b, std::ptrdiff_t ldb,
                       bool trans_b, float* dst) {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, bf16_bits>,
-                "pack_b: B must be float or bf16 bits (std::uint16_t)");
+  static_assert(
+      std::is_same_v<T, float> || std::is_same_v<T, bf16_bits> || std::is_same_v<T, std::int8_t>,
+      "pack_b: B must be float, bf16 bits (std::uint16_t) or int8");
   detail::check_gemm_size("k", k);
   detail::check_gemm_size("n", n);
   if (dst == nullptr && k * n > 0) throw std::invalid_argument("pack_b: destination is null");
@@ -892,6 +916,30 @@ packed_b<Arch> pack_b_strided(std::ptrdiff_t k, std::ptrdiff_t n, const T* b, st
   return packed_b<Arch>{dst, k, n};
 }
 
+namespace detail {
+// B (T: bf16 bits or int8) read with any strides, B(p, j) at b[p*s_k + j*s_n], copied into
+// nr-column panels of T (zero past column n) at dst.
+template <int NR, class T>
+void pack_narrow_panels(const char* who, std::ptrdiff_t k, std::ptrdiff_t n, const T* b,
+                        std::ptrdiff_t s_k, std::ptrdiff_t s_n, T* dst) {
+  check_gemm_size("k", k);
+  check_gemm_size("n", n);
+  if (k * n > 0 && (dst == nullptr || b == nullptr))
+    throw std::invalid_argument(std::string(who) + ": B or the destination is null");
+  for (std::ptrdiff_t p0 = 0; p0 < (n + NR - 1) / NR; ++p0)
+    for (std::ptrdiff_t p = 0; p < k; ++p) {
+      T* out = dst + (p0 * k + p) * NR;
+      const std::ptrdiff_t j0 = p0 * NR, cols = std::min<std::ptrdiff_t>(NR, n - j0);
+      if (s_n == 1) {
+        std::memcpy(out, b + p * s_k + j0, std::size_t(cols) * sizeof(T));
+      } else {
+        for (std::ptrdiff_t jj = 0; jj < cols; ++jj) out[jj] = b[p * s_k + (j0 + jj) * s_n];
+      }
+      for (std::ptrdiff_t jj = cols; jj < NR; ++jj) out[jj] = T(0);
+    }
+}
+}  // namespace detail
+
 // B (bf16, read with any strides: B(p, j) at b[p*s_k + j*s_n]) packed in nr-column panels of bf16
 // (the bits copied, zero past column n) into `dst`, which holds packed_b_floats<Arch>(k, n)
 // elements: the packed_b<Arch, bf16_bits> the micro-kernel widens as it loads.
@@ -899,23 +947,19 @@ template <class Arch = native_arch>
 packed_b<Arch, bf16_bits> pack_b_bf16_panels(std::ptrdiff_t k, std::ptrdiff_t n, const bf16_bits* b,
                                              std::ptrdiff_t s_k, std::ptrdiff_t s_n,
                                              bf16_bits* dst) {
-  detail::check_gemm_size("k", k);
-  detail::check_gemm_size("n", n);
-  if (k * n > 0 && (dst == nullptr || b == nullptr))
-    throw std::invalid_argument("pack_b_bf16_panels: B or the destination is null");
-  constexpr int NR = gemm_tile<Arch>::nr;
-  for (std::ptrdiff_t p0 = 0; p0 < (n + NR - 1) / NR; ++p0)
-    for (std::ptrdiff_t p = 0; p < k; ++p) {
-      bf16_bits* out = dst + (p0 * k + p) * NR;
-      const std::ptrdiff_t j0 = p0 * NR, cols = std::min<std::ptrdiff_t>(NR, n - j0);
-      if (s_n == 1) {
-        std::memcpy(out, b + p * s_k + j0, std::size_t(cols) * sizeof(bf16_bits));
-      } else {
-        for (std::ptrdiff_t jj = 0; jj < cols; ++jj) out[jj] = b[p * s_k + (j0 + jj) * s_n];
-      }
-      for (std::ptrdiff_t jj = cols; jj < NR; ++jj) out[jj] = 0;
-    }
+  detail::pack_narrow_panels<gemm_tile<Arch>::nr>("pack_b_bf16_panels", k, n, b, s_k, s_n, dst);
   return packed_b<Arch, bf16_bits>{dst, k, n};
+}
+
+// The same for an int8 weight (the values copied, widened exactly by the micro-kernel as it loads
+// them; a per-column scale is the caller's epilogue): `dst` holds packed_b_floats<Arch>(k, n)
+// bytes.
+template <class Arch = native_arch>
+packed_b<Arch, std::int8_t> pack_b_s8_panels(std::ptrdiff_t k, std::ptrdiff_t n,
+                                             const std::int8_t* b, std::ptrdiff_t s_k,
+                                             std::ptrdiff_t s_n, std::int8_t* dst) {
+  detail::pack_narrow_panels<gemm_tile<Arch>::nr>("pack_b_s8_panels", k, n, b, s_k, s_n, dst);
+  return packed_b<Arch, std::int8_t>{dst, k, n};
 }
 
 // One of the two weights of a GEMM pair (gemm_pair_with) packed into its half of the pair's
