@@ -186,7 +186,8 @@ TEST_CASE("every problem is named in one error, with both shapes, and nothing is
     CHECK(
         contains(e,
                  "mismatched: 'dense.bias': the program declares f32[3], the checkpoint has I32[3] "
-                 "(only F32, F16 and BF16 convert, to a floating dtype)"));
+                 "(only F32, F16 and BF16 convert: to a floating dtype, or to an i8 weight with "
+                 "its _scale parameter)"));
   }
   SUBCASE("mis-typed: conversion turned off") {
     const std::vector<fd::f16> bh = narrowed<fd::f16>(bias);

@@ -189,8 +189,28 @@ inline constexpr layer_style torch_linear_layers{"weight", "bias", "weight", "bi
 inline constexpr layer_style conv1d_layers{"weight", "bias", "weight", "bias",
                                            weight_layout::in_out};
 
+// The dtype of a layer's parameters other than an int8 linear weight's values: wt, or the input's
+// where wt is not given or is i8 (biases, norms and scales stay in the input's dtype).
+constexpr dtype dense_dtype(int wt, dtype input) {
+  return wt < 0 || dtype(wt) == dtype::i8 ? input : dtype(wt);
+}
+
+// "<name>_scale": the per-output-channel scales of the int8 weight <name> (how compressed-tensors
+// and io/quantized_weights.hpp name them).
+constexpr node_name scale_name(std::string_view weight) {
+  char buf[max_name + 6]{};
+  std::size_t n = 0;
+  for (char c : weight) buf[n++] = c;
+  for (char c : std::string_view("_scale")) buf[n++] = c;
+  return node_name(std::string_view(buf, n));
+}
+
 // y = x @ w + b, x: [..., In], the weight and bias named and laid out as `style` says, of dtype wt
-// (the input's when wt is not given), widened to the input's dtype where they differ.
+// (the input's when wt is not given), widened to the input's dtype where they differ. An i8
+// weight is quantized per output channel: its values (i8, "<weight>") and their scales ("<weight>
+// _scale", f32, [Out, 1] for an [Out, In] weight, [1, Out] for [In, Out]: shaped to broadcast
+// against the weight), y = (x @ widen(w)) * scale + b; the scale is the GEMM's epilogue and the
+// values are read as int8 (docs/quantization.md).
 constexpr int emit_linear(builder& b, int x, std::string_view prefix, std::int64_t out,
                           bool bias = true, int wt = -1,
                           const layer_style& style = fusedsl_layers) {
@@ -198,11 +218,18 @@ constexpr int emit_linear(builder& b, int x, std::string_view prefix, std::int64
   const std::int64_t in = xn.shape.back();
   const dtype t = xn.type, w_t = wt < 0 ? t : dtype(wt);
   const bool out_in = style.layout == weight_layout::out_in;
-  const int w = param_as(b, join(prefix, style.weight).view(), w_t, t,
-                         out_in ? make_dims(out, in) : make_dims(in, out));
+  const node_name wn = join(prefix, style.weight);
+  const int w = param_as(b, wn.view(), w_t, t, out_in ? make_dims(out, in) : make_dims(in, out));
   int y = b.matmul(x, w, false, out_in);
+  if (w_t == dtype::i8) {
+    const int s =
+        b.param(scale_name(wn.view()).view(), t, out_in ? make_dims(out, 1) : make_dims(1, out));
+    const int row = out_in ? b.reshape(s, make_dims(out)) : s;
+    y = b.binary(op_kind::mul, y, row);
+  }
   if (bias) {
-    const int bv = param_as(b, join(prefix, style.bias).view(), w_t, t, make_dims(out));
+    const int bv =
+        param_as(b, join(prefix, style.bias).view(), dense_dtype(wt, t), t, make_dims(out));
     y = b.binary(op_kind::add, y, bv);
   }
   return y;
@@ -212,7 +239,7 @@ constexpr int emit_linear(builder& b, int x, std::string_view prefix, std::int64
 constexpr int emit_layernorm(builder& b, int x, std::string_view prefix, double eps = 1e-5,
                              int wt = -1, const layer_style& style = fusedsl_layers) {
   const dims row = make_dims(b.at(x).shape.back());
-  const dtype t = b.at(x).type, w_t = wt < 0 ? t : dtype(wt);
+  const dtype t = b.at(x).type, w_t = dense_dtype(wt, t);
   // One builder call per statement: argument order differs between constant evaluation and run
   // time in GCC, and node ids must not.
   const int gamma = param_as(b, join(prefix, style.gamma).view(), w_t, t, row);

@@ -16,7 +16,11 @@
 // file must outlive the executor's calls); F32, F16 and BF16 tensors of another floating dtype
 // are converted (widening is exact, narrowing rounds to nearest even) into storage the returned
 // checkpoint_binding owns, which must live as long too. A tensor whose bytes are not aligned for
-// its dtype in the file is copied the same way.
+// its dtype in the file is copied the same way. An i8 parameter <name> that has an f32 parameter
+// <name>_scale shaped [rows, 1] or [1, cols] (an int8 linear weight: nn::emit_linear) takes a
+// F32, F16 or BF16 tensor <name> quantized at load, per channel along the axis the scale's shape
+// says (quantize_s8_per_channel); a checkpoint that holds the I8 values and their scales binds
+// them as stored.
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -28,6 +32,7 @@
 
 #include "fusedsl/core/dtype.hpp"
 #include "fusedsl/core/error.hpp"
+#include "fusedsl/core/quantize.hpp"
 #include "fusedsl/core/tensor.hpp"
 #include "fusedsl/graph/node.hpp"
 #include "fusedsl/io/safetensors.hpp"
@@ -127,6 +132,35 @@ inline dynamic_tensor converted_copy(const safetensors_view& v, dtype to, const 
   return t;
 }
 
+// The index of the scales of i8 parameter p ("<name>_scale", f32, [rows, 1] or [1, cols]), or -1.
+inline long scale_param(std::span<const checkpoint_param> params, std::size_t p) {
+  const checkpoint_param& w = params[p];
+  if (w.type != dtype::i8 || w.shape.rank != 2) return -1;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const checkpoint_param& s = params[i];
+    if (s.name != w.name + "_scale" || s.type != dtype::f32 || s.shape.rank != 2) continue;
+    if ((s.shape[0] == w.shape[0] && s.shape[1] == 1) ||
+        (s.shape[0] == 1 && s.shape[1] == w.shape[1]))
+      return long(i);
+  }
+  return -1;
+}
+
+// Floating tensor v quantized per channel into an i8 tensor and its f32 scales (shaped `scale`).
+inline void quantize_copy(const safetensors_view& v, const checkpoint_param& w,
+                          const checkpoint_param& scale, dynamic_tensor& values,
+                          dynamic_tensor& scales) {
+  const dynamic_tensor f = converted_copy(v, dtype::f32, w.shape);
+  const std::size_t n = std::size_t(w.shape.size());
+  const int axis = scale.shape[1] == 1 && w.shape[1] != 1 ? 0 : 1;
+  const s8_weight q = quantize_s8_per_channel(std::span<const float>(f.data<float>(), n),
+                                              w.shape[0], w.shape[1], axis, w.name);
+  values = dynamic_tensor(dtype::i8, w.shape);
+  scales = dynamic_tensor(dtype::f32, scale.shape);
+  if (n) std::memcpy(values.raw(), q.values.data(), n);
+  std::memcpy(scales.raw(), q.scales.data(), q.scales.size() * sizeof(float));
+}
+
 }  // namespace detail
 
 // Binds every parameter in `params` through bind(name, tensor) from `file`, or throws one
@@ -139,6 +173,7 @@ inline checkpoint_binding bind_checkpoint(
   std::vector<std::string> missing, unexpected, mismatched;
   // The checkpoint tensor each parameter takes (index into file.tensors()).
   std::vector<long> source(params.size(), -1);
+  std::vector<char> quantized(params.size(), 0);  // i8 values quantized at load from floats
   const std::span<const safetensors_tensor> tensors = file.tensors();
   for (std::size_t t = 0; t < tensors.size(); ++t) {
     const std::string& stored = tensors[t].name;
@@ -166,21 +201,36 @@ inline checkpoint_binding bind_checkpoint(
     const checkpoint_param& want = params[p];
     const bool shape_ok = detail::same_shape(tensors[t].shape, want.shape);
     const bool same_type = to_dtype(tensors[t].dtype) == want.type;
+    quantized[p] = options.convert && detail::is_float_storage(tensors[t].dtype) &&
+                   detail::scale_param(params, p) >= 0;
     const bool convertible =
-        options.convert && is_floating(want.type) && detail::is_float_storage(tensors[t].dtype);
+        (options.convert && is_floating(want.type) && detail::is_float_storage(tensors[t].dtype)) ||
+        quantized[p];
     if (!shape_ok || !(same_type || convertible)) {
       std::string why = label + ": the program declares " + std::string(name_of(want.type)) +
                         to_string(want.shape) + ", the checkpoint has " +
                         std::string(name_of(tensors[t].dtype)) +
                         detail::shape_text(tensors[t].shape);
       if (shape_ok)
-        why += options.convert ? " (only F32, F16 and BF16 convert, to a floating dtype)"
+        why += options.convert ? " (only F32, F16 and BF16 convert: to a floating dtype, or to "
+                                 "an i8 weight with its _scale parameter)"
                                : " (conversion is off)";
       mismatched.push_back(why);
     }
   }
+  // The scales of a weight quantized at load come from it, not from the file.
+  for (std::size_t p = 0; p < params.size(); ++p) {
+    if (!quantized[p]) continue;
+    const long sp = detail::scale_param(params, p);
+    if (source[std::size_t(sp)] >= 0)
+      mismatched.push_back("'" + params[std::size_t(sp)].name + "' is in the checkpoint, but '" +
+                           params[p].name +
+                           "' is not I8: its scales are made when it is quantized");
+    else
+      source[std::size_t(sp)] = -2;
+  }
   for (std::size_t p = 0; p < params.size(); ++p)
-    if (source[p] < 0)
+    if (source[p] == -1)
       missing.push_back("'" + params[p].name + "' " + std::string(name_of(params[p].type)) +
                         to_string(params[p].shape));
   const std::size_t problems = missing.size() + unexpected.size() + mismatched.size();
@@ -197,11 +247,26 @@ inline checkpoint_binding bind_checkpoint(
     }
     throw checkpoint_error(msg);
   }
-  out.storage.reserve(params.size());
+  out.storage.reserve(params.size() + 1);
   for (std::size_t p = 0; p < params.size(); ++p) {
+    if (source[p] == -2) continue;  // scales bound with their weight
     const safetensors_tensor& t = tensors[std::size_t(source[p])];
     const safetensors_view v = file.view(t.name);
     const checkpoint_param& want = params[p];
+    if (quantized[p]) {
+      const checkpoint_param& sc = params[std::size_t(detail::scale_param(params, p))];
+      dynamic_tensor values, scales;
+      detail::quantize_copy(v, want, sc, values, scales);
+      out.storage.push_back(std::move(values));
+      bind(want.name, out.storage.back().ref());
+      out.storage.push_back(std::move(scales));
+      bind(sc.name, out.storage.back().ref());
+      out.converted.push_back(want.name + " (" + std::string(name_of(t.dtype)) +
+                              " -> i8 per channel)");
+      out.bound.push_back(want.name);
+      out.bound.push_back(sc.name);
+      continue;
+    }
     const bool aligned =
         reinterpret_cast<std::uintptr_t>(v.bytes.data()) % std::uintptr_t(size_of(want.type)) == 0;
     if (to_dtype(t.dtype) == want.type && aligned) {

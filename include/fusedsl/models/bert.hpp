@@ -91,6 +91,7 @@ constexpr int emit_bert_embeddings(builder& b, int ids, std::int64_t vocab,
   if (b.at(ids).type != dtype::i32 || is.rank < 1 || is.rank > 2)
     graph::fail("bert: the ids must be [batch, seq] or [seq] i32");
   if (len > max_positions) graph::fail("bert: the sequence is longer than the position table");
+  wt = nn::dense_dtype(int(wt), t);  // int8 weights: the linear layers', the tables stay in t
   const int words = b.param("embeddings.word_embeddings.weight", wt, make_dims(vocab, d));
   const int picked = b.gather(words, ids);  // [B, L, D]
   const int w = b.cast(picked, t);

@@ -43,7 +43,7 @@ constexpr int emit_rope(builder& b, int t, int cos, int sin) {
 }
 
 constexpr int emit_rmsnorm(builder& b, int x, std::string_view name, double eps, int wt) {
-  const dtype t = b.at(x).type, w_t = wt < 0 ? t : dtype(wt);
+  const dtype t = b.at(x).type, w_t = nn::dense_dtype(wt, t);
   const int g = nn::param_as(b, name, w_t, t, make_dims(b.at(x).shape.back()));
   return b.norm(op_kind::rmsnorm, x, g, -1, eps);
 }

@@ -95,9 +95,12 @@ struct fuser {
       const int a = n.in[std::size_t(k)];
       const op_kind ak = g[a].op;
       if (!free(a) || !single_use(a)) continue;
-      // A matmul reads through layout ops and widening casts (bf16 weights are widened once).
+      // A matmul reads through layout ops and widening casts (bf16 weights are widened once;
+      // an int8 weight's values, whose scale is the matmul's epilogue, are widened as read).
+      const dtype from = g[g[a].in[0]].type;
       const bool widening = ak == op_kind::cast && g[a].type == dtype::f32 &&
-                            size_of(g[g[a].in[0]].type) < 4 && is_floating(g[g[a].in[0]].type);
+                            ((size_of(from) < 4 && is_floating(from)) ||
+                             (from == dtype::i8 && g[g[a].in[0]].op == op_kind::param));
       if (layout_only ? !(is_view_op(ak) || widening) : !is_loop_op(ak)) continue;
       take(a, gi);
       absorb_operands(a, gi, layout_only);

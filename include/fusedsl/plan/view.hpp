@@ -95,7 +95,8 @@ constexpr strided_view broadcast_view(const strided_view& v, const dims& to) {
 // How group gi reads node id: through its member layout ops down to a materialised buffer. A
 // member cast widening a narrow float to f32 reads the narrow buffer when it is a parameter (its
 // consumer widens it once, when bound) or, with any_narrow, any buffer (the consumer reads the
-// narrow type: an attention's bf16 keys and values).
+// narrow type: an attention's bf16 keys and values); one widening an int8 parameter (a quantized
+// weight's values) reads the parameter.
 template <std::size_t N>
 constexpr strided_view read_view(const graph::graph<N>& g, const fusion_plan<N>& f, int gi,
                                  int id, bool any_narrow = false) {
@@ -111,6 +112,10 @@ constexpr strided_view read_view(const graph::graph<N>& g, const fusion_plan<N>&
   if (n.op == op_kind::cast && n.type == dtype::f32 && is_floating(g[n.in[0]].type)) {
     strided_view v = read_view(g, f, gi, n.in[0], any_narrow);
     return (v.ok && (any_narrow || g[v.base].op == op_kind::param)) ? v : strided_view{};
+  }
+  if (n.op == op_kind::cast && n.type == dtype::f32 && g[n.in[0]].type == dtype::i8) {
+    strided_view v = read_view(g, f, gi, n.in[0], any_narrow);
+    return (v.ok && g[v.base].op == op_kind::param) ? v : strided_view{};
   }
   if (n.op == op_kind::slice) {
     strided_view v = read_view(g, f, gi, n.in[0], any_narrow);

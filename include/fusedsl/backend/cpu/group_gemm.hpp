@@ -2,8 +2,9 @@
 // A GEMM group's kernel (descriptor D, target Arch): per part, the packed GEMM with the group's
 // epilogue applied to the tile in registers, operands read through their layout ops as strided
 // views (A of another dtype widened into the workspace), B from the weight's panels packed at
-// bind or packed from its value at each call; a part with a pair (plan::gemm_part::pair, SwiGLU's
-// gate and up) runs both products in one pass over the two weights packed side by side.
+// bind (f32, or bf16 or int8 widened as loaded) or packed from its value at each call; a part
+// with a pair (plan::gemm_part::pair, SwiGLU's gate and up) runs both products in one pass over
+// the two weights packed side by side.
 #include <cstdint>
 #include <type_traits>
 
@@ -44,6 +45,10 @@ void run_gemm_pair(executor_base& ex, const plan::gemm_part& q, const packed_wei
     const kernels::packed_b<Arch, kernels::bf16_bits> bp{
         static_cast<const kernels::bf16_bits*>(pre.panels), p.k, 2 * p.n};
     kernels::gemm_pair_with<Arch>(p.m, p.n, p.k, a, q.lda, q.trans_a, bp, c, p.n, ep2, ws, pool);
+  } else if constexpr (uses_s8_panels<Arch>(D::nodes.data(), p)) {
+    const kernels::packed_b<Arch, std::int8_t> bp{static_cast<const std::int8_t*>(pre.panels), p.k,
+                                                  2 * p.n};
+    kernels::gemm_pair_with<Arch>(p.m, p.n, p.k, a, q.lda, q.trans_a, bp, c, p.n, ep2, ws, pool);
   } else {
     const kernels::packed_b<Arch> bp{static_cast<const float*>(pre.panels), p.k, 2 * p.n};
     kernels::gemm_pair_with<Arch>(p.m, p.n, p.k, a, q.lda, q.trans_a, bp, c, p.n, ep2, ws, pool);
@@ -69,24 +74,30 @@ void run_gemm_batch(executor_base& ex, const plan::gemm_part& q, const packed_we
     return;
   }
 #endif
-  // A compile-time choice: the bf16-panel micro-kernels are instantiated only for the products
-  // that take them (a weight's B, so `pre` is set).
+  // A compile-time choice: the bf16- and int8-panel micro-kernels are instantiated only for the
+  // products that take them (a weight's B, so `pre` is set).
   if constexpr (uses_bf16_panels<Arch>(D::nodes.data(), p)) {
     const kernels::packed_b<Arch, kernels::bf16_bits> bp{
         static_cast<const kernels::bf16_bits*>(pre->panels), p.k, p.n};
     kernels::gemm_with<Arch>(p.m, p.n, p.k, a, q.lda, q.trans_a, bp, c, p.n, ep, ws, pool);
     return;
+  } else if constexpr (uses_s8_panels<Arch>(D::nodes.data(), p)) {
+    const kernels::packed_b<Arch, std::int8_t> bp{static_cast<const std::int8_t*>(pre->panels), p.k,
+                                                  p.n};
+    kernels::gemm_with<Arch>(p.m, p.n, p.k, a, q.lda, q.trans_a, bp, c, p.n, ep, ws, pool);
+    return;
   }
   kernels::packed_b<Arch> bp;
   float* work = ws;
-  if (pre) {
+  if constexpr (p.b_param) {                                        // `pre` is set
     const std::size_t slice = p.b_slices > 1 ? std::size_t(b) : 0;  // a batched weight's slice b
     bp = kernels::packed_b<Arch>{
         static_cast<const float*>(pre->panels) + slice * packed_slice_floats<Arch>(p.k, p.n), p.k,
         p.n};
   } else {
     static_assert(b_type == dtype::f32 || b_type == dtype::bf16,
-                  "cpu::executor: a matmul's B must be f32 or bf16 (cast it)");
+                  "cpu::executor: a matmul's B must be f32 or bf16 (cast it), or an int8 "
+                  "parameter");
     using BT = std::conditional_t<b_type == dtype::bf16, kernels::bf16_bits, float>;
     bp = kernels::pack_b_strided<Arch>(
         p.k, p.n, static_cast<const BT*>(ex.values()[std::size_t(p.b.base)]) + b_off, p.b_ks,

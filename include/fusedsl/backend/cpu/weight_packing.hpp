@@ -52,6 +52,17 @@ constexpr bool uses_bf16_panels(const graph::node* nodes, const plan::gemm_part&
   return p.b_param && p.b_slices == 1 && nodes[p.b.base].type == dtype::bf16 &&
          p.m <= kernels::gemm_tile<Arch>::mr && kernels::widens_bf16_in_registers<Arch>;
 }
+// The same for an int8 weight (a quarter of f32's bytes): int8 panels widened in registers where
+// a product has at most one register tile of rows; f32 panels, widened once at bind, elsewhere.
+template <class Arch>
+constexpr bool uses_s8_panels(const graph::node* nodes, const plan::gemm_part& p) {
+  return p.b_param && p.b_slices == 1 && nodes[p.b.base].type == dtype::i8 &&
+         p.m <= kernels::gemm_tile<Arch>::mr && kernels::widens_bf16_in_registers<Arch>;
+}
+// Elements of bf16 storage that hold n bytes (int8 panels live in the bf16 buffer).
+constexpr std::size_t bf16_elements_for_bytes(std::size_t n) {
+  return (n + 1) / 2;
+}
 
 namespace detail {
 
@@ -93,13 +104,14 @@ std::size_t plan_gemm(const program_view& v, executor_setup& s, int gi) {
       r.iter = it;
       r.pair = pair_active(v, s, p);
       r.amx = !r.pair && amx;
-      r.bf16_storage = r.amx || uses_bf16_panels<Arch>(v.g.nodes, p);
+      r.s8_panels = uses_s8_panels<Arch>(v.g.nodes, p);
+      r.bf16_storage = r.amx || r.s8_panels || uses_bf16_panels<Arch>(v.g.nodes, p);
       const std::int64_t n = r.pair ? 2 * p.n : p.n;
       r.slices = p.b_slices;
-      r.size = r.amx ? kernels::packed_b_bf16_elements(p.k, p.n) + 32
-               : p.b_slices > 1
-                   ? std::size_t(p.b_slices) * packed_slice_floats<Arch>(p.k, p.n) + 16
-                   : kernels::packed_b_floats<Arch>(p.k, n) + (r.bf16_storage ? 32 : 16);
+      r.size = r.amx            ? kernels::packed_b_bf16_elements(p.k, p.n) + 32
+               : p.b_slices > 1 ? std::size_t(p.b_slices) * packed_slice_floats<Arch>(p.k, p.n) + 16
+               : r.s8_panels ? bf16_elements_for_bytes(kernels::packed_b_floats<Arch>(p.k, n)) + 32
+                             : kernels::packed_b_floats<Arch>(p.k, n) + (r.bf16_storage ? 32 : 16);
       s.packs.push_back(r);
     }
   }
@@ -147,12 +159,13 @@ void plan_workspace(const program_view& v, executor_setup& s) {
 
 namespace detail {
 
-// The cache's panels for this pack's weight as bound at `data` (layout 0: f32 panels, 1: bf16).
+// The cache's panels for this pack's weight as bound at `data` (layout 0: f32 panels, 1: bf16,
+// 2: int8).
 template <class Arch>
 void* shared_panels(weight_packs& w, const plan::gemm_part& part, const packed_weight& p,
                     const void* data, dtype type, int layout) {
-  const std::size_t elem = layout == 1 ? sizeof(kernels::bf16_bits) : sizeof(float);
-  const std::size_t src_elem = type == dtype::bf16 ? sizeof(kernels::bf16_bits) : sizeof(float);
+  const std::size_t elem = layout == 0 ? sizeof(float) : sizeof(kernels::bf16_bits);
+  const std::size_t src_elem = size_of(type);
   packed_weight_cache::key k;
   k.data = reinterpret_cast<std::uintptr_t>(data) + std::uintptr_t(part.b.offset) * src_elem;
   k.k = part.k;
@@ -165,10 +178,11 @@ void* shared_panels(weight_packs& w, const plan::gemm_part& part, const packed_w
   return w.cached(k, p.size * elem);
 }
 
-[[noreturn]] inline void weight_dtype_error(const backend::binding_slot& s, bool bf16_only) {
-  throw binding_error(
-      "binding \"" + s.name + "\": " +
-      (bf16_only ? "this matmul weight must be bf16" : "a matmul weight must be f32 or bf16"));
+[[noreturn]] inline void weight_dtype_error(const backend::binding_slot& s, dtype only) {
+  throw binding_error("binding \"" + s.name + "\": " +
+                      (only != dtype::f32
+                           ? "this matmul weight must be " + std::string(name_of(only))
+                           : std::string("a matmul weight must be f32, bf16 or i8")));
 }
 
 // One weight of a GEMM pair into its half of the pair's panels; the pair is ready with both.
@@ -178,10 +192,19 @@ void pack_pair_half(const program_view& v, const plan::gemm_part& part, packed_w
                     std::int64_t ks, std::int64_t ns, int half) {
   const dtype t = v.g[s.node].type;
   if (uses_bf16_panels<Arch>(v.g.nodes, part)) {
-    if (t != dtype::bf16) weight_dtype_error(s, true);
+    if (t != dtype::bf16) weight_dtype_error(s, dtype::bf16);
     kernels::pack_b_pair_half<Arch>(part.k, part.n,
                                     static_cast<const kernels::bf16_bits*>(data) + b.offset, ks, ns,
                                     half, static_cast<kernels::bf16_bits*>(p.panels));
+  } else if (uses_s8_panels<Arch>(v.g.nodes, part)) {
+    if (t != dtype::i8) weight_dtype_error(s, dtype::i8);
+    kernels::pack_b_pair_half<Arch>(part.k, part.n,
+                                    static_cast<const std::int8_t*>(data) + b.offset, ks, ns, half,
+                                    static_cast<std::int8_t*>(p.panels));
+  } else if (t == dtype::i8) {
+    kernels::pack_b_pair_half<Arch>(part.k, part.n,
+                                    static_cast<const std::int8_t*>(data) + b.offset, ks, ns, half,
+                                    static_cast<float*>(p.panels));
   } else if (t == dtype::bf16) {
     kernels::pack_b_pair_half<Arch>(part.k, part.n,
                                     static_cast<const kernels::bf16_bits*>(data) + b.offset, ks, ns,
@@ -190,7 +213,7 @@ void pack_pair_half(const program_view& v, const plan::gemm_part& part, packed_w
     kernels::pack_b_pair_half<Arch>(part.k, part.n, static_cast<const float*>(data) + b.offset, ks,
                                     ns, half, static_cast<float*>(p.panels));
   } else {
-    weight_dtype_error(s, false);
+    weight_dtype_error(s, dtype::f32);
   }
   p.halves = std::uint8_t(p.halves | (1u << half));
   p.ready = p.halves == 3;
@@ -216,13 +239,19 @@ void pack_one(const program_view& v, weight_packs& w, const plan::gemm_part& par
   if (p.amx) {
     p.amx_data = pack_amx(part, data, w.bf16_storage() + p.offset);
   } else if (uses_bf16_panels<Arch>(v.g.nodes, part)) {
-    if (t != dtype::bf16) weight_dtype_error(s, true);
+    if (t != dtype::bf16) weight_dtype_error(s, dtype::bf16);
     if (p.shared) p.panels = shared_panels<Arch>(w, part, p, data, t, 1);
     kernels::pack_b_bf16_panels<Arch>(
         part.k, part.n, static_cast<const kernels::bf16_bits*>(data) + part.b.offset, part.b_ks,
         part.b_ns, static_cast<kernels::bf16_bits*>(p.panels));
+  } else if (p.s8_panels) {
+    if (t != dtype::i8) weight_dtype_error(s, dtype::i8);
+    if (p.shared) p.panels = shared_panels<Arch>(w, part, p, data, t, 2);
+    kernels::pack_b_s8_panels<Arch>(part.k, part.n,
+                                    static_cast<const std::int8_t*>(data) + part.b.offset,
+                                    part.b_ks, part.b_ns, static_cast<std::int8_t*>(p.panels));
   } else {
-    if (t != dtype::bf16 && t != dtype::f32) weight_dtype_error(s, false);
+    if (t != dtype::bf16 && t != dtype::f32 && t != dtype::i8) weight_dtype_error(s, dtype::f32);
     if (p.shared) p.panels = shared_panels<Arch>(w, part, p, data, t, 0);
     // Slice by slice (one, unless B is batched), at each slice's offset as run_gemm reads it.
     for (std::int64_t slice = 0; slice < part.b_slices; ++slice) {
@@ -234,6 +263,9 @@ void pack_one(const program_view& v, weight_packs& w, const plan::gemm_part& par
         kernels::pack_b_strided<Arch>(part.k, part.n,
                                       static_cast<const kernels::bf16_bits*>(data) + off, part.b_ks,
                                       part.b_ns, dst);
+      else if (t == dtype::i8)
+        kernels::pack_b_strided<Arch>(part.k, part.n, static_cast<const std::int8_t*>(data) + off,
+                                      part.b_ks, part.b_ns, dst);
       else
         kernels::pack_b_strided<Arch>(part.k, part.n, static_cast<const float*>(data) + off,
                                       part.b_ks, part.b_ns, dst);

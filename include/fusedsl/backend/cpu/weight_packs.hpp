@@ -22,7 +22,8 @@ struct packed_weight {
   bool ready = false;
   bool amx = false;  // packed for the AMX tiles (bf16 weights, amx_bf16 opted in); otherwise
                      // bf16 panels where the product reads them so, else f32 panels
-  bool bf16_storage = false;                     // amx or bf16 panels
+  bool s8_panels = false;     // int8 panels (an int8 weight read by few rows), in the bf16 buffer
+  bool bf16_storage = false;  // amx, bf16 or int8 panels
   const kernels::bf16_bits* amx_data = nullptr;  // the packed panels (aligned inside the slot)
   bool pair = false;        // the part's B and its pair's, side by side (pack_b_pair_half)
   std::uint8_t halves = 0;  // pair: which of the two have been packed (bits 0 and 1)
