@@ -1,7 +1,7 @@
 // fusedsl-generate: text from a GPT-2 checkpoint directory, decoded with the KV cache.
 //
 //   fusedsl-generate CHECKPOINT_DIR (--prompt TEXT | --prompt-ids "ID ...") [--max-tokens N]
-//                    [--temperature T --top-k K --seed S] [--print-ids]
+//                    [--temperature T --top-k K --seed S] [--weights f32|int8] [--print-ids]
 //
 // CHECKPOINT_DIR holds config.json, model.safetensors, vocab.json and merges.txt (Hugging Face's
 // GPT-2 files). The shapes are compiled in: config.json must match one of the shapes this build
@@ -11,7 +11,9 @@
 // when the context holds n_positions tokens. --temperature 0 (the default) decodes greedily;
 // otherwise the next token is drawn from softmax(logits / T) over the K most likely ones (--top-k
 // 0: all), with std::mt19937_64 seeded by S (default 0): the same seed gives the same tokens.
-// With --print-ids the last line of standard output is the generated ids, space-separated.
+// --weights int8 runs the same model with int8 weights: every linear layer and the tied embedding
+// quantized per output channel when the checkpoint is loaded (docs/quantization.md). With
+// --print-ids the last line of standard output is the generated ids, space-separated.
 // Exit status: 0 on success, 1 on an error (its message on standard error), 2 on bad usage.
 #include <algorithm>
 #include <chrono>
@@ -42,7 +44,7 @@ namespace {
 constexpr const char* usage =
     "usage: fusedsl-generate CHECKPOINT_DIR (--prompt TEXT | --prompt-ids \"ID ...\")\n"
     "                        [--max-tokens N] [--temperature T] [--top-k K] [--seed S]\n"
-    "                        [--print-ids]\n"
+    "                        [--weights f32|int8] [--print-ids]\n"
     "  CHECKPOINT_DIR   config.json, model.safetensors, vocab.json, merges.txt of a GPT-2\n"
     "  --prompt TEXT    the text to continue\n"
     "  --prompt-ids IDS the prompt as token ids, separated by spaces or commas\n"
@@ -50,6 +52,8 @@ constexpr const char* usage =
     "  --temperature T  0: greedy (default); > 0: sample from softmax(logits / T)\n"
     "  --top-k K        sample among the K most likely tokens (default 0: all)\n"
     "  --seed S         the sampler's seed (std::mt19937_64; default 0)\n"
+    "  --weights W      f32 (default), or int8: the linear layers and the tied embedding\n"
+    "                   quantized per output channel when the checkpoint is loaded\n"
     "  --print-ids      end with a line of the generated token ids\n";
 
 struct usage_error : std::runtime_error {
@@ -187,7 +191,7 @@ int run(int argc, char** argv) {
   std::filesystem::path dir;
   std::string prompt;
   std::vector<std::int32_t> prompt_ids;
-  bool have_prompt = false, have_ids = false, print_ids = false;
+  bool have_prompt = false, have_ids = false, print_ids = false, int8 = false;
   long max_tokens = 32, top_k = 0;
   double temperature = 0;
   std::uint64_t seed = 0;
@@ -211,7 +215,12 @@ int run(int argc, char** argv) {
       seed = std::uint64_t(parse_int(a, value(), 0));
     else if (a == "--print-ids")
       print_ids = true;
-    else if (a == "--help" || a == "-h") {
+    else if (a == "--weights") {
+      const std::string& w = value();
+      if (w != "f32" && w != "int8")
+        throw usage_error("--weights takes f32 or int8, not '" + w + "'");
+      int8 = w == "int8";
+    } else if (a == "--help" || a == "-h") {
       std::cout << usage;
       return 0;
     } else if (a.starts_with("--"))
@@ -232,7 +241,7 @@ int run(int argc, char** argv) {
   const std::int32_t eos =
       options.special_tokens.empty() ? -1 : tokenizer.special_id("<|endoftext|>");
   const auto file = fd::io::safetensors_file::open(dir / "model.safetensors");
-  const auto model = variant.make(file);
+  const auto model = int8 ? variant.make_int8(file) : variant.make(file);
 
   const std::vector<std::int32_t> ids = have_ids ? prompt_ids : tokenizer.encode(prompt);
   if (ids.empty()) throw tool_error("the prompt is empty: it encodes to no tokens");

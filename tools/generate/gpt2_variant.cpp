@@ -14,20 +14,26 @@ namespace fm = fusedsl::models;
 #define FUSEDSL_CAT(a, b) FUSEDSL_CAT2(a, b)
 #define FUSEDSL_ID FUSEDSL_CAT(FUSEDSL_ID_, FUSEDSL_GPT2_ID)
 
+// The shape, its prefill buckets, and the same model with int8 weights (--weights int8: the
+// linear layers and the tied embedding quantized per output channel when the checkpoint is bound).
 #if FUSEDSL_ID == 1
 constexpr std::string_view name = "gpt2 (small)";
-using generator = fm::gpt2_generator<fm::gpt2_small_config, 64, 256, 1024>;
+template <class W>
+using generator = fm::gpt2_generator<fm::gpt2_config<12, 768, 12, 50257, 1024, W>, 64, 256, 1024>;
 #elif FUSEDSL_ID == 2
 constexpr std::string_view name = "gpt2-medium";
-using generator = fm::gpt2_generator<fm::gpt2_medium_config, 64, 256, 1024>;
+template <class W>
+using generator = fm::gpt2_generator<fm::gpt2_config<24, 1024, 16, 50257, 1024, W>, 64, 256, 1024>;
 #elif FUSEDSL_ID == 3
 // The test suite's model (tests/models/data/gpt2_small_test).
 constexpr std::string_view name = "tiny (the test model)";
-using generator = fm::gpt2_generator<fm::gpt2_config<2, 64, 4, 512, 128>, 16, 32, 128>;
+template <class W>
+using generator = fm::gpt2_generator<fm::gpt2_config<2, 64, 4, 512, 128, W>, 16, 32, 128>;
 #else
 #error "FUSEDSL_GPT2_ID must be small, medium or tiny"
 #endif
 
+template <class Generator>
 class runner final : public gpt2_runner {
  public:
   explicit runner(const io::safetensors_file& file) : gen_(file) {}
@@ -39,10 +45,10 @@ class runner final : public gpt2_runner {
   std::int64_t length() const override { return gen_.length(); }
 
  private:
-  generator gen_;
+  Generator gen_;
 };
 
-using cfg = generator::config;
+using cfg = generator<float>::config;
 
 }  // namespace
 
@@ -54,9 +60,12 @@ const gpt2_variant& FUSEDSL_CAT(gpt2_variant_, FUSEDSL_GPT2_ID)() {
                               cfg::vocab,
                               cfg::positions,
                               cfg::inner,
-                              generator::max_prompt(),
+                              generator<float>::max_prompt(),
                               [](const io::safetensors_file& f) -> std::unique_ptr<gpt2_runner> {
-                                return std::make_unique<runner>(f);
+                                return std::make_unique<runner<generator<float>>>(f);
+                              },
+                              [](const io::safetensors_file& f) -> std::unique_ptr<gpt2_runner> {
+                                return std::make_unique<runner<generator<std::int8_t>>>(f);
                               }};
   return v;
 }

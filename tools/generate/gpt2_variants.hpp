@@ -26,6 +26,8 @@ struct gpt2_variant {
   std::int64_t d, heads, vocab, positions, inner;
   std::int64_t max_prompt;  // the largest prefill bucket
   std::unique_ptr<gpt2_runner> (*make)(const io::safetensors_file& file);
+  // The same with int8 weights, quantized per output channel from the checkpoint when bound.
+  std::unique_ptr<gpt2_runner> (*make_int8)(const io::safetensors_file& file);
 };
 
 #define FUSEDSL_GPT2_VARIANT_DECLARE(id) const gpt2_variant& gpt2_variant_##id();

@@ -45,7 +45,9 @@ using graph::builder;
 using graph::op_kind;
 
 // The hyper-parameters of a GPT-2: n_layer, n_embd, n_head, vocab_size, n_positions, the weights'
-// dtype (float, bf16, f16: narrower weights are widened where they are read), n_inner,
+// dtype (float, bf16, f16: narrower weights are widened where they are read; std::int8_t: the
+// linear layers' and the tied embedding's matrices quantized per output channel, with f32 scales,
+// biases, norms and position embeddings: nn::emit_linear), n_inner,
 // layer_norm_epsilon and the KV cache's dtype (float or bf16: each new key and value rounded to
 // bf16 as it is stored, read by the decode attention as bf16 and widened as loaded; half the
 // cache's bytes). with_cache<C> is the same model with a cache of dtype C.
@@ -68,11 +70,15 @@ struct gpt2_config {
   using with_cache = gpt2_config<Layers, D, Heads, Vocab, Positions, W, Inner, Eps, C>;
   // Bytes of weights read per decoded token (the embedding table once, as the LM head) and of one
   // cached position over all layers (keys and values, in the cache's dtype).
+  // int8 weights: the matrices' values in bytes, their per-channel scales, biases and norms f32.
   static constexpr double weight_bytes() {
-    const double dd = double(D), f = double(Inner);
-    const double per_layer =
-        dd * 3 * dd + 3 * dd + dd * dd + dd + dd * f + f + f * dd + dd + 4 * dd;
-    return (double(Layers) * per_layer + double(Vocab) * dd + 2 * dd) * double(sizeof(W));
+    const double dd = double(D), f = double(Inner), v = double(Vocab);
+    const double wb = double(sizeof(W)), db = std::is_same_v<W, std::int8_t> ? 4.0 : wb;
+    const double sb = std::is_same_v<W, std::int8_t> ? 4.0 : 0.0;  // a scale per output channel
+    const double matrices = dd * 3 * dd + dd * dd + dd * f + f * dd,
+                 channels = 3 * dd + dd + f + dd;
+    const double per_layer = matrices * wb + channels * (db + sb) + 4 * dd * db;
+    return double(Layers) * per_layer + v * (dd * wb + sb) + 2 * dd * db;
   }
   static constexpr double cache_bytes_per_position() {
     return 2.0 * Layers * double(D) * double(sizeof(Cache));
@@ -124,13 +130,21 @@ constexpr int emit_gpt2_block_tail(builder& b, int x, int ctx, std::string_view 
 }
 
 // wte[ids] + wpe[positions]: positions 0..T-1 (pos < 0) or the one run-time position pos.
+// An int8 wte: its rows' values times their scales ("wte.weight_scale" [V, 1], the LM head's per
+// output channel scales).
 constexpr int emit_gpt2_embeddings(builder& b, int ids, int pos, std::int64_t vocab,
                                    std::int64_t positions, std::int64_t d, dtype wt) {
   const std::int64_t len = b.at(ids).shape.back();
   const int wte = b.param("wte.weight", wt, make_dims(vocab, d));
   const int words = b.gather(wte, ids);
-  const int w = b.cast(words, dtype::f32);
-  const int wpe = b.param("wpe.weight", wt, make_dims(positions, d));
+  int w = b.cast(words, dtype::f32);
+  if (wt == dtype::i8) {
+    const int ws = b.param("wte.weight_scale", dtype::f32, make_dims(vocab, 1));
+    const int rows = b.gather(ws, ids);
+    w = b.binary(op_kind::mul, w, rows);
+  }
+  const int wpe =
+      b.param("wpe.weight", nn::dense_dtype(int(wt), dtype::f32), make_dims(positions, d));
   const int rows = pos < 0 ? b.slice(wpe, 0, 0, len) : b.dynamic_slice(wpe, pos, 0, 1);
   const int p = b.cast(rows, dtype::f32);
   return b.binary(op_kind::add, w, p);
@@ -141,7 +155,11 @@ constexpr int emit_gpt2_head(builder& b, int x, std::int64_t vocab, double eps, 
   const std::int64_t d = b.at(x).shape.back();
   const int f = nn::emit_layernorm(b, x, "ln_f", eps, int(wt), nn::conv1d_layers);
   const int wte = nn::param_as(b, "wte.weight", wt, dtype::f32, make_dims(vocab, d));
-  return b.matmul(f, wte, false, true);
+  const int logits = b.matmul(f, wte, false, true);
+  if (wt != dtype::i8) return logits;
+  const int ws = b.param("wte.weight_scale", dtype::f32, make_dims(vocab, 1));
+  const int row = b.reshape(ws, make_dims(vocab));
+  return b.binary(op_kind::mul, logits, row);
 }
 
 // One layer over x [T, D] at positions 0..T-1 (prefill): marks its keys and values [H, T, Dh] as

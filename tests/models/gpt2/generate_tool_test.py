@@ -66,6 +66,21 @@ with tempfile.TemporaryDirectory() as tmp:
     g = run(d, "--prompt", text, "--max-tokens", "16", "--print-ids")
     check(k1.returncode == 0 and k1.stdout == g.stdout, "top-k 1 is greedy")
 
+    # int8 weights, quantized when the checkpoint is loaded: greedy ids that follow transformers'
+    # (f32) ones while the random test model's logits are far apart (measured: the first 23 of
+    # 32; greedy decoding then follows its own tokens).
+    INT8_PREFIX = 16
+    want = batch["generated"][0]
+    r = run(d, "--prompt", "Hello,", "--max-tokens", str(len(want)), "--weights", "int8",
+            "--print-ids")
+    got = last_ids(r)
+    same = next((i for i, (x, y) in enumerate(zip(got, want)) if x != y), len(want))
+    check(r.returncode == 0 and len(got) == len(want) and same >= INT8_PREFIX,
+          f"int8 weights: {len(got)} ids, the first {same} of them transformers' ({r.stderr.strip()})")
+    r = run(d, "--prompt", "x", "--weights", "int4")
+    check(r.returncode == 2 and "--weights takes f32 or int8" in r.stderr,
+          "an unknown weight format is a usage error")
+
     # The context ends generation: a prompt of 120 ids leaves 8 positions of n_positions 128, so
     # 9 tokens come out (the last one is chosen from the logits at position 127).
     r = run(d, "--prompt-ids", " ".join(["5"] * 120), "--max-tokens", "50", "--print-ids")
