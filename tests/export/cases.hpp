@@ -89,6 +89,11 @@ constexpr auto int8 = fd::compile(
     fd::cast<float>(fd::cast<std::int8_t>(x * fd::lit<40.0>)),
     (fd::cast<float>(u8) - fd::lit<128.0>) * fd::lit<0.02>, fd::cast<float>(q8 + q8));
 
+// Linear layers with int8 weights (nn::linear's weight dtype std::int8_t): s8 values converted to
+// f32 for the dot, the per-channel scales ("<weight>_scale") multiplied after it, then the bias.
+constexpr auto int8_linear = fd::compile(fd::nn::linear<"l2", 5, false, std::int8_t>(
+    fd::gelu(fd::nn::linear<"l1", 6, true, std::int8_t>(x))));
+
 // quantize / dequantize (expr/quantize.hpp): u8 per row with zero points (values beyond the range
 // saturate), the round trip, int8 per channel without a zero point, and an int8 weight
 // dequantized per channel into a matmul. (A quantized matmul result is left out: summed in another

@@ -200,6 +200,7 @@ void for_each_case(F&& f) {
   f("rows", ec::rows);
   f("low_precision", ec::low_precision);
   f("int8", ec::int8);
+  f("int8_linear", ec::int8_linear);
   f("embedding", ec::embedding);
   f("decode", ec::decode);
   f("state_update", ec::state_update);

@@ -141,6 +141,7 @@ int main(int argc, char** argv) {
     w.add("rope", ec::rope);
     w.add("rounding", ec::rounding, false, {{"r", ec::rounding_values}});
     w.add("quantization", ec::quantization);
+    w.add("int8_linear", ec::int8_linear);
     w.add("stack", ec::stack);
     w.add("batched_gqa", ec::batched_gqa);
     w.add("attention_options", ec::attention_options);
