@@ -3,8 +3,9 @@
 // a safetensors checkpoint in memory. Ratios measured in one run:
 //   stream_copy               a STREAM-like copy of two 512 MiB f32 arrays: the memory bandwidth
 //                             (bytes read + written per second), measured first
-//   decode/ctx:N/weights:W    one decode step with N tokens in the cache, W = f32 or bf16 weights
-//                             (bf16: the KV cache too)
+//   decode/ctx:N/weights:W    one decode step with N tokens in the cache, W = f32, bf16 or int8
+//                             weights (bf16 and int8: a bf16 KV cache; int8: the matrices
+//                             quantized per output channel when the f32 checkpoint is bound)
 //   decode_f32_cache/ctx:N/weights:bf16  bf16 weights over an f32 KV cache
 //   decode_paged/weights:W/batch:B/ctx:N  one paged batch step (runtime/gpt2_paged.hpp) of B
 //                             sequences with N tokens each in pages of 16 positions, W = f32 or
@@ -51,6 +52,8 @@ using small_f32 = fm::gpt2_small_config;
 // dtype).
 using small_bf16_weights = fm::gpt2_config<12, 768, 12, 50257, 1024, fd::bf16>;
 using small_bf16 = small_bf16_weights::with_cache<fd::bf16>;
+// int8 weights (linear layers and the tied embedding; scales, biases and norms f32), bf16 cache.
+using small_int8 = fm::gpt2_config<12, 768, 12, 50257, 1024, std::int8_t>::with_cache<fd::bf16>;
 
 // GPT-2 small's tensors under their Hugging Face names, N(0, 0.02) (LayerNorm weights 1).
 struct checkpoint {
@@ -267,6 +270,7 @@ void decode_contexts(benchmark::internal::Benchmark* b) {
 BENCHMARK(stream_copy)->Unit(benchmark::kMillisecond)->MinTime(0.5);
 BENCHMARK(decode<small_f32>)->Name("decode/weights:f32")->Apply(decode_contexts);
 BENCHMARK(decode<small_bf16>)->Name("decode/weights:bf16")->Apply(decode_contexts);
+BENCHMARK(decode<small_int8>)->Name("decode/weights:int8")->Apply(decode_contexts);
 BENCHMARK(decode<small_bf16_weights>)
     ->Name("decode_f32_cache/weights:bf16")
     ->Apply(decode_contexts);

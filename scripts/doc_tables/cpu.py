@@ -636,3 +636,35 @@ def user_models(files, options):
     return table(["model", "kernels", "copies", "B packed per call", "from constants only",
                   "from parameters only (once per binding)", "fusedsl", "of FMA peak", "PyTorch eager", "torch.compile", "vs eager",
                   "vs torch.compile", "error"], rows) + [""] + note
+
+
+@generator("decode_weights")
+def decode_weights(files, options):
+    """GPT-2 small's decode step with f32, bf16 and int8 weights (gpt2_decode_bench's decode/
+    cases): per weight format and context, the median tokens/s over the repetitions, the bytes a
+    token reads and the fraction of the copy roofline, and int8 against bf16 in the same run."""
+    rel = files[0]
+    ctx, runs, _ = gbench(rel)
+    names = {"f32": "f32 weights and cache", "bf16": "bf16 weights and cache",
+             "int8": "int8 weights, bf16 cache"}
+    rows, reps = [], set()
+    for context in ("128", "1023"):
+        speed = {}
+        for w in ("f32", "bf16", "int8"):
+            prefix = f"decode/weights:{w}/ctx:{context}"
+            key = next((n for n in runs if n.startswith(prefix)), None)
+            if key is None:
+                raise TableError(f"{rel}: no decode/weights:{w}/ctx:{context} case")
+            rs = runs[key]
+            reps.add(len(rs))
+            speed[w] = median([get(r, "tokens_per_second") for r in rs])
+            note = f"{speed[w] / speed['bf16']:.2f}x bf16" if w == "int8" else ""
+            rows.append([f"{names[w]}, {context} tokens",
+                         f"{get(rs[0], 'bytes_per_token') / 1e6:.0f} MB", f"{speed[w]:.1f}",
+                         f"{median([get(r, 'roofline_fraction') for r in rs]):.3f}", note])
+    bw = ctx.get("stream_copy_bytes_per_second")
+    note = (f"One thread; the median of {'/'.join(str(r) for r in sorted(reps))} repetitions; "
+            f"roofline: the bytes a token reads over the copy bandwidth measured at the start of "
+            f"the run ({float(bw) / 1e9:.1f} GB/s)." if bw else "")
+    head = ["case", "bytes a token", "tokens/s", "fraction of the roofline", "int8 over bf16"]
+    return table(head, rows, ["l", "r", "r", "r", "r"]) + (["", note] if note else [])
