@@ -1,4 +1,6 @@
-// One GPT-2 shape of fusedsl-generate: FUSEDSL_GPT2_ID (small, medium, tiny) selects it.
+// One GPT-2 shape of fusedsl-generate: FUSEDSL_GPT2_ID (small, medium, tiny) selects it; with
+// FUSEDSL_GPT2_INT8 the unit holds the same shape with int8 weights instead (its own translation
+// unit: each compiles in about the time of one generator, and the two build in parallel).
 #include "fusedsl/runtime/gpt2_generator.hpp"
 #include "gpt2_variants.hpp"
 
@@ -52,6 +54,13 @@ using cfg = generator<float>::config;
 
 }  // namespace
 
+#if FUSEDSL_GPT2_INT8
+std::unique_ptr<gpt2_runner> FUSEDSL_CAT(make_gpt2_int8_,
+                                         FUSEDSL_GPT2_ID)(const io::safetensors_file& f) {
+  return std::make_unique<runner<generator<std::int8_t>>>(f);
+}
+#else
+
 const gpt2_variant& FUSEDSL_CAT(gpt2_variant_, FUSEDSL_GPT2_ID)() {
   static const gpt2_variant v{name,
                               cfg::layers,
@@ -64,10 +73,9 @@ const gpt2_variant& FUSEDSL_CAT(gpt2_variant_, FUSEDSL_GPT2_ID)() {
                               [](const io::safetensors_file& f) -> std::unique_ptr<gpt2_runner> {
                                 return std::make_unique<runner<generator<float>>>(f);
                               },
-                              [](const io::safetensors_file& f) -> std::unique_ptr<gpt2_runner> {
-                                return std::make_unique<runner<generator<std::int8_t>>>(f);
-                              }};
+                              &FUSEDSL_CAT(make_gpt2_int8_, FUSEDSL_GPT2_ID)};
   return v;
 }
+#endif
 
 }  // namespace fusedsl::tools

@@ -1,6 +1,7 @@
 #pragma once
-// The GPT-2 shapes fusedsl-generate carries, one translation unit each (gpt2_variant.cpp,
-// compiled once per shape by tools/CMakeLists.txt), behind one interface.
+// The GPT-2 shapes fusedsl-generate carries, two translation units each (gpt2_variant.cpp,
+// compiled per shape with f32 and with int8 weights by tools/CMakeLists.txt), behind one
+// interface.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -30,7 +31,9 @@ struct gpt2_variant {
   std::unique_ptr<gpt2_runner> (*make_int8)(const io::safetensors_file& file);
 };
 
-#define FUSEDSL_GPT2_VARIANT_DECLARE(id) const gpt2_variant& gpt2_variant_##id();
+#define FUSEDSL_GPT2_VARIANT_DECLARE(id)   \
+  const gpt2_variant& gpt2_variant_##id(); \
+  std::unique_ptr<gpt2_runner> make_gpt2_int8_##id(const io::safetensors_file& file);
 FUSEDSL_GPT2_VARIANT_DECLARE(small)
 FUSEDSL_GPT2_VARIANT_DECLARE(medium)
 FUSEDSL_GPT2_VARIANT_DECLARE(tiny)
